@@ -1,0 +1,72 @@
+import { cpus } from 'node:os';
+
+/** One measured figure, as DECISIONS "Benchmark output" defines it. */
+export interface BenchResult {
+  name: string;
+  value: number;
+  unit: string;
+  /** Sample count behind the figure (items processed per round x rounds). */
+  n: number;
+  /** Relative spread of the rounds: (max - min) / median. */
+  spread?: number;
+  note?: string;
+}
+
+export interface MeasureOptions {
+  /** Items processed by one call of `fn`. */
+  items: number;
+  /** Rounds after warm-up; the median is reported. Default 7. */
+  rounds?: number;
+  /** Warm-up calls. Default 2. */
+  warmup?: number;
+}
+
+/** Keeps results observable so the optimiser cannot drop the work. */
+export let sink: unknown;
+export function consume(v: unknown): void {
+  sink = v;
+}
+
+/**
+ * Runs `fn` repeatedly and reports the median throughput in items per second.
+ * @param name result name (e.g. `decode.intel5300`)
+ * @param unit e.g. `records/s`
+ * @param fn processes `opts.items` items per call (may be async)
+ */
+export async function throughput(
+  name: string,
+  unit: string,
+  fn: () => unknown | Promise<unknown>,
+  opts: MeasureOptions,
+): Promise<BenchResult> {
+  const rounds = opts.rounds ?? 7;
+  for (let i = 0; i < (opts.warmup ?? 2); i++) consume(await fn());
+  const rates: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const t0 = process.hrtime.bigint();
+    consume(await fn());
+    const ns = Number(process.hrtime.bigint() - t0);
+    rates.push((opts.items * 1e9) / ns);
+  }
+  rates.sort((a, b) => a - b);
+  const median = rates[rates.length >> 1]!;
+  return { name, value: median, unit, n: opts.items * rounds, spread: (rates[rates.length - 1]! - rates[0]!) / median };
+}
+
+/** Node version and CPU model, recorded with every set of figures. */
+export function machine(): { node: string; cpu: string } {
+  const c = cpus();
+  return { node: process.version, cpu: `${c[0]?.model ?? 'unknown'} (${c.length} cores)` };
+}
+
+function fmt(v: number): string {
+  if (v >= 1000) return Math.round(v).toLocaleString('en-US');
+  if (v >= 1) return v.toFixed(2);
+  return v.toPrecision(3);
+}
+
+/** The results as a Markdown table. */
+export function table(results: readonly BenchResult[]): string {
+  const rows = results.map((r) => `| ${r.name} | ${fmt(r.value)} | ${r.unit} | ${r.n} | ${r.spread !== undefined ? (r.spread * 100).toFixed(1) + '%' : ''} | ${r.note ?? ''} |`);
+  return ['| benchmark | median | unit | n | spread | note |', '|---|---:|---|---:|---:|---|', ...rows].join('\n');
+}

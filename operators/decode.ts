@@ -1,0 +1,93 @@
+import { Observable, type OperatorFunction } from 'rxjs';
+import type { CaptureFormat, CsiFrame } from '../src/csi/frame.js';
+import type { CsiDecoder, DecodeStats, DecoderOptions } from '../src/csi/decoder.js';
+import type { OperatorSpec, ParamValues } from '../src/engine/spec.js';
+
+export interface DecodeOptions {
+  /** Called once when the input ends (or fails) with the decoder's final counts. */
+  onStats?: (stats: DecodeStats) => void;
+}
+
+/**
+ * Decodes a stream of byte chunks into CSI frames with an incremental decoder. Records may span
+ * chunk boundaries. Malformed records are skipped and counted by the decoder; input that ends
+ * inside a record ends the stream with the decoder's DecodeError (naming the byte offset).
+ *
+ * @param createDecoder makes a fresh decoder per subscription, e.g. `() => new Intel5300Decoder()`
+ * @param opts `onStats` receives the counts at the end
+ * @returns an operator from `Uint8Array` chunks to `CsiFrame`s
+ * @example
+ * fileBytes('log.dat').pipe(decode(() => createStreamDecoder('intel5300')))
+ */
+export function decode(
+  createDecoder: () => CsiDecoder,
+  opts: DecodeOptions = {},
+): OperatorFunction<Uint8Array, CsiFrame> {
+  return (source) =>
+    new Observable<CsiFrame>((subscriber) => {
+      const decoder = createDecoder();
+      const emit = (f: CsiFrame) => subscriber.next(f);
+      let reported = false;
+      const report = () => {
+        if (!reported) {
+          reported = true;
+          opts.onStats?.({ ...decoder.stats });
+        }
+      };
+      const sub = source.subscribe({
+        next(chunk) {
+          try {
+            decoder.push(chunk, emit);
+          } catch (e) {
+            report();
+            subscriber.error(e);
+          }
+        },
+        error(e) {
+          report();
+          subscriber.error(e);
+        },
+        complete() {
+          try {
+            decoder.end(emit);
+          } catch (e) {
+            report();
+            subscriber.error(e);
+            return;
+          }
+          report();
+          subscriber.complete();
+        },
+      });
+      return () => sub.unsubscribe();
+    });
+}
+
+/**
+ * Registry entries for the decoder stages of pipeline strings (`file:cap.dat | intel5300 | ...`):
+ * one per capture format, each turning raw bytes into frames.
+ */
+export function decoderSpecs(
+  formats: readonly CaptureFormat[],
+  create: (format: CaptureFormat, opts: DecoderOptions) => CsiDecoder,
+): OperatorSpec[] {
+  return formats.map((format) => ({
+    name: format,
+    summary: `decode ${DESCRIPTIONS[format]} from raw bytes`,
+    input: 'bytes' as const,
+    output: 'frame' as const,
+    params: [
+      { name: 'source', type: 'string' as const, default: format, description: 'sourceId stamped into frames' },
+      { name: 'env', type: 'string' as const, default: 'default', description: 'environmentId stamped into frames' },
+    ],
+    create: (p: ParamValues) =>
+      decode(() => create(format, { sourceId: String(p.source), environmentId: String(p.env) })),
+  }));
+}
+
+const DESCRIPTIONS: Record<CaptureFormat, string> = {
+  intel5300: 'Intel 5300 CSI Tool log_to_file logs',
+  atheros: 'Atheros CSI Tool recv_csi logs (either byte order)',
+  nexmon: 'Nexmon CSI pcap captures',
+  esp32: 'ESP32 CSI text lines (esp-csi CSI_DATA or ESP32-CSI-Tool)',
+};

@@ -1,0 +1,33 @@
+import type { OperatorSpec } from '../src/engine/spec.js';
+import type { Registry } from '../src/engine/pipeline.js';
+import { CAPTURE_FORMATS } from '../src/csi/frame.js';
+import { createStreamDecoder } from '../src/decoders/index.js';
+import { PIPELINES } from '../pipelines/index.js';
+import { decoderSpecs } from './decode.js';
+import { spec as sanitize } from './sanitizePhase.js';
+import { spec as hampel } from './hampel.js';
+import { spec as normalize } from './normalizeAmplitude.js';
+import { spec as conj } from './conjugateMultiply.js';
+import { spec as resample } from './resample.js';
+import { spec as window } from './slidingWindow.js';
+import { spec as doppler } from './doppler.js';
+import { spec as conflate } from './conflate.js';
+
+/** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
+export const OPERATORS: readonly OperatorSpec[] = [
+  ...decoderSpecs(CAPTURE_FORMATS, createStreamDecoder),
+  sanitize,
+  hampel,
+  normalize,
+  conj,
+  resample,
+  window,
+  doppler,
+  conflate,
+];
+
+/** The registry the CLI and the service build pipelines from. */
+export const registry: Registry = {
+  operators: new Map(OPERATORS.map((o) => [o.name, o])),
+  pipelines: PIPELINES,
+};

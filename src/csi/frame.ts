@@ -1,0 +1,121 @@
+/**
+ * The CSI frame model shared by every source, decoder and operator.
+ *
+ * One frame is one CSI measurement (one received packet): an nSub x nRx x nTx matrix of complex
+ * channel gains plus the radio metadata that came with it. Samples live in one interleaved
+ * Float32Array (re, im) ordered subcarrier first, then receive antenna, then transmit antenna:
+ *
+ *     complex index c = (sc * nRx + rx) * nTx + tx;  re = csi[2c], im = csi[2c + 1]
+ *
+ * (DECISIONS "Decoding captures".) Operators never mutate a frame they receive: they emit a new
+ * frame object (usually `{ ...frame, csi: out }`), so a frame may be shared by several subscribers.
+ */
+
+/** Formats a frame can come from. `sim` is the built-in simulator. */
+export type CsiFormat = 'intel5300' | 'atheros' | 'nexmon' | 'esp32' | 'sim';
+
+export const CAPTURE_FORMATS = ['intel5300', 'atheros', 'nexmon', 'esp32'] as const;
+export type CaptureFormat = (typeof CAPTURE_FORMATS)[number];
+
+export interface CsiFrame {
+  /** Where the frame was decoded from. */
+  readonly format: CsiFormat;
+  /** Identifies the sender (file path, `udp://host:port`, `sim`, ...). */
+  readonly sourceId: string;
+  /** The environment (room) this frame belongs to; config `environment.id`. */
+  readonly environmentId: string;
+  /** Zero-based position of the record in its source, in arrival/file order. */
+  readonly index: number;
+  /**
+   * Wall-clock time of the measurement, Unix epoch milliseconds (may be fractional).
+   * From the record when the format carries wall time (pcap), else stamped by the source on
+   * arrival (or derived from the device clock during replay). 0 when not yet known.
+   */
+  readonly time: number;
+  /** The record's own timestamp exactly as recorded, in the format's units (printed by `decode`). */
+  readonly deviceTime: number;
+  /**
+   * The device clock in microseconds when the format has one that can pace a replay
+   * (Intel 5300 timestamp_low, Atheros TSF, pcap time, ESP32 local_timestamp); NaN otherwise.
+   */
+  readonly clockUs: number;
+  /** Sequence number as recorded (Intel bfee_count, 802.11 sequence number, ...), else the index. */
+  readonly seq: number;
+  /** RSSI per receive antenna as recorded (dB or dBm depending on hardware); NaN where absent. */
+  readonly rssi: readonly number[];
+  /** Noise floor as recorded (dBm); NaN where the format does not carry it. */
+  readonly noise: number;
+  /** 802.11 channel number; NaN where unknown. */
+  readonly channel: number;
+  /** Channel bandwidth in MHz (20, 40, 80, 160); NaN where unknown. */
+  readonly bandwidthMhz: number;
+  readonly nRx: number;
+  readonly nTx: number;
+  readonly nSub: number;
+  /** Subcarrier indices (relative to the centre, in 312.5 kHz steps), length nSub, in sample order. */
+  readonly subcarriers: Int16Array;
+  /** Interleaved complex samples, length nSub * nRx * nTx * 2; see the module comment for order. */
+  readonly csi: Float32Array;
+  /** Format-specific fields printed by `csipose decode` (snake_case keys), e.g. `bfee_count`, `perm`. */
+  readonly meta?: Readonly<Record<string, unknown>>;
+}
+
+/** Index of the real part of (sc, rx, tx) in `frame.csi`. */
+export function csiOffset(nRx: number, nTx: number, sc: number, rx: number, tx: number): number {
+  return ((sc * nRx + rx) * nTx + tx) * 2;
+}
+
+/** ISO 8601 UTC string with millisecond precision for a frame's wall-clock time. */
+export function isoTime(ms: number): string {
+  return new Date(Math.round(ms)).toISOString();
+}
+
+/** Number of complex streams (links x subcarriers) in a frame. */
+export function streamCount(f: Pick<CsiFrame, 'nSub' | 'nRx' | 'nTx'>): number {
+  return f.nSub * f.nRx * f.nTx;
+}
+
+/**
+ * A run of consecutive frames of one shape, as emitted by the sliding window operator.
+ * `data` is time-major: frame t's interleaved CSI occupies data[t*frameLen, (t+1)*frameLen),
+ * with frameLen = nSub*nRx*nTx*2 laid out as in CsiFrame.
+ */
+export interface CsiWindow {
+  readonly sourceId: string;
+  readonly environmentId: string;
+  /** Number of frames in the window. */
+  readonly size: number;
+  readonly nRx: number;
+  readonly nTx: number;
+  readonly nSub: number;
+  readonly subcarriers: Int16Array;
+  /** Wall-clock time (epoch ms) of each frame, length `size`. */
+  readonly times: Float64Array;
+  /** Sampling rate in Hz: nominal when frames were resampled, else estimated from `times`. */
+  readonly rateHz: number;
+  /** Sequence number of the first frame. */
+  readonly seq: number;
+  /** Count of windows emitted before this one by the same window operator subscription. */
+  readonly windowIndex: number;
+  readonly data: Float32Array;
+}
+
+/**
+ * A Doppler spectrum: power per (stream, frequency bin) over one window.
+ * `power` is stream-major: power[s * nBins + b]; bins run from -rateHz/2 up (fftshifted),
+ * bin b has frequency (b - nBins/2) * binHz.
+ */
+export interface DopplerSpectrum {
+  readonly sourceId: string;
+  readonly environmentId: string;
+  /** Wall-clock time (epoch ms) of the window's last frame. */
+  readonly time: number;
+  readonly windowIndex: number;
+  readonly nStreams: number;
+  readonly nBins: number;
+  readonly binHz: number;
+  readonly rateHz: number;
+  /** What each stream is, e.g. `rx0-tx0 sc[-28..-20]`; length nStreams. */
+  readonly streams: readonly string[];
+  readonly power: Float32Array;
+}

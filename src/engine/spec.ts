@@ -1,0 +1,44 @@
+import type { OperatorFunction, SchedulerLike } from 'rxjs';
+
+/**
+ * What flows between pipeline stages. The pipeline parser checks that each stage's input kind
+ * matches the previous stage's output kind and points at the stage when it does not.
+ */
+export type StreamKind = 'bytes' | 'frame' | 'window' | 'spectrum' | 'pose' | 'any';
+
+export type ParamType = 'int' | 'number' | 'string' | 'boolean' | 'enum';
+
+/** One parameter of an operator, as listed by `csipose operators` and parsed from `key=value`. */
+export interface ParamSpec {
+  readonly name: string;
+  readonly type: ParamType;
+  readonly default: number | string | boolean;
+  readonly description: string;
+  /** Inclusive bounds for int and number. */
+  readonly min?: number;
+  readonly max?: number;
+  /** Allowed values for enum. */
+  readonly values?: readonly string[];
+}
+
+export type ParamValues = Record<string, number | string | boolean>;
+
+/** Context handed to every operator factory. */
+export interface OperatorContext {
+  /** Scheduler for anything time-based; tests pass a TestScheduler. */
+  readonly scheduler?: SchedulerLike;
+}
+
+/**
+ * The registry entry of one operator: name, what it consumes and produces, its parameters, and a
+ * factory that builds the RxJS operator from validated parameter values (defaults filled in).
+ */
+export interface OperatorSpec {
+  readonly name: string;
+  readonly summary: string;
+  readonly input: StreamKind;
+  readonly output: StreamKind;
+  readonly params: readonly ParamSpec[];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  create(params: ParamValues, ctx: OperatorContext): OperatorFunction<any, any>;
+}

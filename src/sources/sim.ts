@@ -1,0 +1,133 @@
+import { Observable, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
+import type { CsiFrame } from '../csi/frame.js';
+import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
+import { SourceError } from './errors.js';
+
+export interface SimSourceOptions {
+  /** 1 = real time, 2 = twice as fast, 0 = as fast as possible. */
+  speed?: number;
+  scheduler?: SchedulerLike;
+}
+
+/** Simulator settings that a `sim?...` URI can carry, plus whether to attach the ground truth. */
+export type SimParams = Partial<SimOptions> & { truth?: boolean };
+
+/** In fast mode, frames emitted before yielding to the event loop. */
+const FAST_BATCH = 1024;
+
+/**
+ * The ground truth as plain JSON, attached to frames as `meta.truth` when asked for
+ * (`sim?truth=1`), so that NDJSON output carries it beside the CSI.
+ */
+export function truthToJson(t: GroundTruth): Record<string, unknown> {
+  return {
+    time: t.time,
+    seq: t.seq,
+    person_count: t.personCount,
+    persons: t.persons.map((p) => ({
+      id: p.id,
+      activity: p.activity,
+      keypoints: Array.from(p.keypoints, (v) => Math.round(v * 10) / 10),
+      visible: Array.from(p.visible),
+      bbox: p.bbox,
+      floor: p.floor,
+      velocity: p.velocity,
+    })),
+    events: t.events,
+  };
+}
+
+/**
+ * Parses the query of a `sim?...` source URI.
+ * Keys: seed, people (0-4), nsub (30|56|114), band (2.4|5), rate (Hz), nrx, ntx, snr (dB), env, truth (0|1).
+ * @throws SourceError for values out of range
+ */
+export function parseSimParams(q: URLSearchParams): SimParams {
+  const out: SimParams = {};
+  const num = (k: string, min: number, max: number, integer = true): number | undefined => {
+    const s = q.get(k);
+    if (s === null) return undefined;
+    const v = Number(s);
+    if (!Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v)))
+      throw new SourceError(`sim: ${k} must be ${integer ? 'an integer' : 'a number'} in ${min}..${max}, got "${s}"`);
+    return v;
+  };
+  const seed = num('seed', 0, 2 ** 32 - 1);
+  if (seed !== undefined) out.seed = seed;
+  const people = num('people', 0, 4);
+  if (people !== undefined) out.people = people;
+  const nsub = num('nsub', 30, 114);
+  if (nsub !== undefined) {
+    if (nsub !== 30 && nsub !== 56 && nsub !== 114) throw new SourceError(`sim: nsub must be 30, 56 or 114, got ${nsub}`);
+    out.nSub = nsub;
+  }
+  const band = q.get('band');
+  if (band !== null) {
+    if (band !== '2.4' && band !== '5') throw new SourceError(`sim: band must be 2.4 or 5, got "${band}"`);
+    out.band = band;
+  }
+  const rate = num('rate', 1, 2000, false);
+  if (rate !== undefined) out.rateHz = rate;
+  const nrx = num('nrx', 1, 4);
+  if (nrx !== undefined) out.nRx = nrx;
+  const ntx = num('ntx', 1, 4);
+  if (ntx !== undefined) out.nTx = ntx;
+  const env = q.get('env');
+  if (env !== null) out.environmentId = env;
+  const truth = q.get('truth');
+  if (truth !== null) out.truth = truth === '1' || truth === 'true';
+  return out;
+}
+
+/**
+ * The simulator as a source of frames: in real time (frames are due at their simulated time,
+ * emitted in small batches per timer tick so timer granularity never slows the rate), at a multiple
+ * of it, or as fast as possible. In real time the simulated clock starts now; as fast as possible it
+ * starts at the simulator's fixed epoch, so the same seed gives the same stream.
+ *
+ * @param params simulator settings (see parseSimParams)
+ * @param opts speed and scheduler
+ * @returns frames, with `meta.truth` attached when `params.truth` is set
+ * @example
+ * simSource({ seed: 1, people: 2 }, { speed: 0 }).pipe(take(1000))
+ */
+export function simSource(params: SimParams, opts: SimSourceOptions = {}): Observable<CsiFrame> {
+  const speed = opts.speed ?? 1;
+  const scheduler = opts.scheduler ?? asyncScheduler;
+  const { truth: withTruth, ...simOpts } = params;
+  return new Observable<CsiFrame>((subscriber) => {
+    const wallStart = scheduler.now();
+    const sim = new CsiSimulator(speed > 0 && simOpts.startTime === undefined ? { ...simOpts, startTime: wallStart } : simOpts);
+    let simStart = NaN;
+    let pending: Subscription | undefined;
+    const out = (s: { frame: CsiFrame; truth: GroundTruth }): CsiFrame =>
+      withTruth ? { ...s.frame, meta: { ...(s.frame.meta ?? {}), truth: truthToJson(s.truth) } } : s.frame;
+    let next = sim.next();
+    const loop = (): void => {
+      try {
+        let emitted = 0;
+        while (!subscriber.closed) {
+          if (Number.isNaN(simStart)) simStart = next.truth.time;
+          if (speed > 0) {
+            const due = wallStart + (next.truth.time - simStart) / speed;
+            const wait = due - scheduler.now();
+            if (wait > 0) {
+              pending = scheduler.schedule(loop, Math.max(wait, 1));
+              return;
+            }
+          } else if (++emitted > FAST_BATCH) {
+            pending = scheduler.schedule(loop, 0);
+            return;
+          }
+          const s = next;
+          next = sim.next();
+          subscriber.next(out(s));
+        }
+      } catch (e) {
+        subscriber.error(e);
+      }
+    };
+    pending = scheduler.schedule(loop, 0);
+    return () => pending?.unsubscribe();
+  });
+}

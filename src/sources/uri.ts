@@ -1,0 +1,130 @@
+import type { Observable, SchedulerLike } from 'rxjs';
+import type { CaptureFormat } from '../csi/frame.js';
+import type { DecodeStats } from '../csi/decoder.js';
+import { createStreamDecoder, formatFromFileName, isCaptureFormat } from '../decoders/index.js';
+import { decode } from '../../operators/decode.js';
+import { fileBytes, stdinBytes } from './bytes.js';
+import { replayFile } from './replayFile.js';
+import { udpSource } from './udp.js';
+import { simSource, parseSimParams } from './sim.js';
+import { SourceError } from './errors.js';
+
+export { SourceError };
+
+/** Settings a source takes from the command line rather than from its URI. */
+export interface SourceContext {
+  /** Replay speed for file sources (1 = recorded pace, 0 = as fast as possible). */
+  speed?: number;
+  environmentId?: string;
+  scheduler?: SchedulerLike;
+  /** Final decode counts of byte sources (the CLI prints the skipped count). */
+  onDecodeStats?: (stats: DecodeStats) => void;
+}
+
+/** A parsed `--source` / first pipeline stage. */
+export interface SourceDef {
+  readonly uri: string;
+  /** What it can emit: raw bytes for a decoder stage, or decoded frames. */
+  readonly emits: ReadonlyArray<'bytes' | 'frame'>;
+  open(kind: 'bytes' | 'frame', ctx: SourceContext): Observable<unknown>;
+}
+
+
+function query(uri: string): { base: string; q: URLSearchParams } {
+  const i = uri.indexOf('?');
+  return i < 0 ? { base: uri, q: new URLSearchParams() } : { base: uri.slice(0, i), q: new URLSearchParams(uri.slice(i + 1)) };
+}
+
+function formatParam(q: URLSearchParams, uri: string): CaptureFormat | undefined {
+  const f = q.get('format');
+  if (f === null) return undefined;
+  if (!isCaptureFormat(f)) throw new SourceError(`unknown format "${f}" in ${uri} (formats: intel5300, atheros, nexmon, esp32)`);
+  return f;
+}
+
+function speedParam(q: URLSearchParams, ctx: SourceContext): number {
+  const s = q.get('speed');
+  if (s === null) return ctx.speed ?? 1;
+  const v = Number(s);
+  if (!Number.isFinite(v) || v < 0) throw new SourceError(`speed must be a number >= 0, got "${s}"`);
+  return v;
+}
+
+/**
+ * Parses a source URI:
+ * - `sim` or `sim?seed=7&people=2&nsub=30&band=5&speed=1`: the built-in simulator
+ * - `file:PATH[?format=F&speed=N&loop=K]`: a capture file (format guessed from the name if absent)
+ * - `udp://HOST:PORT?format=esp32|nexmon|intel5300`: live packets
+ * - `stdin[?format=F]` or `-`: bytes on standard input
+ * @param uri the URI as written
+ * @returns its definition; opening it happens later
+ * @throws SourceError for a malformed URI
+ */
+export function parseSource(uri: string): SourceDef {
+  const { base, q } = query(uri);
+  if (base === 'sim' || base === 'sim:') {
+    const simParams = parseSimParams(q);
+    return {
+      uri,
+      emits: ['frame'],
+      open: (_k, ctx) => simSource({ ...simParams, environmentId: ctx.environmentId ?? simParams.environmentId }, {
+        speed: q.has('speed') ? speedParam(q, ctx) : (ctx.speed ?? 1),
+        ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
+      }),
+    };
+  }
+  if (base.startsWith('file:')) {
+    const path = base.slice(5);
+    if (!path) throw new SourceError(`file source needs a path: file:PATH`);
+    const format = formatParam(q, uri);
+    const loops = q.has('loop') ? Number(q.get('loop')) : 1;
+    if (!Number.isInteger(loops) || loops < 0) throw new SourceError(`loop must be an integer >= 0 (0 = forever)`);
+    return {
+      uri,
+      emits: ['bytes', 'frame'],
+      open(kind, ctx) {
+        if (kind === 'bytes') return fileBytes(path);
+        const f = format ?? formatFromFileName(path);
+        if (!f) throw new SourceError(`cannot tell the format of ${path}: add ?format=intel5300|atheros|nexmon|esp32`);
+        const opts = { sourceId: `file:${path}`, environmentId: ctx.environmentId ?? 'default' };
+        return replayFile(path, () => createStreamDecoder(f, opts), {
+          speed: speedParam(q, ctx),
+          loops,
+          ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
+          ...(ctx.onDecodeStats ? { onStats: ctx.onDecodeStats } : {}),
+        });
+      },
+    };
+  }
+  if (base.startsWith('udp://')) {
+    const hp = base.slice(6);
+    const colon = hp.lastIndexOf(':');
+    const host = colon > 0 ? hp.slice(0, colon).replace(/^\[|\]$/g, '') : '';
+    const port = Number(hp.slice(colon + 1));
+    if (!host || !Number.isInteger(port) || port < 0 || port > 65535)
+      throw new SourceError(`udp source must be udp://HOST:PORT?format=F, got ${uri}`);
+    const format = formatParam(q, uri);
+    if (!format) throw new SourceError(`udp source needs ?format=esp32|nexmon|intel5300`);
+    return {
+      uri,
+      emits: ['frame'],
+      open: (_k, ctx) => udpSource({ host, port, format, environmentId: ctx.environmentId ?? 'default' }),
+    };
+  }
+  if (base === 'stdin' || base === '-') {
+    const format = formatParam(q, uri);
+    return {
+      uri,
+      emits: format ? ['bytes', 'frame'] : ['bytes'],
+      open(kind, ctx) {
+        const bytes = stdinBytes();
+        if (kind === 'bytes') return bytes;
+        const opts = { sourceId: 'stdin', environmentId: ctx.environmentId ?? 'default' };
+        return bytes.pipe(
+          decode(() => createStreamDecoder(format!, opts), ctx.onDecodeStats ? { onStats: ctx.onDecodeStats } : {}),
+        );
+      },
+    };
+  }
+  throw new SourceError(`unknown source "${uri}" (sources: sim, file:PATH, udp://HOST:PORT?format=F, stdin)`);
+}

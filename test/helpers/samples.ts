@@ -1,0 +1,33 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe } from 'vitest';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** `../shared/csi-samples` beside the repository (as on every developer machine and in CI). */
+export const samplesDir = process.env.CSIPOSE_SAMPLES_DIR ?? resolve(here, '../../../shared/csi-samples');
+export const haveSamples = existsSync(join(samplesDir, 'SOURCES.md'));
+
+/** Path of a capture inside the samples folder, e.g. `sample('intel5300/log.all_csi.6.7.6')`. */
+export function sample(rel: string): string {
+  return join(samplesDir, rel);
+}
+
+/** The bytes of a capture. */
+export function sampleBytes(rel: string): Uint8Array {
+  return new Uint8Array(readFileSync(sample(rel)));
+}
+
+/** Parsed JSON from `ground_truth/`. */
+export function groundTruth<T = any>(name: string): T {
+  return JSON.parse(readFileSync(join(samplesDir, 'ground_truth', name), 'utf8')) as T;
+}
+
+/**
+ * `describe` for suites that read the real captures: skipped, with the reason in its title,
+ * when `../shared/csi-samples` is absent.
+ */
+export const describeWithSamples: (name: string, fn: () => void) => void = haveSamples
+  ? (name, fn) => describe(name, fn)
+  : (name, fn) => describe.skip(`${name} [skipped: real captures not found at ${samplesDir}]`, fn);
