@@ -35,7 +35,10 @@ export function createStreamDecoder(format: CaptureFormat, opts: DecoderOptions 
  * ESP32 text lines, or Intel 5300 log records.
  */
 export function createDatagramDecoder(format: CaptureFormat, opts: DecoderOptions = {}): CsiDecoder {
-  return format === 'nexmon' ? new NexmonUdpDecoder(opts) : createStreamDecoder(format, opts);
+  if (format === 'nexmon') return new NexmonUdpDecoder(opts);
+  // A datagram is whole lines: a missing final newline must not glue it to the next datagram.
+  if (format === 'esp32') return new Esp32Decoder({ ...opts, datagrams: true });
+  return createStreamDecoder(format, opts);
 }
 
 /** Guesses a capture format from a file name; undefined when the name says nothing. */
