@@ -1,4 +1,5 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike } from 'rxjs';
+import { ReplayClock, stampTime } from '../src/sources/replayClock.js';
 import type { CaptureFormat, CsiFrame } from '../src/csi/frame.js';
 import type { CsiDecoder, DecodeStats, DecoderOptions } from '../src/csi/decoder.js';
 import type { OperatorSpec, ParamValues } from '../src/engine/spec.js';
@@ -6,11 +7,20 @@ import type { OperatorSpec, ParamValues } from '../src/engine/spec.js';
 export interface DecodeOptions {
   /** Called once when the input ends (or fails) with the decoder's final counts. */
   onStats?: (stats: DecodeStats) => void;
+  /**
+   * Frames whose record carries no wall-clock time are stamped on a replay timeline that starts at
+   * this epoch ms (default: the scheduler's now at subscribe) and advances by the device clock, or
+   * by `nominalRateHz` where the clock cannot be used. Set to 0 to leave such frames at time 0.
+   */
+  startTime?: number;
+  nominalRateHz?: number;
+  scheduler?: SchedulerLike;
 }
 
 /**
  * Decodes a stream of byte chunks into CSI frames with an incremental decoder. Records may span
- * chunk boundaries. Malformed records are skipped and counted by the decoder; input that ends
+ * chunk boundaries. Frames without a recorded wall-clock time are stamped on a timeline driven by
+ * the device clock (see DecodeOptions), so downstream windows see real sampling rates. Malformed records are skipped and counted by the decoder; input that ends
  * inside a record ends the stream with the decoder's DecodeError (naming the byte offset).
  *
  * @param createDecoder makes a fresh decoder per subscription, e.g. `() => new Intel5300Decoder()`
@@ -26,7 +36,12 @@ export function decode(
   return (source) =>
     new Observable<CsiFrame>((subscriber) => {
       const decoder = createDecoder();
-      const emit = (f: CsiFrame) => subscriber.next(f);
+      const start = opts.startTime ?? (opts.scheduler ?? asyncScheduler).now();
+      const clock = new ReplayClock(opts.nominalRateHz ?? 100);
+      const emit =
+        start === 0
+          ? (f: CsiFrame) => subscriber.next(f)
+          : (f: CsiFrame) => subscriber.next(stampTime(f, start + clock.advance(f)));
       let reported = false;
       const report = () => {
         if (!reported) {
@@ -80,8 +95,11 @@ export function decoderSpecs(
       { name: 'source', type: 'string' as const, default: format, description: 'sourceId stamped into frames' },
       { name: 'env', type: 'string' as const, default: 'default', description: 'environmentId stamped into frames' },
     ],
-    create: (p: ParamValues) =>
-      decode(() => create(format, { sourceId: String(p.source), environmentId: String(p.env) })),
+    create: (p: ParamValues, ctx) =>
+      decode(
+        () => create(format, { sourceId: String(p.source), environmentId: String(p.env) }),
+        ctx.scheduler ? { scheduler: ctx.scheduler } : {},
+      ),
   }));
 }
 

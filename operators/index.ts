@@ -12,6 +12,10 @@ import { spec as resample } from './resample.js';
 import { spec as window } from './slidingWindow.js';
 import { spec as doppler } from './doppler.js';
 import { spec as conflate } from './conflate.js';
+import { spec as track } from './track.js';
+import { spec as activity } from './activity.js';
+import { spec as alerts } from './alerts.js';
+import { spec as infer } from './infer.js';
 
 /** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
 export const OPERATORS: readonly OperatorSpec[] = [
@@ -24,6 +28,10 @@ export const OPERATORS: readonly OperatorSpec[] = [
   window,
   doppler,
   conflate,
+  infer,
+  track,
+  activity,
+  alerts,
 ];
 
 /** The registry the CLI and the service build pipelines from. */

@@ -1,5 +1,5 @@
 import type { Observable, SchedulerLike } from 'rxjs';
-import { PipelineError, composeStages, resolveStages, splitStages, type Registry, type ResolvedStage, type StageText } from './pipeline.js';
+import { PipelineError, composeStages, resolveStages, splitStages, suggest, type Registry, type ResolvedStage, type StageText } from './pipeline.js';
 import type { StreamKind } from './spec.js';
 import { parseSource, SourceError, type SourceContext, type SourceDef } from '../sources/uri.js';
 import { SINKS, type SinkSpec } from '../sinks/index.js';
@@ -51,8 +51,9 @@ export function buildPipeline(input: string, registry: Registry, opts: { require
     middle = middle.slice(0, -1);
   } else if (opts.requireSink) {
     const at = last ?? first;
+    const near = last && !registry.operators.has(last.name) && !registry.pipelines.has(last.name) ? suggest(last.name, SINKS.keys()) : undefined;
     throw new PipelineError(
-      `a pipeline ends with a sink (${[...SINKS.keys()].join(', ')})`,
+      `a pipeline ends with a sink (${[...SINKS.keys()].join(', ')})${near ? `: did you mean "${near}"?` : ''}`,
       stages.length,
       input,
       at.column,

@@ -177,6 +177,12 @@ function expand(
       if (e instanceof ParamError) fail(`"${name}": ${e.message}`, origin);
       throw e;
     }
+    try {
+      // Factories validate combinations the declarations cannot express (e.g. an odd window).
+      op.create(params, {});
+    } catch (e) {
+      fail(`"${name}": ${(e as Error).message}`, origin);
+    }
     out.push(via ? { spec: op, params, via } : { spec: op, params });
     return op.output === 'any' ? kind : op.output;
   }

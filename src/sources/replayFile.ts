@@ -48,7 +48,10 @@ export function replayFile(path: string, createDecoder: () => CsiDecoder, opts: 
     let head = 0;
     const push = (f: CsiFrame) => queue.push(f);
     const clock = new ReplayClock(opts.nominalRateHz ?? 100);
-    const wallStart = opts.startTime ?? scheduler.now();
+    // Pacing runs on the scheduler's clock; startTime only labels the frames, so a start time in
+    // the past (or a virtual clock at 0) neither dumps the file at once nor delays the replay.
+    const clockStart = scheduler.now();
+    const wallStart = opts.startTime ?? clockStart;
     let indexBase = 0;
 
     const open = () => {
@@ -101,9 +104,10 @@ export function replayFile(path: string, createDecoder: () => CsiDecoder, opts: 
             }
             let f = queue[head++]!;
             const media = clock.advance(f);
-            if (indexBase > 0) f = { ...f, index: f.index + indexBase };
+            // Later passes of a loop are restamped on the replay timeline, so time never runs backwards.
+            if (pass > 0) f = { ...f, index: f.index + indexBase, time: wallStart + media };
             nextFrame = stampTime(f, wallStart + media);
-            nextDue = speed > 0 ? wallStart + media / speed : 0;
+            nextDue = speed > 0 ? clockStart + media / speed : 0;
           }
           if (speed > 0) {
             const wait = nextDue - scheduler.now();

@@ -33,8 +33,11 @@ export interface UdpStats extends DecodeStats {
  */
 export function udpSource(opts: UdpSourceOptions): Observable<CsiFrame> {
   return new Observable<CsiFrame>((subscriber) => {
-    const sourceId = `udp://${opts.host}:${opts.port}`;
-    const decoder = createDatagramDecoder(opts.format, { sourceId, environmentId: opts.environmentId ?? 'default' });
+    // The id names the bound port (port 0 picks one), so the decoder is made once bound.
+    let decoder = createDatagramDecoder(opts.format, {
+      sourceId: `udp://${opts.host}:${opts.port}`,
+      environmentId: opts.environmentId ?? 'default',
+    });
     const stats = opts.stats;
     let socket: Socket;
     try {
@@ -56,7 +59,16 @@ export function udpSource(opts: UdpSourceOptions): Observable<CsiFrame> {
       }
     });
     socket.on('error', (e) => subscriber.error(e));
-    socket.bind(opts.port, opts.host, () => opts.onListening?.(socket.address()));
+    socket.bind(opts.port, opts.host, () => {
+      const a = socket.address();
+      if (opts.port === 0) {
+        decoder = createDatagramDecoder(opts.format, {
+          sourceId: `udp://${opts.host}:${a.port}`,
+          environmentId: opts.environmentId ?? 'default',
+        });
+      }
+      opts.onListening?.(a);
+    });
     return () => {
       try {
         socket.close();

@@ -42,11 +42,12 @@ function formatParam(q: URLSearchParams, uri: string): CaptureFormat | undefined
   return f;
 }
 
-function speedParam(q: URLSearchParams, ctx: SourceContext): number {
+/** The URI's `speed`, checked when the URI is parsed so a bad value is a usage error; undefined when absent. */
+function speedParam(q: URLSearchParams): number | undefined {
   const s = q.get('speed');
-  if (s === null) return ctx.speed ?? 1;
+  if (s === null) return undefined;
   const v = Number(s);
-  if (!Number.isFinite(v) || v < 0) throw new SourceError(`speed must be a number >= 0, got "${s}"`);
+  if (s.trim() === '' || !Number.isFinite(v) || v < 0) throw new SourceError(`speed must be a number >= 0, got "${s}"`);
   return v;
 }
 
@@ -64,11 +65,12 @@ export function parseSource(uri: string): SourceDef {
   const { base, q } = query(uri);
   if (base === 'sim' || base === 'sim:') {
     const simParams = parseSimParams(q);
+    const speed = speedParam(q);
     return {
       uri,
       emits: ['frame'],
       open: (_k, ctx) => simSource({ ...simParams, environmentId: ctx.environmentId ?? simParams.environmentId }, {
-        speed: q.has('speed') ? speedParam(q, ctx) : (ctx.speed ?? 1),
+        speed: speed ?? ctx.speed ?? 1,
         ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
       }),
     };
@@ -76,19 +78,21 @@ export function parseSource(uri: string): SourceDef {
   if (base.startsWith('file:')) {
     const path = base.slice(5);
     if (!path) throw new SourceError(`file source needs a path: file:PATH`);
-    const format = formatParam(q, uri);
+    // Without a format that the URI or the file name gives, only a decoder stage can read it.
+    const format = formatParam(q, uri) ?? formatFromFileName(path);
+    const speed = speedParam(q);
     const loops = q.has('loop') ? Number(q.get('loop')) : 1;
     if (!Number.isInteger(loops) || loops < 0) throw new SourceError(`loop must be an integer >= 0 (0 = forever)`);
     return {
       uri,
-      emits: ['bytes', 'frame'],
+      emits: format ? ['bytes', 'frame'] : ['bytes'],
       open(kind, ctx) {
         if (kind === 'bytes') return fileBytes(path);
-        const f = format ?? formatFromFileName(path);
+        const f = format;
         if (!f) throw new SourceError(`cannot tell the format of ${path}: add ?format=intel5300|atheros|nexmon|esp32`);
         const opts = { sourceId: `file:${path}`, environmentId: ctx.environmentId ?? 'default' };
         return replayFile(path, () => createStreamDecoder(f, opts), {
-          speed: speedParam(q, ctx),
+          speed: speed ?? ctx.speed ?? 1,
           loops,
           ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
           ...(ctx.onDecodeStats ? { onStats: ctx.onDecodeStats } : {}),

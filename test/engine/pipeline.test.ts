@@ -22,7 +22,7 @@ describe('splitStages', () => {
     expect(s.map((x) => x.name)).toEqual(['file:cap.dat', 'intel5300', 'sanitize', 'window', 'ndjson']);
     expect(s[3]!.params).toEqual({ size: '64', hop: '8' });
     expect(s[1]!.column).toBe(15);
-    expect(s[2]!.column).toBe(27);
+    expect(s[2]!.column).toBe(26);
   });
 
   it('rejects an empty stage and a bare word where key=value belongs', () => {
