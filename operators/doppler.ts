@@ -38,6 +38,28 @@ interface Plan {
   /** Group sums, stream-major: series[(s * size + t) * 2] = re. */
   series: Float64Array;
   streams: readonly string[];
+  /** The previous window, whose overlapping frames' group sums `series` still holds. */
+  prev: CsiWindow | undefined;
+}
+
+/**
+ * How many frames `w` moved on from `prev` when the two overlap (consecutive windows of one
+ * `window` operator with hop < size), or 0 when they do not. Checked on the times of the whole
+ * overlap and on the samples of its first frame, so a window from another stream is never mixed in.
+ */
+function overlapShift(prev: CsiWindow | undefined, w: CsiWindow, frameLen: number): number {
+  if (!prev || prev.sourceId !== w.sourceId || w.windowIndex !== prev.windowIndex + 1) return 0;
+  const size = w.size;
+  const t0 = w.times[0]!;
+  let k = 1;
+  while (k < size && prev.times[k] !== t0) k++;
+  if (k >= size) return 0;
+  for (let t = 0; t < size - k; t++) if (prev.times[t + k] !== w.times[t]) return 0;
+  const a = prev.data;
+  const b = w.data;
+  const off = k * frameLen;
+  for (let i = 0; i < frameLen; i++) if (a[off + i] !== b[i]) return 0;
+  return k;
 }
 
 /** Periodic Hann (the DFT-even form): unlike the symmetric one it is not all zeros for n = 2. */
@@ -140,6 +162,7 @@ export function doppler(options: DopplerOptions = {}): OperatorFunction<CsiWindo
       groupScale,
       series: new Float64Array(nStreams * size * 2),
       streams: Object.freeze(labels),
+      prev: undefined,
     };
   };
 
@@ -157,9 +180,22 @@ export function doppler(options: DopplerOptions = {}): OperatorFunction<CsiWindo
     const scStride = links * 2;
     const frameLen = p.nSub * scStride;
 
+    // Consecutive windows overlap by size - hop frames: their group sums are shifted into place
+    // rather than summed again, so each frame is reduced once, not size / hop times.
+    const shift = overlapShift(p.prev, w, frameLen);
+    let tFirst = 0;
+    if (shift > 0) {
+      for (let st = 0; st < nStreams; st++) {
+        const off = st * size * 2;
+        series.copyWithin(off, off + 2 * shift, off + 2 * size);
+      }
+      tFirst = size - shift;
+    }
+    p.prev = w;
+
     // Group sums, accumulated in locals and stored once per (frame, stream): about 2.5x faster
     // than adding every sample into `series` in place (measured on 3x3x30, 64 frames).
-    for (let t = 0; t < size; t++) {
+    for (let t = tFirst; t < size; t++) {
       const base = t * frameLen;
       for (let g = 0; g < nGroups; g++) {
         const lo = base + groupStart[g] * scStride;
