@@ -1,0 +1,232 @@
+import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import type { OperatorSpec } from '../src/engine/spec.js';
+import {
+  activityOf,
+  createPostureEstimate,
+  DEFAULT_ACTIVITY_THRESHOLDS,
+  estimatePosture,
+  PoseHistory,
+  type ActivityEstimate,
+  type ActivityThresholds,
+} from '../src/pose/posture.js';
+import type { Activity, ActivityEvent, PersonPose, PoseFrame } from '../src/pose/types.js';
+
+export interface ActivityOptions {
+  /** A new activity must persist this long (ms) before it is reported; `falling` is reported at once. Default 300. */
+  minDurationMs?: number;
+  /** Span of the per-track history (ms), at least the 1.5 s a fall may take; default 2000. */
+  historyMs?: number;
+  /** A track not seen for this long (ms) is forgotten; default 10000. */
+  forgetAfterMs?: number;
+  /** Floor speed (m/s) from which a standing person is walking; default 0.3. */
+  walkSpeed?: number;
+  /** Without floor positions: box-centre speed (box heights per second) for walking; default 0.25. */
+  walkBoxRate?: number;
+}
+
+interface Resolved {
+  minDurationMs: number;
+  historyMs: number;
+  forgetAfterMs: number;
+  thresholds: ActivityThresholds;
+}
+
+/** Samples a track's ring holds: 2 s at 60 Hz, with room to spare. */
+const HISTORY_CAPACITY = 128;
+
+function resolve(o: ActivityOptions): Resolved {
+  if (!o || typeof o !== 'object') throw new RangeError('activity: options must be an object');
+  for (const k of ['minDurationMs', 'historyMs', 'forgetAfterMs', 'walkSpeed', 'walkBoxRate'] as const)
+    if (o[k] !== undefined && typeof o[k] !== 'number') throw new RangeError(`activity: ${k} must be a number, got ${JSON.stringify(o[k])}`);
+  const minDurationMs = o.minDurationMs ?? 300;
+  const historyMs = o.historyMs ?? 2000;
+  const forgetAfterMs = o.forgetAfterMs ?? 10_000;
+  const walkSpeed = o.walkSpeed ?? DEFAULT_ACTIVITY_THRESHOLDS.walkSpeed;
+  const walkBoxRate = o.walkBoxRate ?? DEFAULT_ACTIVITY_THRESHOLDS.walkBoxRate;
+  if (!(minDurationMs >= 0 && minDurationMs <= 60_000)) throw new RangeError(`activity: minDurationMs must be in [0, 60000], got ${minDurationMs}`);
+  if (!(historyMs >= DEFAULT_ACTIVITY_THRESHOLDS.fallWindowMs && historyMs <= 10_000))
+    throw new RangeError(`activity: historyMs must be in [${DEFAULT_ACTIVITY_THRESHOLDS.fallWindowMs}, 10000], got ${historyMs}`);
+  if (!(forgetAfterMs >= 1000 && forgetAfterMs <= 3_600_000)) throw new RangeError(`activity: forgetAfterMs must be in [1000, 3600000], got ${forgetAfterMs}`);
+  if (!(walkSpeed > 0 && walkSpeed <= 5)) throw new RangeError(`activity: walkSpeed must be in (0, 5] m/s, got ${walkSpeed}`);
+  if (!(walkBoxRate > 0 && walkBoxRate <= 5)) throw new RangeError(`activity: walkBoxRate must be in (0, 5], got ${walkBoxRate}`);
+  return { minDurationMs, historyMs, forgetAfterMs, thresholds: { ...DEFAULT_ACTIVITY_THRESHOLDS, walkSpeed, walkBoxRate } };
+}
+
+interface TrackState {
+  readonly history: PoseHistory;
+  /** Activity currently reported; null before the first valid pose. */
+  reported: Activity | null;
+  reportedConfidence: number;
+  /** A different activity waiting out minDurationMs, and since when. */
+  candidate: Activity | null;
+  candidateSince: number;
+  lastSeen: number;
+}
+
+/**
+ * Labels every person with an activity (standing, sitting, lying, walking, falling) and a
+ * confidence, from their posture (`estimatePosture`) and a short per-track history
+ * (`activityOf`: walking from floor speed or box motion, falling from a fast upright-to-lying
+ * change).
+ *
+ * Tracked persons (`trackId` set) keep a ring of the last `historyMs` of samples in this
+ * subscription; a track not seen for `forgetAfterMs` is dropped (as is one whose frame time jumps
+ * by more than that either way, e.g. a replay restarting). Reported activities have hysteresis: a
+ * new one must persist `minDurationMs` (by frame time) before it replaces the old, except
+ * `falling`, which is reported on its first frame. Each change of a tracked person's reported
+ * activity adds an `activity_change` event (metadata `from`, `to`) to `frame.events`; the first
+ * activity of a track is not a change. Untracked persons are classified frame by frame with no
+ * history. A person whose torso is not visible passes through without an activity; so do frames
+ * whose `time` is not a number. Frames and persons are never mutated: changed ones are copies.
+ *
+ * Time is `frame.time`, never the wall clock, so a replay gives the same labels.
+ *
+ * @param options thresholds (see ActivityOptions), or a function returning them, called on every
+ *   frame so that a configuration change takes effect on the next frame
+ * @returns an operator from pose frames to pose frames with activities
+ * @throws RangeError at creation when static options are out of range; options from the function
+ *   form that are out of range end the stream with that error
+ * @example
+ * poses$.pipe(track(), activity({ minDurationMs: 300 }), alerts(() => config.alerts))
+ */
+export function activity(options: ActivityOptions | (() => ActivityOptions) = {}): MonoTypeOperatorFunction<PoseFrame> {
+  const fixed = typeof options === 'function' ? null : resolve(options);
+  const dynamic = typeof options === 'function' ? options : null;
+
+  return (source) =>
+    new Observable<PoseFrame>((subscriber) => {
+      const environments = new Map<string, Map<number, TrackState>>();
+      const est = createPostureEstimate();
+      const act: ActivityEstimate = { activity: 'standing', confidence: 0, speed: NaN, floorSpeed: false };
+      const single = new PoseHistory(2);
+
+      const label = (frame: PoseFrame, cfg: Resolved, tracks: Map<number, TrackState>, p: PersonPose, events: ActivityEvent[]): PersonPose => {
+        const t = frame.time;
+        estimatePosture(p.keypoints, p.bbox, est);
+        const floor = p.floor;
+        const fx = floor && Number.isFinite(floor.x) && Number.isFinite(floor.y) ? floor.x : NaN;
+        const fy = Number.isFinite(fx) ? floor!.y : NaN;
+        const v = p.velocity;
+        const speed = Number.isFinite(fx) && v ? Math.hypot(v.x, v.y) : NaN;
+
+        const id = p.trackId;
+        if (id === undefined || id === null || !Number.isFinite(id)) {
+          if (!est.valid) return p;
+          single.clear();
+          single.push(t, est, fx, fy, speed);
+          activityOf(single, cfg.thresholds, act);
+          return { ...p, activity: act.activity, activityConfidence: act.confidence };
+        }
+
+        let st = tracks.get(id);
+        if (!st) {
+          st = { history: new PoseHistory(HISTORY_CAPACITY), reported: null, reportedConfidence: 0, candidate: null, candidateSince: 0, lastSeen: t };
+          tracks.set(id, st);
+        }
+        st.lastSeen = t;
+        if (!est.valid) return p;
+        st.history.trim(t, cfg.historyMs);
+        st.history.push(t, est, fx, fy, speed);
+        activityOf(st.history, cfg.thresholds, act);
+
+        if (st.reported === null || act.activity === st.reported) {
+          st.reported = act.activity;
+          st.reportedConfidence = act.confidence;
+          st.candidate = null;
+        } else {
+          if (st.candidate !== act.activity) {
+            st.candidate = act.activity;
+            st.candidateSince = t;
+          }
+          if (act.activity === 'falling' || t - st.candidateSince >= cfg.minDurationMs) {
+            events.push({
+              eventId: `evt_${frame.environmentId}_${id}_${t}_activity`,
+              type: 'activity_change',
+              severity: 'low',
+              time: t,
+              environmentId: frame.environmentId,
+              personId: id,
+              trackId: id,
+              confidence: act.confidence,
+              location: { x: fx, y: fy },
+              metadata: { from: st.reported, to: act.activity },
+              actionsTaken: [],
+            });
+            st.reported = act.activity;
+            st.reportedConfidence = act.confidence;
+            st.candidate = null;
+          }
+        }
+        return { ...p, activity: st.reported, activityConfidence: st.reportedConfidence };
+      };
+
+      const sub = source.subscribe({
+        next(frame) {
+          let cfg: Resolved;
+          let out: PoseFrame;
+          try {
+            cfg = fixed ?? resolve(dynamic!());
+            if (!frame || !Array.isArray(frame.persons) || !Number.isFinite(frame.time)) {
+              subscriber.next(frame);
+              return;
+            }
+            const t = frame.time;
+            let tracks = environments.get(frame.environmentId);
+            if (!tracks) {
+              tracks = new Map();
+              environments.set(frame.environmentId, tracks);
+            }
+            for (const [id, st] of tracks) if (Math.abs(t - st.lastSeen) > cfg.forgetAfterMs) tracks.delete(id);
+
+            const events: ActivityEvent[] = [];
+            const persons = frame.persons.map((p) => (p && p.keypoints ? label(frame, cfg, tracks!, p, events) : p));
+            out = { ...frame, persons };
+            if (events.length > 0) out.events = frame.events ? [...frame.events, ...events] : events;
+          } catch (e) {
+            subscriber.error(e);
+            return;
+          }
+          subscriber.next(out);
+        },
+        error: (e) => subscriber.error(e),
+        complete: () => subscriber.complete(),
+      });
+      return () => sub.unsubscribe();
+    });
+}
+
+export const spec: OperatorSpec = {
+  name: 'activity',
+  summary: 'Activity per person (standing, sitting, lying, walking, falling) from posture and a short per-track history',
+  input: 'pose',
+  output: 'pose',
+  params: [
+    {
+      name: 'minDurationMs',
+      type: 'int',
+      default: 300,
+      min: 0,
+      max: 60_000,
+      description: 'A new activity must persist this long before it is reported (falling is reported at once)',
+    },
+    { name: 'historyMs', type: 'int', default: 2000, min: 1500, max: 10_000, description: 'Span of the per-track history, ms' },
+    { name: 'forgetAfterMs', type: 'int', default: 10_000, min: 1000, max: 3_600_000, description: 'Forget a track not seen for this long, ms' },
+    { name: 'walkSpeed', type: 'number', default: 0.3, min: 0.01, max: 5, description: 'Floor speed (m/s) from which a standing person is walking' },
+    {
+      name: 'walkBoxRate',
+      type: 'number',
+      default: 0.25,
+      min: 0.01,
+      max: 5,
+      description: 'Without floor positions: box-centre speed in box heights per second for walking',
+    },
+  ],
+  create: (params) =>
+    activity({
+      minDurationMs: Number(params.minDurationMs ?? 300),
+      historyMs: Number(params.historyMs ?? 2000),
+      forgetAfterMs: Number(params.forgetAfterMs ?? 10_000),
+      walkSpeed: Number(params.walkSpeed ?? 0.3),
+      walkBoxRate: Number(params.walkBoxRate ?? 0.25),
+    }),
+};

@@ -1,0 +1,480 @@
+import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import type { OperatorSpec } from '../src/engine/spec.js';
+import type { PoseFrame } from '../src/pose/types.js';
+import { decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
+
+/** One feature row for the model: the features of one CSI window and where it came from. */
+export interface FeatureRow {
+  /** feature_dim values (the model's input row). */
+  features: Float32Array;
+  /** Epoch ms of the last CSI frame of the window; becomes `PoseFrame.time`. */
+  frameTime: number;
+  /** Wall-clock epoch ms (`Date.now()`) when that frame arrived; 0 when unknown. */
+  arrival: number;
+  sourceId: string;
+  environmentId: string;
+  /** 0..1 CSI quality behind the window. */
+  csiQuality: number;
+}
+
+/** Running figures of one `infer` operator (the object is updated in place). */
+export interface InferStats {
+  /** Batches run to completion. */
+  batches: number;
+  /** Rows inferred. */
+  rows: number;
+  /** Queued rows dropped, oldest first, because the queue passed `maxQueue`. */
+  dropped: number;
+  /** Wall-clock ms of the last batch, from launch to result. */
+  lastBatchMs: number;
+  /** Mean wall-clock ms per batch. */
+  avgBatchMs: number;
+  /** Rows waiting for a batch now. */
+  queue: number;
+}
+
+export interface InferOptions {
+  /**
+   * A loaded model (or its loading promise). The caller owns it: the operator never releases it.
+   * When omitted, the operator loads `modelPath` per subscription and releases it at teardown.
+   */
+  model?: PoseRunner | Promise<PoseRunner>;
+  /** ONNX file to load when `model` is not given (relative to the working directory). */
+  modelPath?: string;
+  /** Feature width the rows have; a model expecting another width fails to load. */
+  featureDim?: number;
+  /** Rows per batch, 1..4096; default 32. Live. */
+  batchSize?: number;
+  /** A partial batch runs once its oldest row has waited this long (scheduler ms); default 5. Live. */
+  maxWaitMs?: number;
+  /** Queued rows beyond this are dropped, oldest first; default 256. Live. */
+  maxQueue?: number;
+  /** Batches in flight at once; default 1. Read at subscription. */
+  concurrency?: number;
+  /** Persons with presence below this are dropped; default 0.5. Live (per batch). */
+  confidenceThreshold?: number;
+  /** At most this many persons per frame; default 10. Live (per batch). */
+  maxPersons?: number;
+  /** Reference view in pixels; default 640 x 480. Live (per batch). */
+  viewWidth?: number;
+  viewHeight?: number;
+  /** Attach DensePose parts to each person; default true. Live (per batch). */
+  includeDensePose?: boolean;
+  /** Scheduler for the `maxWaitMs` timer; default asyncScheduler. Read at subscription. */
+  scheduler?: SchedulerLike;
+  /** Object to keep the figures in (zeroed at subscription); one is created when omitted. */
+  stats?: InferStats;
+  /** Called with the figures after every batch and every drop. */
+  onStats?: (stats: Readonly<InferStats>) => void;
+}
+
+export const DEFAULT_MODEL_PATH = 'models/csipose-pose.onnx';
+const MAX_BATCH = 4096;
+
+interface Resolved {
+  batchSize: number;
+  maxWaitMs: number;
+  maxQueue: number;
+  decode: DecodeOptions;
+}
+
+/** Reads and checks the live options; throws RangeError naming a bad one. */
+function resolve(o: InferOptions): Resolved {
+  const batchSize = o.batchSize ?? 32;
+  const maxWaitMs = o.maxWaitMs ?? 5;
+  const maxQueue = o.maxQueue ?? 256;
+  const confidenceThreshold = o.confidenceThreshold ?? 0.5;
+  const maxPersons = o.maxPersons ?? 10;
+  const width = o.viewWidth ?? 640;
+  const height = o.viewHeight ?? 480;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH)
+    throw new RangeError(`infer: batchSize must be an integer in [1, ${MAX_BATCH}], got ${batchSize}`);
+  if (!(maxWaitMs >= 0 && Number.isFinite(maxWaitMs))) throw new RangeError(`infer: maxWaitMs must be >= 0, got ${maxWaitMs}`);
+  if (!Number.isInteger(maxQueue) || maxQueue < 1) throw new RangeError(`infer: maxQueue must be a positive integer, got ${maxQueue}`);
+  if (!(confidenceThreshold >= 0 && confidenceThreshold <= 1))
+    throw new RangeError(`infer: confidenceThreshold must be in [0, 1], got ${confidenceThreshold}`);
+  if (!Number.isInteger(maxPersons) || maxPersons < 0) throw new RangeError(`infer: maxPersons must be an integer >= 0, got ${maxPersons}`);
+  if (!(width > 0 && height > 0)) throw new RangeError(`infer: view must be positive, got ${width}x${height}`);
+  return {
+    batchSize,
+    maxWaitMs,
+    maxQueue,
+    decode: { view: { width, height }, confidenceThreshold, maxPersons, includeDensePose: o.includeDensePose ?? true },
+  };
+}
+
+/** FIFO of rows with their enqueue times: a ring that grows, so taking and dropping are O(1). */
+class RowQueue {
+  private rows: Array<FeatureRow | undefined> = new Array(16);
+  private times = new Float64Array(16);
+  private head = 0;
+  length = 0;
+
+  push(row: FeatureRow, time: number): void {
+    if (this.length === this.rows.length) this.grow();
+    const i = (this.head + this.length) & (this.rows.length - 1);
+    this.rows[i] = row;
+    this.times[i] = time;
+    this.length++;
+  }
+
+  /** Enqueue time of the oldest row. */
+  headTime(): number {
+    return this.times[this.head];
+  }
+
+  shift(): FeatureRow {
+    const row = this.rows[this.head] as FeatureRow;
+    this.rows[this.head] = undefined;
+    this.head = (this.head + 1) & (this.rows.length - 1);
+    this.length--;
+    return row;
+  }
+
+  drop(n: number): void {
+    for (let i = 0; i < n; i++) this.shift();
+  }
+
+  clear(): void {
+    this.drop(this.length);
+  }
+
+  private grow(): void {
+    const cap = this.rows.length;
+    const rows: Array<FeatureRow | undefined> = new Array(cap * 2);
+    const times = new Float64Array(cap * 2);
+    for (let i = 0; i < this.length; i++) {
+      const j = (this.head + i) & (cap - 1);
+      rows[i] = this.rows[j];
+      times[i] = this.times[j];
+    }
+    this.rows = rows;
+    this.times = times;
+    this.head = 0;
+  }
+}
+
+const asModelError = (e: unknown): Error =>
+  e instanceof ModelError || e instanceof RangeError
+    ? e
+    : new ModelError(`inference failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+
+/**
+ * Runs the pose model on feature rows in batches and emits one PoseFrame per row, in input order.
+ *
+ * Rows queue until `batchSize` of them are waiting, or until the oldest has waited `maxWaitMs` on
+ * the scheduler, or the source completes; then they are copied into one batch tensor and handed to
+ * `model.run`, which computes off the event loop (PoseModel's worker thread). At most
+ * `concurrency` batches (default 1) are in flight; rows keep queueing meanwhile. When inference
+ * cannot keep up and more than `maxQueue` rows wait, the OLDEST are dropped and counted in
+ * `stats.dropped`, so the queue is bounded and the output stays as fresh as the model allows.
+ *
+ * Each frame carries the persons `decodeOutputs` finds in its row (threshold, person limit, view
+ * and DensePose as the options said when its batch was launched), `frameId` 0, 1, 2... per
+ * environment, `processingMs` from the row's `arrival` to emission, and the model's version.
+ *
+ * Options may be given as a function, read again for every row and batch: batching, queue and
+ * decode options then change on the fly (e.g. a new `confidenceThreshold` applies from the next
+ * batch). `model`, `modelPath`, `concurrency`, `scheduler`, `stats` and `onStats` are read once
+ * per subscription.
+ *
+ * Errors: a model that cannot be loaded (missing file, not ONNX, contract mismatch), a failing
+ * `run`, or a row whose width is not the model's feature_dim end the stream with a ModelError
+ * (code MODEL_ERROR), which the service turns into its `error` state; nothing is thrown out of the
+ * stream and the process keeps running. A bad option is a RangeError (thrown at creation for a
+ * plain options object). Source errors pass through. On completion the queued rows are flushed
+ * and the stream completes after the last frame. Unsubscribing stops further runs (a batch
+ * already in flight finishes in the worker and is discarded) and releases a model the operator
+ * loaded itself.
+ *
+ * @param options options, or a function returning them (read live)
+ * @returns an operator from feature rows to pose frames
+ * @example
+ * rows$.pipe(infer({ modelPath: 'models/csipose-pose.onnx', batchSize: 32, onStats: (s) => gauge.set(s.queue) }))
+ */
+export function infer(options: InferOptions | (() => InferOptions) = {}): OperatorFunction<FeatureRow, PoseFrame> {
+  const read = typeof options === 'function' ? options : () => options;
+  if (typeof options !== 'function') resolve(options);
+
+  return (source) =>
+    new Observable<PoseFrame>((subscriber) => {
+      const init = read();
+      const concurrency = init.concurrency ?? 1;
+      if (!Number.isInteger(concurrency) || concurrency < 1) {
+        subscriber.error(new RangeError(`infer: concurrency must be a positive integer, got ${concurrency}`));
+        return;
+      }
+      const scheduler = init.scheduler ?? asyncScheduler;
+      const stats: InferStats = init.stats ?? { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
+      Object.assign(stats, { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 });
+      const onStats = init.onStats;
+
+      const queue = new RowQueue();
+      let model: PoseRunner | undefined;
+      let closed = false;
+      let sourceDone = false;
+      let inFlight = 0;
+      let totalMs = 0;
+      /** Batches launched so far; each batch's results are emitted in launch order. */
+      let launched = 0;
+      let nextToEmit = 0;
+      const finished = new Map<number, { rows: FeatureRow[]; out: ModelOutputs; decode: DecodeOptions }>();
+      const frameIds = new Map<string, number>();
+      let timer: Subscription | undefined;
+      let timerDue = Infinity;
+
+      const fail = (e: unknown) => {
+        if (closed) return;
+        closed = true;
+        subscriber.error(asModelError(e));
+      };
+
+      const report = () => {
+        stats.queue = queue.length;
+        onStats?.(stats);
+      };
+
+      const cancelTimer = () => {
+        timer?.unsubscribe();
+        timer = undefined;
+        timerDue = Infinity;
+      };
+
+      const emitReady = () => {
+        let ready = finished.get(nextToEmit);
+        while (ready && !closed) {
+          finished.delete(nextToEmit++);
+          const { rows, out, decode } = ready;
+          const now = Date.now();
+          const version = model?.metadata.model_version || 'unknown';
+          for (let r = 0; r < rows.length && !closed; r++) {
+            const row = rows[r];
+            const id = frameIds.get(row.environmentId) ?? 0;
+            frameIds.set(row.environmentId, id + 1);
+            subscriber.next({
+              frameId: id,
+              time: row.frameTime,
+              sourceId: row.sourceId,
+              environmentId: row.environmentId,
+              persons: decodeOutputs(out, r, decode),
+              processingMs: row.arrival > 0 ? Math.max(0, now - row.arrival) : 0,
+              modelVersion: version,
+              csiQuality: row.csiQuality,
+            });
+          }
+          ready = finished.get(nextToEmit);
+        }
+      };
+
+      const launch = (m: PoseRunner, k: number, decode: DecodeOptions) => {
+        const F = m.featureDim;
+        const rows: FeatureRow[] = new Array(k);
+        const batch = new Float32Array(k * F);
+        for (let i = 0; i < k; i++) {
+          const row = queue.shift();
+          rows[i] = row;
+          const len = row.features?.length;
+          if (len !== F) throw new ModelError(`feature row has ${len ?? 'no'} values, the model expects feature_dim ${F}`);
+          batch.set(row.features, i * F);
+        }
+        const seq = launched++;
+        inFlight++;
+        const t0 = performance.now();
+        let pending: Promise<ModelOutputs>;
+        try {
+          pending = m.run(batch, k, { transfer: true });
+        } catch (e) {
+          inFlight--;
+          throw e;
+        }
+        pending.then(
+          (out) => {
+            inFlight--;
+            if (closed) return settleOwned();
+            const ms = performance.now() - t0;
+            totalMs += ms;
+            stats.batches++;
+            stats.rows += k;
+            stats.lastBatchMs = ms;
+            stats.avgBatchMs = totalMs / stats.batches;
+            finished.set(seq, { rows, out, decode });
+            emitReady();
+            report();
+            pump();
+          },
+          (e: unknown) => {
+            inFlight--;
+            if (closed) return settleOwned();
+            fail(e);
+          },
+        );
+      };
+
+      const pump = () => {
+        if (closed || !model) return;
+        try {
+          const o = resolve(read());
+          while (inFlight < concurrency && queue.length > 0 && !closed) {
+            const due = queue.headTime() + o.maxWaitMs;
+            if (queue.length >= o.batchSize || sourceDone || due <= scheduler.now())
+              launch(model, Math.min(queue.length, o.batchSize), o.decode);
+            else break;
+          }
+          if (closed) return;
+          stats.queue = queue.length;
+          if (queue.length > 0 && inFlight < concurrency) {
+            const due = queue.headTime() + o.maxWaitMs;
+            if (due !== timerDue) {
+              cancelTimer();
+              timerDue = due;
+              timer = scheduler.schedule(
+                () => {
+                  timer = undefined;
+                  timerDue = Infinity;
+                  pump();
+                },
+                Math.max(0, due - scheduler.now()),
+              );
+            }
+          } else cancelTimer();
+          if (sourceDone && queue.length === 0 && inFlight === 0 && finished.size === 0) {
+            closed = true;
+            subscriber.complete();
+          }
+        } catch (e) {
+          fail(e);
+        }
+      };
+
+      let modelToRelease: PoseModel | undefined;
+      /** Releases a self-loaded model once nothing runs on it (after teardown). */
+      const settleOwned = () => {
+        if (inFlight === 0 && modelToRelease) {
+          const m = modelToRelease;
+          modelToRelease = undefined;
+          m.release().catch(() => undefined);
+        }
+      };
+
+      /** Takes a loaded model into use; false (and the stream errored) when it does not fit the rows. */
+      const accept = (m: PoseRunner): boolean => {
+        if (init.featureDim !== undefined && m.featureDim !== init.featureDim) {
+          fail(new ModelError(`model expects feature_dim ${m.featureDim}, the features have ${init.featureDim}`));
+          return false;
+        }
+        model = m;
+        return true;
+      };
+      const given = init.model;
+      if (given !== undefined && !(given instanceof Promise)) {
+        // Already loaded: start at once, so a full batch launches on the row that fills it.
+        if (!accept(given)) return;
+      } else {
+        const loading: Promise<PoseRunner> =
+          given ??
+          PoseModel.load(init.modelPath ?? DEFAULT_MODEL_PATH, init.featureDim !== undefined ? { featureDim: init.featureDim } : {}).then(
+            (m) => {
+              modelToRelease = m;
+              return m;
+            },
+          );
+        loading.then(
+          (m) => {
+            if (closed) return settleOwned();
+            if (accept(m)) pump();
+          },
+          (e: unknown) => fail(e),
+        );
+      }
+
+      const sub = source.subscribe({
+        next(row) {
+          if (closed) return;
+          try {
+            queue.push(row, scheduler.now());
+            const o = resolve(read());
+            if (queue.length > o.maxQueue) {
+              const n = queue.length - o.maxQueue;
+              queue.drop(n);
+              stats.dropped += n;
+              report();
+            }
+          } catch (e) {
+            fail(e);
+            return;
+          }
+          pump();
+        },
+        error(e) {
+          if (closed) return;
+          closed = true;
+          subscriber.error(e);
+        },
+        complete() {
+          sourceDone = true;
+          pump();
+        },
+      });
+
+      return () => {
+        closed = true;
+        cancelTimer();
+        queue.clear();
+        finished.clear();
+        sub.unsubscribe();
+        settleOwned();
+      };
+    });
+}
+
+export const spec: OperatorSpec = {
+  name: 'infer',
+  summary: 'Batched pose inference with the ONNX model (worker thread); drops the oldest rows under lag',
+  input: 'any',
+  output: 'pose',
+  params: [
+    { name: 'modelPath', type: 'string', default: DEFAULT_MODEL_PATH, description: 'ONNX model file (the model contract)' },
+    { name: 'batchSize', type: 'int', default: 32, min: 1, max: MAX_BATCH, description: 'Rows per batch' },
+    {
+      name: 'maxWaitMs',
+      type: 'number',
+      default: 5,
+      min: 0,
+      max: 60_000,
+      description: 'A partial batch runs once its oldest row has waited this long',
+    },
+    {
+      name: 'maxQueue',
+      type: 'int',
+      default: 256,
+      min: 1,
+      max: 1_000_000,
+      description: 'Queued rows beyond this are dropped, oldest first',
+    },
+    {
+      name: 'confidenceThreshold',
+      type: 'number',
+      default: 0.5,
+      min: 0,
+      max: 1,
+      description: 'Persons with presence below this are dropped',
+    },
+    { name: 'maxPersons', type: 'int', default: 10, min: 0, max: 1000, description: 'At most this many persons per frame' },
+    { name: 'viewWidth', type: 'int', default: 640, min: 1, max: 100_000, description: 'Reference view width in pixels' },
+    { name: 'viewHeight', type: 'int', default: 480, min: 1, max: 100_000, description: 'Reference view height in pixels' },
+  ],
+  create: (params, ctx) => {
+    const opts: InferOptions = {
+      modelPath: String(params.modelPath ?? DEFAULT_MODEL_PATH),
+      batchSize: Number(params.batchSize ?? 32),
+      maxWaitMs: Number(params.maxWaitMs ?? 5),
+      maxQueue: Number(params.maxQueue ?? 256),
+      confidenceThreshold: Number(params.confidenceThreshold ?? 0.5),
+      maxPersons: Number(params.maxPersons ?? 10),
+      viewWidth: Number(params.viewWidth ?? 640),
+      viewHeight: Number(params.viewHeight ?? 480),
+    };
+    if (ctx.scheduler) opts.scheduler = ctx.scheduler;
+    return infer(opts);
+  },
+};

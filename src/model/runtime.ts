@@ -1,0 +1,616 @@
+/**
+ * Loading and running contract pose models (see `contract.ts`) with onnxruntime-node on the CPU.
+ *
+ * onnxruntime-node's `session.run` returns a promise but computes on the calling thread (it only
+ * defers the work with `setImmediate`), so a session in the main thread blocks the event loop for
+ * the whole inference. `PoseModel` therefore keeps its session in a worker thread by default: the
+ * batch goes over by transfer (no copy), the outputs come back the same way, and the event loop
+ * stays free while the model computes. `thread: 'inline'` keeps the session in the calling thread
+ * (for tools and comparison benchmarks).
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import onnxProto from 'onnx-proto';
+import type { InferenceSession } from 'onnxruntime-node';
+import {
+  CONTRACT_VERSION,
+  INPUT_FEATURES,
+  MODEL_OUTPUTS,
+  OUTPUT_BOXES,
+  OUTPUT_DENSEPOSE,
+  OUTPUT_FLOOR,
+  OUTPUT_KEYPOINTS,
+  OUTPUT_PRESENCE,
+  type ModelMetadata,
+} from './contract.js';
+import { N_DENSE_PARTS, N_KEYPOINTS, type PersonPose } from '../pose/types.js';
+
+const { onnx } = onnxProto;
+
+/**
+ * A model that cannot be loaded, does not meet the contract, or failed to run. The service maps it
+ * to the `error` state and HTTP 503 `MODEL_ERROR`.
+ */
+export class ModelError extends Error {
+  readonly code = 'MODEL_ERROR';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ModelError';
+  }
+}
+
+/** The outputs of one `run`: row-major float32 arrays, shapes as in the contract. */
+export interface ModelOutputs {
+  /** Rows in the batch. */
+  n: number;
+  /** P, the model's person slots. */
+  maxPersons: number;
+  /** [n, P] */
+  presence: Float32Array;
+  /** [n, P, 17, 3] */
+  keypoints: Float32Array;
+  /** [n, P, 4] */
+  boxes: Float32Array;
+  /** [n, P, 2] */
+  floor: Float32Array;
+  /** [n, P, 24, 3] */
+  densepose: Float32Array;
+}
+
+/** Options of one `run`. */
+export interface RunOptions {
+  /**
+   * Hand `features` over to the model instead of copying it: with the worker thread its buffer is
+   * transferred (and detached here), so the caller must not touch the array again. Only valid when
+   * `features` spans its whole buffer; otherwise it is copied anyway.
+   */
+  transfer?: boolean;
+}
+
+/** What the `infer` operator needs of a model; `PoseModel` is the implementation. */
+export interface PoseRunner {
+  readonly metadata: ModelMetadata;
+  readonly featureDim: number;
+  readonly maxPersons: number;
+  run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs>;
+}
+
+/** Options of `PoseModel.load`. */
+export interface LoadOptions {
+  /**
+   * Where the session runs: `worker` (default) in its own worker thread, so inference never blocks
+   * the event loop; `inline` in the calling thread (each run blocks the loop while it computes).
+   */
+  thread?: 'worker' | 'inline';
+  /** The feature width the caller produces; a model that expects another is refused. */
+  featureDim?: number;
+}
+
+/** Input or output description, as onnxruntime reports it. */
+interface ValueInfo {
+  name: string;
+  isTensor: boolean;
+  type?: string;
+  /** Sizes and symbolic dimensions; empty when the model does not declare a shape. */
+  shape?: ReadonlyArray<number | string>;
+}
+
+interface RawOutput {
+  data: unknown;
+  dims: readonly number[];
+  type: string;
+}
+
+/** The part of a session PoseModel uses, whichever thread it lives in. */
+interface SessionLike {
+  readonly inputs: readonly ValueInfo[];
+  readonly outputs: readonly ValueInfo[];
+  run(input: string, data: Float32Array, dims: number[], transfer: boolean): Promise<Record<string, RawOutput>>;
+  release(): Promise<void>;
+}
+
+const SESSION_OPTIONS: InferenceSession.SessionOptions = {
+  executionProviders: ['cpu'],
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  executionMode: 'sequential',
+  graphOptimizationLevel: 'all',
+  // Errors only: a failure reaches the caller as a ModelError with onnxruntime's message anyway.
+  logSeverityLevel: 3,
+};
+
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** A session in this thread. */
+class InlineSession implements SessionLike {
+  private constructor(
+    private readonly ort: typeof import('onnxruntime-node'),
+    private readonly session: InferenceSession,
+    readonly inputs: readonly ValueInfo[],
+    readonly outputs: readonly ValueInfo[],
+  ) {}
+
+  static async create(bytes: Uint8Array): Promise<InlineSession> {
+    const ort = (await import('onnxruntime-node')).default;
+    const session = await ort.InferenceSession.create(bytes, SESSION_OPTIONS);
+    return new InlineSession(ort, session, describe(session.inputMetadata), describe(session.outputMetadata));
+  }
+
+  async run(input: string, data: Float32Array, dims: number[]): Promise<Record<string, RawOutput>> {
+    const out = await this.session.run({ [input]: new this.ort.Tensor('float32', data, dims) });
+    const result: Record<string, RawOutput> = {};
+    for (const [name, t] of Object.entries(out)) result[name] = { data: t.data, dims: t.dims, type: t.type };
+    return result;
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+}
+
+function describe(list: readonly InferenceSession.ValueMetadata[]): ValueInfo[] {
+  return list.map((m) => (m.isTensor ? { name: m.name, isTensor: true, type: m.type, shape: [...m.shape] } : { name: m.name, isTensor: false }));
+}
+
+/**
+ * The worker's program, CommonJS run with `eval: true` so that it needs no file of its own (the
+ * same code then works from the TypeScript sources under vitest and from `dist/`). It loads
+ * onnxruntime-node from the path the main thread resolved.
+ */
+const WORKER_SOURCE = `
+'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const ort = require(workerData.ortPath);
+let session = null;
+const msg = (e) => (e && e.message) || String(e);
+const describe = (list) => list.map((m) => m.isTensor
+  ? { name: m.name, isTensor: true, type: m.type, shape: Array.from(m.shape) }
+  : { name: m.name, isTensor: false });
+parentPort.on('message', async (m) => {
+  if (m.type === 'load') {
+    try {
+      session = await ort.InferenceSession.create(m.bytes, m.options);
+      parentPort.postMessage({ type: 'loaded', inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata) });
+    } catch (e) {
+      parentPort.postMessage({ type: 'loadError', message: msg(e) });
+    }
+  } else if (m.type === 'run') {
+    let out;
+    try {
+      out = await session.run({ [m.input]: new ort.Tensor('float32', m.data, m.dims) });
+    } catch (e) {
+      parentPort.postMessage({ type: 'runError', id: m.id, message: msg(e) });
+      return;
+    }
+    const outputs = {};
+    const buffers = new Set();
+    for (const name of Object.keys(out)) {
+      const t = out[name];
+      outputs[name] = { data: t.data, dims: Array.from(t.dims), type: t.type };
+      if (t.data && t.data.buffer instanceof ArrayBuffer) buffers.add(t.data.buffer);
+    }
+    try {
+      parentPort.postMessage({ type: 'result', id: m.id, outputs }, [...buffers]);
+    } catch {
+      parentPort.postMessage({ type: 'result', id: m.id, outputs });
+    }
+  }
+});
+`;
+
+interface Pending {
+  resolve: (r: Record<string, RawOutput>) => void;
+  reject: (e: Error) => void;
+}
+
+/**
+ * A session in a worker thread. The worker is referenced only while a load or run is pending, so
+ * an idle model never keeps the process alive.
+ */
+class WorkerSession implements SessionLike {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private dead: Error | undefined;
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly inputs: readonly ValueInfo[],
+    readonly outputs: readonly ValueInfo[],
+  ) {
+    worker.on('message', (m: { type: string; id: number; outputs?: Record<string, RawOutput>; message?: string }) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) worker.unref();
+      if (m.type === 'result') p.resolve(m.outputs ?? {});
+      else p.reject(new ModelError(`inference failed: ${m.message ?? 'unknown error'}`));
+    });
+    const fail = (e: Error) => {
+      this.dead ??= e;
+      for (const p of this.pending.values()) p.reject(this.dead);
+      this.pending.clear();
+    };
+    worker.on('error', (e) => fail(new ModelError(`inference worker failed: ${e.message}`, { cause: e })));
+    worker.on('exit', (code) => fail(new ModelError(`inference worker stopped (exit code ${code})`)));
+  }
+
+  static create(bytes: Uint8Array): Promise<WorkerSession> {
+    const ortPath = createRequire(import.meta.url).resolve('onnxruntime-node');
+    return new Promise((resolve, reject) => {
+      const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ortPath } });
+      const onError = (e: Error) => fail(new ModelError(`inference worker failed: ${e.message}`, { cause: e }));
+      const onExit = (code: number) => fail(new ModelError(`inference worker stopped while loading (exit code ${code})`));
+      const onMessage = (m: { type: string; message?: string; inputs?: ValueInfo[]; outputs?: ValueInfo[] }) => {
+        detach();
+        if (m.type !== 'loaded') {
+          // A plain Error: PoseModel.load words it as a load failure.
+          fail(new Error(m.message ?? 'unknown error'));
+          return;
+        }
+        const session = new WorkerSession(worker, m.inputs ?? [], m.outputs ?? []);
+        // After the session's listeners exist: adding a 'message' listener re-references the port.
+        worker.unref();
+        resolve(session);
+      };
+      // Only our own listeners: Worker keeps internal ones (port referencing) that must stay.
+      const detach = () => {
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+        worker.off('message', onMessage);
+      };
+      const fail = (e: Error) => {
+        detach();
+        void worker.terminate();
+        reject(e);
+      };
+      worker.on('error', onError);
+      worker.on('exit', onExit);
+      worker.on('message', onMessage);
+      // A copy the worker owns (not `slice`, which is a view for a Buffer): the caller's bytes stay intact.
+      const own = new Uint8Array(bytes);
+      worker.postMessage({ type: 'load', bytes: own, options: SESSION_OPTIONS }, [own.buffer]);
+    });
+  }
+
+  run(input: string, data: Float32Array, dims: number[], transfer: boolean): Promise<Record<string, RawOutput>> {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    // Transferring moves the whole buffer: only do it when the array is all of it.
+    const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer;
+    const payload = transfer && whole ? data : data.slice();
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) this.worker.ref();
+      try {
+        this.worker.postMessage({ type: 'run', id, input, data: payload, dims }, [payload.buffer as ArrayBuffer]);
+      } catch (e) {
+        this.pending.delete(id);
+        if (this.pending.size === 0) this.worker.unref();
+        reject(new ModelError(`cannot send the batch to the inference worker: ${message(e)}`, { cause: e }));
+      }
+    });
+  }
+
+  async release(): Promise<void> {
+    this.dead ??= new ModelError('model released');
+    await this.worker.terminate();
+  }
+}
+
+/** Reads the metadata_props of ONNX bytes; throws ModelError when the bytes are not an ONNX model. */
+function readModelProps(bytes: Uint8Array, where: string): Map<string, string> {
+  let model: onnxProto.onnx.ModelProto;
+  try {
+    model = onnx.ModelProto.decode(bytes);
+  } catch (e) {
+    throw new ModelError(`not an ONNX model (${where}): ${message(e)}`, { cause: e });
+  }
+  if (!model.graph || !model.graph.node?.length || !model.opsetImport?.length)
+    throw new ModelError(`not an ONNX model (${where}): no graph or no operator set`);
+  return new Map((model.metadataProps ?? []).map((p) => [p.key ?? '', p.value ?? '']));
+}
+
+const shapeText = (shape: ReadonlyArray<number | string> | undefined) => `[${(shape ?? []).join(', ')}]`;
+
+interface Validated {
+  metadata: ModelMetadata;
+  featureDim: number;
+  maxPersons: number;
+  warning?: string;
+}
+
+/** Per-person trailing dimensions of each output. */
+const TRAILING: Record<(typeof MODEL_OUTPUTS)[number], readonly number[]> = {
+  [OUTPUT_PRESENCE]: [],
+  [OUTPUT_KEYPOINTS]: [N_KEYPOINTS, 3],
+  [OUTPUT_BOXES]: [4],
+  [OUTPUT_FLOOR]: [2],
+  [OUTPUT_DENSEPOSE]: [N_DENSE_PARTS, 3],
+};
+
+function metadataNumber(props: Map<string, string>, key: string, fail: (msg: string) => ModelError): number | undefined {
+  const raw = props.get(key);
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < 0) throw fail(`model metadata ${key} is ${JSON.stringify(raw)}, expected a non-negative integer`);
+  return v;
+}
+
+/** Checks a loaded session against the contract; throws ModelError naming the first violation. */
+function validateContract(
+  inputs: readonly ValueInfo[],
+  outputs: readonly ValueInfo[],
+  props: Map<string, string>,
+  expectFeatureDim: number | undefined,
+  where: string,
+): Validated {
+  const fail = (msg: string) => new ModelError(`${msg} (${where})`);
+  const contract = props.get('csipose_contract');
+  if (contract !== undefined && contract !== CONTRACT_VERSION)
+    throw fail(`model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)}`);
+
+  if (inputs.length !== 1 || inputs[0].name !== INPUT_FEATURES) {
+    const names = inputs.map((i) => `'${i.name}'`).join(', ');
+    throw fail(
+      inputs.length === 1
+        ? `model input is named ${names}, expected '${INPUT_FEATURES}'`
+        : `model must have exactly one input '${INPUT_FEATURES}', it has ${inputs.length}: ${names}`,
+    );
+  }
+  const input = inputs[0];
+  if (!input.isTensor || input.type !== 'float32')
+    throw fail(`model input '${INPUT_FEATURES}' is ${input.type ?? 'not a tensor'}, expected float32`);
+  const ishape = input.shape ?? [];
+  if (ishape.length !== 2)
+    throw fail(`model input '${INPUT_FEATURES}' has shape ${shapeText(ishape)}, expected [N, feature_dim]`);
+  if (typeof ishape[0] === 'number' && ishape[0] !== 0)
+    throw fail(`model input '${INPUT_FEATURES}' has a fixed batch size ${ishape[0]}, expected a symbolic batch dimension`);
+  const metaFeatureDim = metadataNumber(props, 'feature_dim', fail);
+  const shapeFeatureDim = typeof ishape[1] === 'number' ? ishape[1] : undefined;
+  if (metaFeatureDim !== undefined && shapeFeatureDim !== undefined && metaFeatureDim !== shapeFeatureDim)
+    throw fail(`model metadata feature_dim ${metaFeatureDim} does not match its input shape ${shapeText(ishape)}`);
+  const featureDim = shapeFeatureDim ?? metaFeatureDim;
+  if (featureDim === undefined || featureDim < 1)
+    throw fail(`model feature_dim is unknown: input shape ${shapeText(ishape)} and no feature_dim metadata`);
+  if (expectFeatureDim !== undefined && featureDim !== expectFeatureDim)
+    throw fail(`model expects feature_dim ${featureDim}, the features have ${expectFeatureDim}`);
+
+  const byName = new Map(outputs.map((o) => [o.name, o]));
+  let maxPersons = metadataNumber(props, 'max_persons', fail);
+  let personSource = 'metadata max_persons';
+  for (const name of MODEL_OUTPUTS) {
+    const o = byName.get(name);
+    if (!o)
+      throw fail(`model has no output '${name}' (outputs: ${outputs.map((x) => `'${x.name}'`).join(', ') || 'none'})`);
+    if (!o.isTensor || o.type !== 'float32') throw fail(`model output '${name}' is ${o.type ?? 'not a tensor'}, expected float32`);
+    const shape = o.shape ?? [];
+    // A model may leave output shapes undeclared; `run` checks the actual shapes.
+    if (shape.length === 0) continue;
+    const trailing = TRAILING[name];
+    const expected = `[N, P${trailing.map((d) => `, ${d}`).join('')}]`;
+    if (shape.length !== 2 + trailing.length || trailing.some((d, i) => shape[2 + i] !== d && typeof shape[2 + i] === 'number'))
+      throw fail(`model output '${name}' has shape ${shapeText(shape)}, expected ${expected}`);
+    if (typeof shape[1] === 'number') {
+      if (maxPersons === undefined) {
+        maxPersons = shape[1];
+        personSource = `'${name}' has`;
+      } else if (shape[1] !== maxPersons)
+        throw fail(
+          `model output '${name}' has shape ${shapeText(shape)}: ${shape[1]} person slots, but ${personSource} ${maxPersons}`,
+        );
+    }
+  }
+  if (maxPersons === undefined || maxPersons < 1)
+    throw fail('model max_persons is unknown: output shapes give no person dimension and no max_persons metadata');
+
+  const metadata: ModelMetadata = {
+    csipose_contract: contract ?? '',
+    model_version: props.get('model_version') ?? '',
+    feature_dim: featureDim,
+    max_persons: maxPersons,
+    window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
+    trained_on: props.get('trained_on') ?? '',
+  };
+  return contract === undefined
+    ? {
+        metadata,
+        featureDim,
+        maxPersons,
+        warning: `model has no csipose_contract metadata; accepted on its input and output names and shapes (assumed ${CONTRACT_VERSION})`,
+      }
+    : { metadata, featureDim, maxPersons };
+}
+
+/**
+ * A contract pose model loaded in onnxruntime-node (CPU, one intra-op thread, all graph
+ * optimisations), checked against the contract at load.
+ *
+ * Load refuses, with a ModelError saying why: a missing or unreadable file, bytes that are not
+ * ONNX or that onnxruntime cannot load, a `csipose_contract` other than CONTRACT_VERSION, an input
+ * that is not exactly one float32 `features` [N, feature_dim], a feature_dim that differs from
+ * `opts.featureDim` or from the model's own metadata, a missing contract output or one with the
+ * wrong shape. A model without `csipose_contract` metadata but with the right names and shapes is
+ * accepted, with `warning` saying so (its missing metadata strings are '' and `window_frames` 0).
+ *
+ * @example
+ * const model = await PoseModel.load('models/csipose-pose.onnx', { featureDim: 1080 });
+ * const out = await model.run(batch, 32); // batch: Float32Array of 32 x 1080
+ * const persons = decodeOutputs(out, 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5,
+ *   maxPersons: 10, includeDensePose: false });
+ * await model.release();
+ */
+export class PoseModel implements PoseRunner {
+  private released = false;
+
+  private constructor(
+    private readonly session: SessionLike,
+    /** The contract metadata (from the model, or derived from its shapes when it has none). */
+    readonly metadata: ModelMetadata,
+    /** Width of one feature row. */
+    readonly featureDim: number,
+    /** P, the model's person slots. */
+    readonly maxPersons: number,
+    /** Set when the model was accepted without contract metadata. */
+    readonly warning: string | undefined,
+    /** The file path, or `<bytes>`. */
+    readonly source: string,
+  ) {}
+
+  /**
+   * Loads and checks a model.
+   * @param source path of an `.onnx` file, or the model bytes
+   * @param opts `thread` (default `worker`) and the expected `featureDim`
+   * @returns the loaded model
+   * @throws ModelError when the model cannot be read, loaded, or does not meet the contract
+   */
+  static async load(source: string | Uint8Array, opts: LoadOptions = {}): Promise<PoseModel> {
+    const where = typeof source === 'string' ? source : '<bytes>';
+    let bytes: Uint8Array;
+    if (typeof source === 'string') {
+      try {
+        bytes = await readFile(source);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') throw new ModelError(`model file not found: ${source}`, { cause: e });
+        if (code === 'EISDIR') throw new ModelError(`model path is a directory, not an ONNX file: ${source}`, { cause: e });
+        throw new ModelError(`cannot read model file ${source}: ${message(e)}`, { cause: e });
+      }
+    } else bytes = source;
+    if (bytes.length === 0) throw new ModelError(`not an ONNX model (${where}): empty`);
+    const props = readModelProps(bytes, where);
+
+    let session: SessionLike;
+    try {
+      session = opts.thread === 'inline' ? await InlineSession.create(bytes) : await WorkerSession.create(bytes);
+    } catch (e) {
+      if (e instanceof ModelError) throw e;
+      throw new ModelError(`onnxruntime could not load the model (${where}): ${message(e)}`, { cause: e });
+    }
+    try {
+      const v = validateContract(session.inputs, session.outputs, props, opts.featureDim, where);
+      return new PoseModel(session, v.metadata, v.featureDim, v.maxPersons, v.warning, where);
+    } catch (e) {
+      await session.release().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /**
+   * Runs the model on `n` feature rows.
+   * @param features n x featureDim values, row-major
+   * @param n number of rows (>= 1)
+   * @param opts `transfer`: hand the array over instead of copying it (worker thread only)
+   * @returns the five contract outputs
+   * @throws RangeError when `features` does not hold n rows; ModelError (as a rejection) when
+   *   inference fails, the outputs break the contract, or the model was released
+   */
+  async run(features: Float32Array, n: number, opts: RunOptions = {}): Promise<ModelOutputs> {
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`run: n must be a positive integer, got ${n}`);
+    if (features.length !== n * this.featureDim)
+      throw new RangeError(`run: ${features.length} values for ${n} rows of ${this.featureDim}`);
+    if (this.released) throw new ModelError(`model released (${this.source})`);
+    let raw: Record<string, RawOutput>;
+    try {
+      raw = await this.session.run(INPUT_FEATURES, features, [n, this.featureDim], opts.transfer === true);
+    } catch (e) {
+      if (e instanceof ModelError) throw e;
+      throw new ModelError(`inference failed: ${message(e)}`, { cause: e });
+    }
+    const P = this.maxPersons;
+    const take = (name: (typeof MODEL_OUTPUTS)[number]): Float32Array => {
+      const o = raw[name];
+      const trailing = TRAILING[name];
+      const dims = [n, P, ...trailing];
+      if (!o || !(o.data instanceof Float32Array))
+        throw new ModelError(`model output '${name}' is missing or not float32 (${this.source})`);
+      if (o.dims.length !== dims.length || o.dims.some((d, i) => d !== dims[i]))
+        throw new ModelError(`model output '${name}' has shape ${shapeText(o.dims)}, expected ${shapeText(dims)} (${this.source})`);
+      return o.data;
+    };
+    return {
+      n,
+      maxPersons: P,
+      presence: take(OUTPUT_PRESENCE),
+      keypoints: take(OUTPUT_KEYPOINTS),
+      boxes: take(OUTPUT_BOXES),
+      floor: take(OUTPUT_FLOOR),
+      densepose: take(OUTPUT_DENSEPOSE),
+    };
+  }
+
+  /** Frees the session (and stops its worker). Runs after this reject with ModelError. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    await this.session.release();
+  }
+}
+
+/** Options of `decodeOutputs`. */
+export interface DecodeOptions {
+  /** The reference view keypoints and boxes are scaled to, in pixels. */
+  view: { width: number; height: number };
+  /** Slots with presence below this are dropped (NaN presence is always dropped). */
+  confidenceThreshold: number;
+  /** At most this many persons, highest presence first. */
+  maxPersons: number;
+  /** Attach each person's DensePose parts. */
+  includeDensePose: boolean;
+}
+
+/**
+ * The persons of one row of model outputs: slots with presence >= `confidenceThreshold`, highest
+ * presence first (ties by slot), at most `maxPersons`. Keypoint x, y and boxes are scaled from
+ * 0..1 to view pixels; keypoint confidences, floor metres and DensePose values are kept as the
+ * model gave them.
+ *
+ * @param outputs the result of `PoseModel.run`
+ * @param row which row of the batch
+ * @param opts view size, threshold, person limit, whether to include DensePose
+ * @returns the persons, each with its own arrays
+ * @throws RangeError when `row` is outside the batch
+ * @example
+ * decodeOutputs(out, 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4,
+ *   includeDensePose: true })[0].bbox // Float32Array [x, y, w, h] in pixels
+ */
+export function decodeOutputs(outputs: ModelOutputs, row: number, opts: DecodeOptions): PersonPose[] {
+  if (!Number.isInteger(row) || row < 0 || row >= outputs.n) throw new RangeError(`row ${row} outside a batch of ${outputs.n}`);
+  const P = outputs.maxPersons;
+  const base = row * P;
+  const presence = outputs.presence;
+  const chosen: number[] = [];
+  for (let p = 0; p < P; p++) if (presence[base + p] >= opts.confidenceThreshold) chosen.push(p);
+  chosen.sort((a, b) => presence[base + b] - presence[base + a] || a - b);
+  const limit = Math.max(0, Math.min(chosen.length, Math.floor(opts.maxPersons)));
+  const { width, height } = opts.view;
+  const persons: PersonPose[] = [];
+  for (let k = 0; k < limit; k++) {
+    const p = chosen[k];
+    const slot = base + p;
+    const keypoints = new Float32Array(N_KEYPOINTS * 3);
+    const kp = outputs.keypoints;
+    const kOff = slot * N_KEYPOINTS * 3;
+    for (let j = 0; j < N_KEYPOINTS; j++) {
+      keypoints[j * 3] = kp[kOff + j * 3] * width;
+      keypoints[j * 3 + 1] = kp[kOff + j * 3 + 1] * height;
+      keypoints[j * 3 + 2] = kp[kOff + j * 3 + 2];
+    }
+    const b = outputs.boxes;
+    const bOff = slot * 4;
+    const bbox = new Float32Array([b[bOff] * width, b[bOff + 1] * height, b[bOff + 2] * width, b[bOff + 3] * height]);
+    const person: PersonPose = {
+      slot: p,
+      confidence: presence[slot],
+      keypoints,
+      bbox,
+      floor: { x: outputs.floor[slot * 2], y: outputs.floor[slot * 2 + 1] },
+    };
+    if (opts.includeDensePose) {
+      const dOff = slot * N_DENSE_PARTS * 3;
+      person.densePose = outputs.densepose.slice(dOff, dOff + N_DENSE_PARTS * 3);
+    }
+    persons.push(person);
+  }
+  return persons;
+}

@@ -1,0 +1,777 @@
+import { Hungarian } from './hungarian.js';
+import { ConstantVelocityKalman, type KalmanNoise } from './kalman.js';
+import { N_KEYPOINTS, type PersonPose, type PoseFrame, type TrackStats } from './types.js';
+
+/** Weights of the terms of the assignment cost (see {@link MultiPersonTracker}). */
+export interface CostWeights {
+  /** Box centre distance over the box diagonal. */
+  center: number;
+  /** Mean keypoint distance over the box diagonal. */
+  keypoints: number;
+  /** Floor distance in metres. */
+  floor: number;
+}
+
+/** Everything a {@link MultiPersonTracker} can be told; all fields have defaults. */
+export interface TrackerOptions {
+  /**
+   * Frames a new track must be matched in, one after the other, before it is reported
+   * (config `tracking_min_hits`); default 3, 1..1000. During the first `minHits` frames of the
+   * stream every track is reported at once.
+   */
+  minHits: number;
+  /**
+   * Frames an unmatched track is kept and predicted before it is ended (config
+   * `tracking_max_age`); default 30, 0..100000.
+   */
+  maxAge: number;
+  /** Largest assignment cost at which a detection may continue a track; default 1, (0, 1000]. */
+  gate: number;
+  /**
+   * Exponential smoothing of reported keypoints: the weight of the previous smoothed value,
+   * 0 (default: keypoints are passed through as detected) to 0.99.
+   */
+  smoothKeypoints: number;
+  /** Weights of the cost terms; default 1 each, each 0..1000. */
+  weights: CostWeights;
+  /** Keypoints below this confidence are left out of the keypoint cost; default 0.1, 0..1. */
+  keypointMinConfidence: number;
+  /** Kalman noise on the floor plan (m); default q 0.3 m^2/s^3, 0.15 m, 1.5 m/s. */
+  floorNoise: KalmanNoise;
+  /** Kalman noise in the view (px); default q 3000 px^2/s^3, 15 px, 150 px/s. */
+  viewNoise: KalmanNoise;
+  /** Speed at and above which a track counts as moving: floor m/s (default 0.2) and view px/s (default 20). */
+  movingSpeed: { floor: number; view: number };
+  /** Points kept in each track's trajectory ring; default 600, 1..100000. */
+  trajectoryLimit: number;
+  /** Ended tracks kept for {@link MultiPersonTracker.track}; default 1000, 0..1000000. */
+  endedLimit: number;
+  /** Detections considered per frame (the rest are dropped); default 64, 1..10000. */
+  maxDetections: number;
+  /** Live tracks at most; default 128, 1..10000. */
+  maxTracks: number;
+}
+
+/** Options as accepted by the constructor and `setOptions`: any subset, nested groups partly. */
+export type TrackerOptionsInput = Partial<Omit<TrackerOptions, 'weights' | 'floorNoise' | 'viewNoise' | 'movingSpeed'>> & {
+  weights?: Partial<CostWeights>;
+  floorNoise?: Partial<KalmanNoise>;
+  viewNoise?: Partial<KalmanNoise>;
+  movingSpeed?: Partial<TrackerOptions['movingSpeed']>;
+};
+
+/** The defaults of every option. */
+export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
+  minHits: 3,
+  maxAge: 30,
+  gate: 1,
+  smoothKeypoints: 0,
+  weights: Object.freeze({ center: 1, keypoints: 1, floor: 1 }),
+  keypointMinConfidence: 0.1,
+  floorNoise: Object.freeze({ accelerationDensity: 0.3, measurementStd: 0.15, initialVelocityStd: 1.5 }),
+  viewNoise: Object.freeze({ accelerationDensity: 3000, measurementStd: 15, initialVelocityStd: 150 }),
+  movingSpeed: Object.freeze({ floor: 0.2, view: 20 }),
+  trajectoryLimit: 600,
+  endedLimit: 1000,
+  maxDetections: 64,
+  maxTracks: 128,
+});
+
+/** A reported track's state: matched in the latest frame, unmatched but kept, or over. */
+export type TrackStatus = 'active' | 'lost' | 'ended';
+
+/** One trajectory point (spec Track `trajectory` item). */
+export interface TrajectoryPoint {
+  /** Epoch ms. */
+  time: number;
+  /** Detected box centre, view pixels. */
+  centerX: number;
+  centerY: number;
+  confidence: number;
+}
+
+const FIRST_TRAJECTORY_CAPACITY = 16;
+
+/**
+ * The last `limit` points of a track, oldest first, in a ring of typed arrays. The ring starts
+ * small and doubles up to the limit, so a short-lived track does not pay for 600 points.
+ */
+export class Trajectory {
+  private times: Float64Array;
+  private xs: Float32Array;
+  private ys: Float32Array;
+  private confs: Float32Array;
+  /** Index of the oldest point. */
+  private start = 0;
+  private count = 0;
+  private cap: number;
+
+  /** @param limit most points kept (>= 1) */
+  constructor(private limit: number) {
+    this.cap = Math.min(limit, FIRST_TRAJECTORY_CAPACITY);
+    this.times = new Float64Array(this.cap);
+    this.xs = new Float32Array(this.cap);
+    this.ys = new Float32Array(this.cap);
+    this.confs = new Float32Array(this.cap);
+  }
+
+  /** Points held. */
+  get length(): number {
+    return this.count;
+  }
+
+  /** Most points kept. */
+  get capacity(): number {
+    return this.limit;
+  }
+
+  /**
+   * Appends a point, dropping the oldest when full.
+   * @param time epoch ms
+   * @param cx box centre x, px
+   * @param cy box centre y, px
+   * @param confidence detection confidence
+   */
+  push(time: number, cx: number, cy: number, confidence: number): void {
+    if (this.count === this.cap && this.cap < this.limit) this.realloc(Math.min(this.limit, this.cap * 2));
+    let slot: number;
+    if (this.count < this.cap) {
+      slot = (this.start + this.count) % this.cap;
+      this.count++;
+    } else {
+      slot = this.start;
+      this.start = (this.start + 1) % this.cap;
+    }
+    this.times[slot] = time;
+    this.xs[slot] = cx;
+    this.ys[slot] = cy;
+    this.confs[slot] = confidence;
+  }
+
+  /**
+   * One point, oldest first.
+   * @param i 0..length-1
+   * @returns a new object, or undefined out of range
+   */
+  at(i: number): TrajectoryPoint | undefined {
+    if (!Number.isInteger(i) || i < 0 || i >= this.count) return undefined;
+    const k = (this.start + i) % this.cap;
+    return { time: this.times[k]!, centerX: this.xs[k]!, centerY: this.ys[k]!, confidence: this.confs[k]! };
+  }
+
+  /**
+   * All points, oldest first, optionally limited to a time range.
+   * @param from earliest epoch ms (inclusive), default -Infinity
+   * @param to latest epoch ms (inclusive), default Infinity
+   * @returns new point objects
+   */
+  toArray(from = -Infinity, to = Infinity): TrajectoryPoint[] {
+    const out: TrajectoryPoint[] = [];
+    for (let i = 0; i < this.count; i++) {
+      const k = (this.start + i) % this.cap;
+      const t = this.times[k]!;
+      if (t >= from && t <= to) out.push({ time: t, centerX: this.xs[k]!, centerY: this.ys[k]!, confidence: this.confs[k]! });
+    }
+    return out;
+  }
+
+  /**
+   * Changes the limit, keeping the newest points.
+   * @param limit most points kept (>= 1)
+   */
+  setLimit(limit: number): void {
+    if (limit === this.limit) return;
+    this.limit = limit;
+    if (this.cap > limit || this.count > limit) this.realloc(Math.min(limit, Math.max(this.count, FIRST_TRAJECTORY_CAPACITY)));
+  }
+
+  /** Copies the newest min(count, cap) points, oldest first, into arrays of `cap` slots. */
+  private realloc(cap: number): void {
+    const keep = Math.min(this.count, cap);
+    const times = new Float64Array(cap);
+    const xs = new Float32Array(cap);
+    const ys = new Float32Array(cap);
+    const confs = new Float32Array(cap);
+    for (let i = 0; i < keep; i++) {
+      const k = (this.start + this.count - keep + i) % this.cap;
+      times[i] = this.times[k]!;
+      xs[i] = this.xs[k]!;
+      ys[i] = this.ys[k]!;
+      confs[i] = this.confs[k]!;
+    }
+    this.times = times;
+    this.xs = xs;
+    this.ys = ys;
+    this.confs = confs;
+    this.cap = cap;
+    this.start = 0;
+    this.count = keep;
+  }
+}
+
+/**
+ * What the tracker keeps about one reported track (spec Track). The object is owned by the
+ * tracker and updated in place as frames arrive: copy what you need to keep a snapshot.
+ */
+export interface TrackRecord {
+  readonly trackId: number;
+  /** Equal to `trackId`: one person per track. */
+  readonly personId: number;
+  /** Epoch ms of the first and the last matched detection. */
+  readonly firstSeen: number;
+  readonly lastSeen: number;
+  /** Frames in which the track was matched. */
+  readonly totalFrames: number;
+  readonly averageConfidence: number;
+  /** `active` when matched in the latest frame, `lost` while unmatched but kept, then `ended`. */
+  readonly status: TrackStatus;
+  readonly trajectory: Trajectory;
+  readonly statistics: Readonly<TrackStats>;
+  /** Unit of `statistics`: metres on the floor plan, or view pixels when the track had no floor position at birth. */
+  readonly statisticsUnit: 'm' | 'px';
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+const KP_LEN = N_KEYPOINTS * 3;
+
+/** Internal state of one track, confirmed or not. */
+class Track {
+  /** 0 until confirmed. */
+  id = 0;
+  confirmed = false;
+  hits = 0;
+  /** Consecutive frames without a match. */
+  missed = 0;
+  floor: ConstantVelocityKalman | null = null;
+  readonly view: ConstantVelocityKalman;
+  /** Last matched detection: box centre and diagonal (px), keypoints. */
+  lastCx = 0;
+  lastCy = 0;
+  lastDiag = 0;
+  readonly keypoints = new Float32Array(KP_LEN);
+  hasKeypoints = false;
+  smoothed: Float32Array | null = null;
+  smoothedValid = false;
+  /** Statistics state: last position at a match and its time. */
+  prevX = 0;
+  prevY = 0;
+  prevTime = 0;
+  confidenceSum = 0;
+  readonly record: Mutable<TrackRecord>;
+  readonly stats: TrackStats;
+
+  constructor(
+    readonly birthFrame: number,
+    time: number,
+    statsOnFloor: boolean,
+    trajectoryLimit: number,
+    viewNoise: KalmanNoise,
+  ) {
+    this.view = new ConstantVelocityKalman(viewNoise);
+    this.stats = { movementDistance: 0, averageSpeed: 0, timeStationary: 0, timeMoving: 0 };
+    this.record = {
+      trackId: 0,
+      personId: 0,
+      firstSeen: time,
+      lastSeen: time,
+      totalFrames: 0,
+      averageConfidence: 0,
+      status: 'active',
+      trajectory: new Trajectory(trajectoryLimit),
+      statistics: this.stats,
+      statisticsUnit: statsOnFloor ? 'm' : 'px',
+    };
+  }
+}
+
+/**
+ * Multi-person tracker for one environment: gives each detected person a stable track id across
+ * pose frames, a velocity, and keeps a record per track (spec Track).
+ *
+ * Each frame, every live track is predicted to the frame's time (`frame.time`, never the wall
+ * clock) by constant-velocity Kalman filters: one on the box centre in view pixels, one on the
+ * floor position in metres once the track has had one. Detections are assigned to tracks by the
+ * Hungarian method on a cost that is the weighted mean of
+ * - the distance between predicted and detected box centres, over the box diagonal,
+ * - the mean distance between the track's last keypoints (moved with the predicted centre) and
+ *   the detected ones, over the same diagonal (keypoints confident on both sides only),
+ * - the floor distance in metres, when both have a floor position.
+ * A weighted mean rather than a sum, so that one gate means the same whether or not floor
+ * positions and keypoints are present. Pairs costing more than `gate` are never matched.
+ *
+ * Lifecycle (SORT, with DeepSORT's tentative-track rule): an unmatched detection starts a
+ * tentative track; it is confirmed, given the next id (1, 2, ... per tracker, never reused) and
+ * reported once it has been matched in `minHits` consecutive frames; a tentative track that
+ * misses a frame is dropped without a trace. During the first `minHits` frames of the stream
+ * tracks are confirmed at birth, so that people present from the start are reported at once (and
+ * stay reported: unlike SORT, a track born in frame minHits does not vanish in frame minHits+1).
+ * A confirmed track left unmatched is kept and predicted for `maxAge` frames (status `lost`),
+ * so its id survives a brief dropout, then ended.
+ *
+ * Output persons are new objects with `trackId`, `trackAge` (frames since first seen) and
+ * `velocity` (floor m/s when the detection has a floor position, else view px/s); persons of
+ * unconfirmed tracks, and persons without a finite box, are left out. Input frames are never
+ * modified; keypoint arrays are shared unless `smoothKeypoints` is on.
+ *
+ * @example
+ * const tracker = new MultiPersonTracker({ minHits: 3, maxAge: 30 });
+ * const tracked = tracker.update(poseFrame); // persons now carry trackId, trackAge, velocity
+ * tracker.tracks(); // records of the confirmed live tracks
+ */
+export class MultiPersonTracker {
+  private opts: TrackerOptions;
+  private pending: TrackerOptions | null = null;
+  private readonly hungarian = new Hungarian();
+  private live: Track[] = [];
+  /** Confirmed live tracks by id. */
+  private readonly byId = new Map<number, Track>();
+  private readonly ended = new Map<number, TrackRecord>();
+  private nextId = 1;
+  private frameCount = 0;
+  private lastTime = NaN;
+  // Per-frame scratch, grown as needed.
+  private cost = new Float64Array(64);
+  private detCx = new Float64Array(8);
+  private detCy = new Float64Array(8);
+  private detDiag = new Float64Array(8);
+  private detFx = new Float64Array(8);
+  private detFy = new Float64Array(8);
+  private detHasFloor = new Uint8Array(8);
+  private detHasKp = new Uint8Array(8);
+  private detPerson: Array<PersonPose | undefined> = [];
+  private detTrack: Array<Track | null> = [];
+
+  /**
+   * @param options any subset of {@link TrackerOptions}
+   * @throws RangeError when an option is out of range
+   */
+  constructor(options: TrackerOptionsInput = {}) {
+    this.opts = mergeOptions(DEFAULT_TRACKER_OPTIONS, options);
+  }
+
+  /** The options in force (the latest `setOptions` applies from the next frame). */
+  get options(): Readonly<TrackerOptions> {
+    return this.opts;
+  }
+
+  /**
+   * Changes options; they take effect at the next frame. Validated at once.
+   * @param options any subset of {@link TrackerOptions}
+   * @throws RangeError when an option is out of range (nothing is changed then)
+   */
+  setOptions(options: TrackerOptionsInput): void {
+    this.pending = mergeOptions(this.pending ?? this.opts, options);
+  }
+
+  /**
+   * Records of the confirmed tracks not yet ended (status `active` or `lost`), in id order.
+   * @returns live record objects (see {@link TrackRecord})
+   */
+  tracks(): TrackRecord[] {
+    const out: TrackRecord[] = [];
+    for (const t of this.byId.values()) out.push(t.record);
+    return out.sort((a, b) => a.trackId - b.trackId);
+  }
+
+  /**
+   * One track's record, live or among the last `endedLimit` ended ones.
+   * @param id track id
+   * @returns the record, or undefined when unknown or dropped
+   */
+  track(id: number): TrackRecord | undefined {
+    return this.byId.get(id)?.record ?? this.ended.get(id);
+  }
+
+  /**
+   * Records of ended tracks still kept, oldest ended first.
+   * @returns the records
+   */
+  endedTracks(): TrackRecord[] {
+    return [...this.ended.values()];
+  }
+
+  /**
+   * Tracks one pose frame.
+   * @param frame detections of one environment at one time; not modified
+   * @returns a new frame whose persons carry track ids (see the class description)
+   */
+  update(frame: PoseFrame): PoseFrame {
+    if (this.pending) this.applyOptions(this.pending);
+    const o = this.opts;
+    this.frameCount++;
+    const frameTime = frame.time;
+    const timeOk = typeof frameTime === 'number' && Number.isFinite(frameTime);
+    let dt = 0;
+    if (timeOk && Number.isFinite(this.lastTime)) dt = Math.max(0, (frameTime - this.lastTime) / 1000);
+    if (timeOk) this.lastTime = frameTime;
+    const now = timeOk ? frameTime : Number.isFinite(this.lastTime) ? this.lastTime : 0;
+
+    const nDet = this.collect(Array.isArray(frame.persons) ? frame.persons : []);
+    const live = this.live;
+    for (const t of live) {
+      t.view.predict(dt);
+      t.floor?.predict(dt);
+    }
+    const rows = live.length;
+    if (this.cost.length < rows * nDet) this.cost = new Float64Array(Math.max(rows * nDet, this.cost.length * 2));
+    for (let r = 0; r < rows; r++) this.costRow(live[r]!, nDet, r * nDet);
+    const assign = this.hungarian.solve(this.cost, rows, nDet, o.gate);
+
+    const detTrack = this.detTrack;
+    for (let d = 0; d < nDet; d++) detTrack[d] = null;
+    // Survivors are compacted to the front of `live` in place.
+    let kept = 0;
+    for (let r = 0; r < rows; r++) {
+      const t = live[r]!;
+      const d = assign[r]!;
+      if (d >= 0) {
+        detTrack[d] = t;
+        this.match(t, d, now);
+        if (!t.confirmed && t.hits >= o.minHits) this.confirm(t);
+      } else {
+        t.missed++;
+        if (!t.confirmed) continue;
+        if (t.missed > o.maxAge) {
+          this.end(t);
+          continue;
+        }
+        t.record.status = 'lost';
+      }
+      live[kept++] = t;
+    }
+    live.length = kept;
+
+    const warmUp = this.frameCount <= o.minHits;
+    for (let d = 0; d < nDet; d++) {
+      if (detTrack[d] !== null) continue;
+      if (this.live.length >= o.maxTracks && !this.evictLost()) continue;
+      const t = new Track(this.frameCount, now, this.detHasFloor[d] === 1, o.trajectoryLimit, o.viewNoise);
+      t.view.reset(this.detCx[d]!, this.detCy[d]!);
+      this.match(t, d, now);
+      if (warmUp || t.hits >= o.minHits) this.confirm(t);
+      this.live.push(t);
+      detTrack[d] = t;
+    }
+
+    const persons: PersonPose[] = [];
+    for (let d = 0; d < nDet; d++) {
+      const t = detTrack[d];
+      if (t && t.confirmed) persons.push(this.output(t, d));
+    }
+    // Let go of this frame's objects.
+    for (let d = 0; d < nDet; d++) {
+      detTrack[d] = null;
+      this.detPerson[d] = undefined;
+    }
+    return { ...frame, persons };
+  }
+
+  /** Copies the usable detections into the scratch arrays; returns how many. */
+  private collect(persons: readonly PersonPose[]): number {
+    const limit = this.opts.maxDetections;
+    this.ensureDetections(Math.min(persons.length, limit));
+    let n = 0;
+    for (let i = 0; i < persons.length && n < limit; i++) {
+      const p = persons[i];
+      if (p === null || typeof p !== 'object') continue;
+      const box = p.bbox;
+      if (!box || typeof box.length !== 'number' || box.length < 4) continue;
+      const w = box[2]!;
+      const h = box[3]!;
+      const cx = box[0]! + w / 2;
+      const cy = box[1]! + h / 2;
+      if (!Number.isFinite(cx) || !Number.isFinite(cy) || !(w >= 0) || !(h >= 0)) continue;
+      this.detPerson[n] = p;
+      this.detCx[n] = cx;
+      this.detCy[n] = cy;
+      this.detDiag[n] = Math.sqrt(w * w + h * h);
+      const f = p.floor;
+      const hasFloor = f != null && Number.isFinite(f.x) && Number.isFinite(f.y);
+      this.detHasFloor[n] = hasFloor ? 1 : 0;
+      if (hasFloor) {
+        this.detFx[n] = f.x;
+        this.detFy[n] = f.y;
+      }
+      const kp = p.keypoints;
+      this.detHasKp[n] = kp && typeof kp.length === 'number' && kp.length >= KP_LEN ? 1 : 0;
+      n++;
+    }
+    return n;
+  }
+
+  private ensureDetections(n: number): void {
+    if (this.detCx.length >= n) return;
+    const size = Math.max(n, this.detCx.length * 2);
+    this.detCx = new Float64Array(size);
+    this.detCy = new Float64Array(size);
+    this.detDiag = new Float64Array(size);
+    this.detFx = new Float64Array(size);
+    this.detFy = new Float64Array(size);
+    this.detHasFloor = new Uint8Array(size);
+    this.detHasKp = new Uint8Array(size);
+  }
+
+  /** Costs of one (predicted) track against every detection, into `cost[base ..]`. */
+  private costRow(t: Track, nDet: number, base: number): void {
+    const { center: wc, keypoints: wk, floor: wf } = this.opts.weights;
+    const minConf = this.opts.keypointMinConfidence;
+    const px = t.view.state[0]!;
+    const py = t.view.state[1]!;
+    // Keypoints move with the box centre between the last match and now.
+    const ox = px - t.lastCx;
+    const oy = py - t.lastCy;
+    const tk = t.keypoints;
+    const useKp = wk > 0 && t.hasKeypoints;
+    const floor = wf > 0 ? t.floor : null;
+    for (let d = 0; d < nDet; d++) {
+      const norm = Math.max(1, 0.5 * (t.lastDiag + this.detDiag[d]!));
+      const dc = Math.hypot(px - this.detCx[d]!, py - this.detCy[d]!) / norm;
+      let sum = wc * dc;
+      let wsum = wc;
+      if (useKp && this.detHasKp[d] === 1) {
+        const dk = this.detPerson[d]!.keypoints;
+        let acc = 0;
+        let count = 0;
+        for (let k = 0; k < KP_LEN; k += 3) {
+          if (!(tk[k + 2]! >= minConf) || !(dk[k + 2]! >= minConf)) continue;
+          const ex = tk[k]! + ox - dk[k]!;
+          const ey = tk[k + 1]! + oy - dk[k + 1]!;
+          const dist = Math.sqrt(ex * ex + ey * ey);
+          if (dist === dist) {
+            acc += dist;
+            count++;
+          }
+        }
+        if (count > 0) {
+          sum += (wk * acc) / (count * norm);
+          wsum += wk;
+        }
+      }
+      if (floor !== null && this.detHasFloor[d] === 1) {
+        sum += wf * Math.hypot(floor.state[0]! - this.detFx[d]!, floor.state[1]! - this.detFy[d]!);
+        wsum += wf;
+      }
+      this.cost[base + d] = wsum > 0 ? sum / wsum : dc;
+    }
+  }
+
+  /** Folds detection `d` into track `t` (filters, keypoints, record, statistics). */
+  private match(t: Track, d: number, now: number): void {
+    const o = this.opts;
+    const p = this.detPerson[d]!;
+    const cx = this.detCx[d]!;
+    const cy = this.detCy[d]!;
+    if (t.hits > 0) t.view.update(cx, cy);
+    if (this.detHasFloor[d] === 1) {
+      const fx = this.detFx[d]!;
+      const fy = this.detFy[d]!;
+      if (t.floor === null) {
+        t.floor = new ConstantVelocityKalman(o.floorNoise);
+        t.floor.reset(fx, fy);
+      } else {
+        t.floor.update(fx, fy);
+      }
+    }
+    t.hits++;
+    t.missed = 0;
+    t.lastCx = cx;
+    t.lastCy = cy;
+    t.lastDiag = this.detDiag[d]!;
+    if (this.detHasKp[d] === 1) {
+      const kp = p.keypoints;
+      const tk = t.keypoints;
+      for (let k = 0; k < KP_LEN; k++) tk[k] = kp[k]!;
+      t.hasKeypoints = true;
+      if (o.smoothKeypoints > 0) this.smooth(t, kp, o.smoothKeypoints);
+      else t.smoothedValid = false;
+    } else {
+      t.hasKeypoints = false;
+      t.smoothedValid = false;
+    }
+
+    const conf = Number.isFinite(p.confidence) ? p.confidence : 0;
+    const rec = t.record;
+    rec.lastSeen = now;
+    rec.totalFrames++;
+    t.confidenceSum += conf;
+    rec.averageConfidence = t.confidenceSum / rec.totalFrames;
+    rec.status = 'active';
+    rec.trajectory.push(now, cx, cy, conf);
+
+    // Statistics follow the filtered position, which the detection noise shakes far less than
+    // the raw one; distance is only counted while moving so that a still person's residual
+    // jitter does not add up to metres.
+    const onFloor = rec.statisticsUnit === 'm' && t.floor !== null;
+    const kf = onFloor ? t.floor! : t.view;
+    const x = kf.state[0]!;
+    const y = kf.state[1]!;
+    if (t.hits > 1) {
+      const s = t.stats;
+      const span = Math.max(0, (now - t.prevTime) / 1000);
+      const speed = Math.hypot(kf.state[2]!, kf.state[3]!);
+      if (speed >= (onFloor ? o.movingSpeed.floor : o.movingSpeed.view)) {
+        s.movementDistance += Math.hypot(x - t.prevX, y - t.prevY);
+        s.timeMoving += span;
+      } else {
+        s.timeStationary += span;
+      }
+      const life = (rec.lastSeen - rec.firstSeen) / 1000;
+      s.averageSpeed = life > 0 ? s.movementDistance / life : 0;
+    }
+    t.prevX = x;
+    t.prevY = y;
+    t.prevTime = now;
+  }
+
+  private smooth(t: Track, kp: Float32Array, alpha: number): void {
+    let s = t.smoothed;
+    if (s === null) s = t.smoothed = new Float32Array(KP_LEN);
+    if (!t.smoothedValid) {
+      for (let k = 0; k < KP_LEN; k++) s[k] = kp[k]!;
+      t.smoothedValid = true;
+      return;
+    }
+    const minConf = this.opts.keypointMinConfidence;
+    for (let k = 0; k < KP_LEN; k += 3) {
+      // A keypoint that was or is unreliable restarts from the detection instead of dragging a
+      // stale position along.
+      if (s[k + 2]! >= minConf && kp[k + 2]! >= minConf) {
+        s[k] = alpha * s[k]! + (1 - alpha) * kp[k]!;
+        s[k + 1] = alpha * s[k + 1]! + (1 - alpha) * kp[k + 1]!;
+      } else {
+        s[k] = kp[k]!;
+        s[k + 1] = kp[k + 1]!;
+      }
+      s[k + 2] = kp[k + 2]!;
+    }
+  }
+
+  private confirm(t: Track): void {
+    t.confirmed = true;
+    t.id = this.nextId++;
+    t.record.trackId = t.id;
+    t.record.personId = t.id;
+    this.byId.set(t.id, t);
+  }
+
+  private end(t: Track): void {
+    t.record.status = 'ended';
+    this.byId.delete(t.id);
+    this.ended.set(t.id, t.record);
+    this.trimEnded();
+  }
+
+  private trimEnded(): void {
+    const limit = this.opts.endedLimit;
+    while (this.ended.size > limit) this.ended.delete(this.ended.keys().next().value!);
+  }
+
+  /** Makes room for a new track by ending the lost track missing longest; false when none is lost. */
+  private evictLost(): boolean {
+    let worst = -1;
+    for (let i = 0; i < this.live.length; i++) {
+      const t = this.live[i]!;
+      if (t.missed > 0 && (worst < 0 || t.missed > this.live[worst]!.missed)) worst = i;
+    }
+    if (worst < 0) return false;
+    const t = this.live[worst]!;
+    if (t.confirmed) this.end(t);
+    this.live.splice(worst, 1);
+    return true;
+  }
+
+  private output(t: Track, d: number): PersonPose {
+    const p = this.detPerson[d]!;
+    const useFloor = this.detHasFloor[d] === 1 && t.floor !== null;
+    const kf = useFloor ? t.floor! : t.view;
+    const out: PersonPose = {
+      ...p,
+      trackId: t.id,
+      trackAge: this.frameCount - t.birthFrame,
+      velocity: { x: kf.state[2]!, y: kf.state[3]! },
+    };
+    if (t.smoothedValid && t.smoothed !== null && this.opts.smoothKeypoints > 0) out.keypoints = t.smoothed.slice();
+    return out;
+  }
+
+  private applyOptions(next: TrackerOptions): void {
+    const prev = this.opts;
+    this.opts = next;
+    this.pending = null;
+    if (next.viewNoise !== prev.viewNoise || next.floorNoise !== prev.floorNoise) {
+      for (const t of this.live) {
+        t.view.setNoise(next.viewNoise);
+        t.floor?.setNoise(next.floorNoise);
+      }
+    }
+    if (next.trajectoryLimit !== prev.trajectoryLimit)
+      for (const t of this.live) t.record.trajectory.setLimit(next.trajectoryLimit);
+    if (next.endedLimit !== prev.endedLimit) this.trimEnded();
+  }
+}
+
+/**
+ * Merges a partial options object over complete ones and validates the result.
+ * @param base complete options
+ * @param input overrides
+ * @returns new complete options (nested groups are new objects only when overridden)
+ * @throws RangeError naming the first option out of range
+ */
+export function mergeOptions(base: Readonly<TrackerOptions>, input: TrackerOptionsInput): TrackerOptions {
+  const o: TrackerOptions = {
+    minHits: input.minHits ?? base.minHits,
+    maxAge: input.maxAge ?? base.maxAge,
+    gate: input.gate ?? base.gate,
+    smoothKeypoints: input.smoothKeypoints ?? base.smoothKeypoints,
+    weights: input.weights ? over(base.weights, input.weights) : base.weights,
+    keypointMinConfidence: input.keypointMinConfidence ?? base.keypointMinConfidence,
+    floorNoise: input.floorNoise ? over(base.floorNoise, input.floorNoise) : base.floorNoise,
+    viewNoise: input.viewNoise ? over(base.viewNoise, input.viewNoise) : base.viewNoise,
+    movingSpeed: input.movingSpeed ? over(base.movingSpeed, input.movingSpeed) : base.movingSpeed,
+    trajectoryLimit: input.trajectoryLimit ?? base.trajectoryLimit,
+    endedLimit: input.endedLimit ?? base.endedLimit,
+    maxDetections: input.maxDetections ?? base.maxDetections,
+    maxTracks: input.maxTracks ?? base.maxTracks,
+  };
+  int('minHits', o.minHits, 1, 1000);
+  int('maxAge', o.maxAge, 0, 100_000);
+  num('gate', o.gate, 0, 1000, true);
+  num('smoothKeypoints', o.smoothKeypoints, 0, 0.99);
+  num('weights.center', o.weights.center, 0, 1000);
+  num('weights.keypoints', o.weights.keypoints, 0, 1000);
+  num('weights.floor', o.weights.floor, 0, 1000);
+  num('keypointMinConfidence', o.keypointMinConfidence, 0, 1);
+  for (const [group, noise] of [
+    ['floorNoise', o.floorNoise],
+    ['viewNoise', o.viewNoise],
+  ] as const) {
+    num(`${group}.accelerationDensity`, noise.accelerationDensity, 0, 1e12);
+    num(`${group}.measurementStd`, noise.measurementStd, 0, 1e6, true);
+    num(`${group}.initialVelocityStd`, noise.initialVelocityStd, 0, 1e6, true);
+  }
+  num('movingSpeed.floor', o.movingSpeed.floor, 0, 1000);
+  num('movingSpeed.view', o.movingSpeed.view, 0, 1e6);
+  int('trajectoryLimit', o.trajectoryLimit, 1, 100_000);
+  int('endedLimit', o.endedLimit, 0, 1_000_000);
+  int('maxDetections', o.maxDetections, 1, 10_000);
+  int('maxTracks', o.maxTracks, 1, 10_000);
+  return o;
+}
+
+/** `{...base, ...input}` except that undefined fields of `input` keep the base value. */
+function over<T extends object>(base: T, input: Partial<T>): T {
+  const out = { ...base };
+  for (const k of Object.keys(input) as Array<keyof T>) if (input[k] !== undefined) out[k] = input[k] as T[keyof T];
+  return out;
+}
+
+function int(name: string, v: number, min: number, max: number): void {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+    throw new RangeError(`track: ${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
+}
+
+function num(name: string, v: number, min: number, max: number, exclusiveMin = false): void {
+  if (typeof v !== 'number' || !(exclusiveMin ? v > min : v >= min) || !(v <= max))
+    throw new RangeError(`track: ${name} must be a number in ${exclusiveMin ? '(' : '['}${min}, ${max}], got ${String(v)}`);
+}

@@ -1,0 +1,359 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { firstValueFrom, from, lastValueFrom, mergeMap, of, ReplaySubject, skip, Subject, take, toArray } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { infer, spec, type FeatureRow, type InferOptions, type InferStats } from '../../operators/infer.js';
+import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
+import { ModelError, PoseModel, type PoseRunner } from '../../src/model/runtime.js';
+import { resolveParams } from '../../src/engine/params.js';
+import type { PoseFrame } from '../../src/pose/types.js';
+import { contractModel, featureRows, forward, tempDir, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
+
+const F = 6;
+const P = 2;
+const weights = tinyWeights(F, [8], P);
+const modelBytes = buildMlpPoseModel(weights, tinyMeta(F, P));
+const tmp = tempDir('csipose-infer-');
+let model: PoseModel;
+
+beforeAll(async () => {
+  model = await PoseModel.load(modelBytes);
+});
+afterAll(async () => {
+  await model.release();
+  tmp.cleanup();
+});
+
+const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
+const zeroStats = (): InferStats => ({ batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A real model whose runs are recorded (batch size and scheduler time of each call). */
+function recording(inner: PoseRunner, now: () => number = () => 0, delay?: (call: number) => number) {
+  const calls: Array<{ n: number; at: number }> = [];
+  const runs: Array<Promise<unknown>> = [];
+  const runner: PoseRunner = {
+    metadata: inner.metadata,
+    featureDim: inner.featureDim,
+    maxPersons: inner.maxPersons,
+    run(features, n, opts) {
+      const call = calls.length;
+      calls.push({ n, at: now() });
+      let p = inner.run(features, n, opts);
+      const ms = delay?.(call) ?? 0;
+      if (ms > 0) p = p.then(async (out) => (await sleep(ms), out));
+      runs.push(p.catch(() => undefined));
+      return p;
+    },
+  };
+  return { runner, calls, runs };
+}
+
+/** The persons the model must report for a row at threshold 0 (both slots, highest presence first). */
+function expectPersonsOf(frame: PoseFrame, row: FeatureRow): void {
+  const ref = forward(weights, row.features, 1);
+  const order = [0, 1].sort((a, b) => ref.presence[b] - ref.presence[a]);
+  expect(frame.persons.map((p) => p.slot)).toEqual(order);
+  for (const person of frame.persons) {
+    const s = person.slot;
+    expect(person.confidence).toBeCloseTo(ref.presence[s], 5);
+    for (let j = 0; j < 17; j++) {
+      expect(person.keypoints[j * 3]).toBeCloseTo(ref.keypoints[s * 51 + j * 3] * 640, 3);
+      expect(person.keypoints[j * 3 + 1]).toBeCloseTo(ref.keypoints[s * 51 + j * 3 + 1] * 480, 3);
+      expect(person.keypoints[j * 3 + 2]).toBeCloseTo(ref.keypoints[s * 51 + j * 3 + 2], 5);
+    }
+    expect(person.bbox[2]).toBeCloseTo(ref.boxes[s * 4 + 2] * 640, 3);
+    expect(person.floor?.x).toBeCloseTo(ref.floor[s * 2], 5);
+    expect(person.densePose?.[71]).toBeCloseTo(ref.densepose[s * 72 + 71], 5);
+  }
+}
+
+describe('infer: marbles', () => {
+  const rows = featureRows(4, F);
+  const v = { a: rows[0], b: rows[1], c: rows[2], d: rows[3] };
+  // Batches that never fill and a wait longer than the test: nothing reaches the model.
+  const idle = (): InferOptions => ({ model, batchSize: 32, maxWaitMs: 1000 });
+
+  it('propagates errors', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const src = cold('-a-b-#', v, new Error('boom'));
+      expectObservable(src.pipe(infer(idle()))).toBe('-----#', undefined, new Error('boom'));
+    });
+  });
+
+  it('unsubscribes early', () => {
+    testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
+      const src = hot('--a--b--c--|', v);
+      const subs = '   ^-----!     ';
+      const unsub = '  ^-----!     ';
+      expectObservable(src.pipe(infer(idle())), unsub).toBe('-------');
+      expectSubscriptions(src.subscriptions).toBe(subs);
+    });
+  });
+
+  it('does not break the unsubscription chain', () => {
+    testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
+      const src = hot('--a--b--c--|', v);
+      const subs = '   ^-----!     ';
+      const unsub = '  ^-----!     ';
+      const result = src.pipe(
+        mergeMap((x) => of(x)),
+        infer(idle()),
+        mergeMap((x) => of(x)),
+      );
+      expectObservable(result, unsub).toBe('-------');
+      expectSubscriptions(src.subscriptions).toBe(subs);
+    });
+  });
+
+  it('completes with an empty source', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold<FeatureRow>('--|').pipe(infer(idle()))).toBe('--|');
+    });
+  });
+
+  it('runs a partial batch when its oldest row has waited maxWaitMs, a full one at once', () => {
+    const ts = testScheduler();
+    const rec = recording(model, () => ts.now());
+    ts.run(({ cold }) => {
+      // a@0 b@2 c@12 d@14: partial batches at 0 + 5 and 12 + 5.
+      const sub = cold('a-b---------c-d', v)
+        .pipe(infer({ model: rec.runner, batchSize: 32, maxWaitMs: 5, concurrency: 2, scheduler: ts }))
+        .subscribe();
+      ts.schedule(() => sub.unsubscribe(), 100);
+    });
+    expect(rec.calls).toEqual([
+      { n: 2, at: 5 },
+      { n: 2, at: 17 },
+    ]);
+
+    const ts2 = testScheduler();
+    const rec2 = recording(model, () => ts2.now());
+    ts2.run(({ cold }) => {
+      // The third row fills the batch at 4; d@9 then waits until 14.
+      const sub = cold('a-b-c----d', v)
+        .pipe(infer({ model: rec2.runner, batchSize: 3, maxWaitMs: 5, concurrency: 2, scheduler: ts2 }))
+        .subscribe();
+      ts2.schedule(() => sub.unsubscribe(), 100);
+    });
+    expect(rec2.calls).toEqual([
+      { n: 3, at: 4 },
+      { n: 1, at: 14 },
+    ]);
+  });
+});
+
+describe('infer: batching and order', () => {
+  it('emits one frame per row in input order, each decoded from its own row', async () => {
+    const rows = featureRows(21, F);
+    const rec = recording(model);
+    const stats = zeroStats();
+    const frames = await lastValueFrom(
+      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
+    );
+    expect(frames.map((f) => f.time)).toEqual(rows.map((r) => r.frameTime));
+    expect(rec.calls.map((c) => c.n)).toEqual([4, 4, 4, 4, 4, 1]);
+    expect(stats).toMatchObject({ batches: 6, rows: 21, dropped: 0, queue: 0 });
+    expect(stats.avgBatchMs).toBeGreaterThan(0);
+    // frameId counts per environment: even rows are env-a, odd rows env-b.
+    expect(frames.filter((f) => f.environmentId === 'env-a').map((f) => f.frameId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(frames.filter((f) => f.environmentId === 'env-b').map((f) => f.frameId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    frames.forEach((f, k) => {
+      expect(f).toMatchObject({ sourceId: 'src', modelVersion: 'test-1', csiQuality: 0.9 });
+      expect(f.processingMs).toBeGreaterThanOrEqual(0);
+      expectPersonsOf(f, rows[k]);
+    });
+  });
+
+  it('keeps input order when batches finish out of order', async () => {
+    const rows = featureRows(9, F);
+    // The first batch is held back 40 ms, so batches 2 and 3 finish before it.
+    const rec = recording(model, undefined, (call) => (call === 0 ? 40 : 0));
+    const frames = await lastValueFrom(from(rows).pipe(infer({ model: rec.runner, batchSize: 3, concurrency: 3 }), toArray()));
+    expect(rec.calls.map((c) => c.n)).toEqual([3, 3, 3]);
+    expect(frames.map((f) => f.time)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it('batches by size: a full batch runs without waiting', async () => {
+    const rec = recording(model);
+    const stats = zeroStats();
+    const rows = new Subject<FeatureRow>();
+    const out = firstValueFrom(rows.pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: 60_000, stats }), take(8), toArray()));
+    featureRows(8, F).forEach((r) => rows.next(r));
+    const frames = await out;
+    expect(frames.map((f) => f.time)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(rec.calls.map((c) => c.n)).toEqual([4, 4]);
+    expect(stats).toMatchObject({ batches: 2, rows: 8 });
+  });
+
+  it('batches by time: a partial batch runs after maxWaitMs though the source stays open', async () => {
+    const rec = recording(model);
+    const stats = zeroStats();
+    const rows = new Subject<FeatureRow>();
+    const out = firstValueFrom(rows.pipe(infer({ model: rec.runner, batchSize: 32, maxWaitMs: 5, stats }), take(3), toArray()));
+    featureRows(3, F).forEach((r) => rows.next(r));
+    expect(rec.calls).toEqual([]); // not before the wait
+    const frames = await out;
+    expect(frames.map((f) => f.time)).toEqual([0, 1, 2]);
+    expect(rec.calls.map((c) => c.n)).toEqual([3]);
+    expect(stats.batches).toBe(1);
+  });
+
+  it('flushes the queue when the source completes', async () => {
+    const rec = recording(model);
+    const frames = await lastValueFrom(from(featureRows(5, F)).pipe(infer({ model: rec.runner, maxWaitMs: 60_000 }), toArray()));
+    expect(frames).toHaveLength(5);
+    expect(rec.calls.map((c) => c.n)).toEqual([5]);
+  });
+
+  it('queues rows that arrive while the model loads', async () => {
+    let rec: ReturnType<typeof recording> | undefined;
+    const loading = PoseModel.load(modelBytes, { thread: 'inline' }).then((m) => (rec = recording(m)).runner);
+    const frames = await lastValueFrom(from(featureRows(7, F)).pipe(infer({ model: loading, batchSize: 4 }), toArray()));
+    expect(frames.map((f) => f.time)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(rec?.calls.map((c) => c.n)).toEqual([4, 3]);
+  });
+});
+
+describe('infer: lag, live options, errors, teardown', () => {
+  it('drops the oldest queued rows under a burst and counts them', async () => {
+    const rec = recording(model);
+    const stats = zeroStats();
+    let maxQueueSeen = 0;
+    const rows = new Subject<FeatureRow>();
+    const out = lastValueFrom(
+      rows.pipe(
+        infer({
+          model: rec.runner,
+          batchSize: 2,
+          maxQueue: 3,
+          maxWaitMs: 60_000,
+          stats,
+          onStats: (s) => (maxQueueSeen = Math.max(maxQueueSeen, s.queue)),
+        }),
+        toArray(),
+      ),
+    );
+    // Rows 0 and 1 fill a batch at once; rows 2..9 queue behind it and only the newest 3 survive.
+    featureRows(10, F).forEach((r) => rows.next(r));
+    rows.complete();
+    const frames = await out;
+    expect(frames.map((f) => f.time)).toEqual([0, 1, 7, 8, 9]);
+    expect(rec.calls.map((c) => c.n)).toEqual([2, 2, 1]);
+    expect(stats).toMatchObject({ batches: 3, rows: 5, dropped: 5, queue: 0 });
+    expect(maxQueueSeen).toBeLessThanOrEqual(3);
+  });
+
+  it('reads options live: threshold, person limit and batch size apply from the next batch', async () => {
+    const rec = recording(model);
+    // A fresh object on every read, as a config store would hand out.
+    const live = { confidenceThreshold: 0, maxPersons: 10, batchSize: 2 };
+    const rows = new Subject<FeatureRow>();
+    const frames = new ReplaySubject<PoseFrame>();
+    const sub = rows.pipe(infer(() => ({ model: rec.runner, maxWaitMs: 60_000, ...live }))).subscribe(frames);
+    const input = featureRows(9, F);
+    const step = async (seen: number, batch: FeatureRow[]) => {
+      const next = firstValueFrom(frames.pipe(skip(seen), take(batch.length), toArray()));
+      batch.forEach((r) => rows.next(r));
+      return (await next).map((f) => f.persons.length);
+    };
+    expect(await step(0, input.slice(0, 2))).toEqual([2, 2]);
+    live.confidenceThreshold = 0.5; // slot 1 (presence about 0.05) goes
+    expect(await step(2, input.slice(2, 4))).toEqual([1, 1]);
+    live.maxPersons = 0;
+    live.batchSize = 3;
+    expect(await step(4, input.slice(4, 7))).toEqual([0, 0, 0]);
+    expect(rec.calls.map((c) => c.n)).toEqual([2, 2, 3]);
+    sub.unsubscribe();
+  });
+
+  it('errors with ModelError when the model file is missing, and the process goes on', async () => {
+    const err = await lastValueFrom(from(featureRows(2, F)).pipe(infer({ modelPath: '/nonexistent/csipose.onnx' }))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect(err).toMatchObject({ code: 'MODEL_ERROR', message: 'model file not found: /nonexistent/csipose.onnx' });
+  });
+
+  it('errors with ModelError for a file that is not a model (built from the spec)', async () => {
+    const path = tmp.file('notes.onnx', 'not a model at all');
+    const op = spec.create(resolveParams(spec.params, { modelPath: path }), {});
+    const err = await lastValueFrom(from(featureRows(2, F)).pipe(op)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect((err as ModelError).message).toMatch(/^not an ONNX model/);
+  });
+
+  it('errors with ModelError when a run fails', async () => {
+    const broken = await PoseModel.load(contractModel(F, P, { badReshape: true }));
+    const err = await lastValueFrom(from(featureRows(3, F)).pipe(infer({ model: broken }))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect((err as ModelError).message).toMatch(/^inference failed: .*Reshape/);
+    await broken.release();
+  });
+
+  it('errors with ModelError when the rows do not have the model feature_dim', async () => {
+    const rows = featureRows(2, F + 1);
+    const err = await lastValueFrom(from(rows).pipe(infer({ model }))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect((err as ModelError).message).toBe('feature row has 7 values, the model expects feature_dim 6');
+    const rec = recording(model);
+    const err2 = await lastValueFrom(from(featureRows(2, F)).pipe(infer({ model: rec.runner, featureDim: 540 }))).catch((e: unknown) => e);
+    expect(err2).toBeInstanceOf(ModelError);
+    expect((err2 as ModelError).message).toBe('model expects feature_dim 6, the features have 540');
+    expect(rec.calls).toEqual([]);
+  });
+
+  it('stops running once unsubscribed: no timer fires, no queued row is run after the batch in flight', async () => {
+    const rec = recording(model);
+    const rows = new Subject<FeatureRow>();
+    const input = featureRows(3, F);
+    // A lone row waiting for its timer: unsubscribing cancels it.
+    const sub1 = rows.pipe(infer({ model: rec.runner, batchSize: 2, maxWaitMs: 5 })).subscribe();
+    rows.next(input[0]);
+    sub1.unsubscribe();
+    await sleep(30);
+    expect(rec.calls).toEqual([]);
+    // A batch in flight and a row queued behind it: the batch finishes, the queued row never runs.
+    const got: PoseFrame[] = [];
+    const sub2 = rows.pipe(infer({ model: rec.runner, batchSize: 2, maxWaitMs: 5 })).subscribe((f) => got.push(f));
+    input.forEach((r) => rows.next(r));
+    expect(rec.calls.map((c) => c.n)).toEqual([2]);
+    sub2.unsubscribe();
+    await Promise.all(rec.runs);
+    await sleep(30);
+    expect(rec.calls.map((c) => c.n)).toEqual([2]);
+    expect(got).toEqual([]);
+  });
+
+  it('has a spec named infer that loads its model from modelPath', async () => {
+    expect(spec.name).toBe('infer');
+    expect(spec.input).toBe('any');
+    expect(spec.output).toBe('pose');
+    expect(Object.fromEntries(spec.params.map((p) => [p.name, p.default]))).toEqual({
+      modelPath: 'models/csipose-pose.onnx',
+      batchSize: 32,
+      maxWaitMs: 5,
+      maxQueue: 256,
+      confidenceThreshold: 0.5,
+      maxPersons: 10,
+      viewWidth: 640,
+      viewHeight: 480,
+    });
+    const path = tmp.file('model.onnx', modelBytes);
+    const op = spec.create(resolveParams(spec.params, { modelPath: path, batchSize: 2, viewWidth: 100, viewHeight: 50 }), {});
+    const rows = featureRows(3, F);
+    const frames: PoseFrame[] = await lastValueFrom(from(rows).pipe(op, toArray()));
+    expect(frames.map((f) => [f.time, f.persons.length])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+    ]);
+    const ref = forward(weights, rows[0].features, 1);
+    expect(frames[0].persons[0].bbox[0]).toBeCloseTo(ref.boxes[0] * 100, 3);
+    expect(frames[0].persons[0].bbox[1]).toBeCloseTo(ref.boxes[1] * 50, 3);
+  });
+
+  it('rejects bad options at creation', () => {
+    expect(() => infer({ batchSize: 0 })).toThrow(RangeError);
+    expect(() => infer({ maxQueue: 0 })).toThrow(RangeError);
+    expect(() => infer({ confidenceThreshold: 1.5 })).toThrow(RangeError);
+    expect(() => infer({ maxWaitMs: -1 })).toThrow(RangeError);
+  });
+});
