@@ -20,9 +20,12 @@ const MAX_SIZE = 4096;
  * Cuts a frame stream into overlapping windows of `size` consecutive frames, one every `hop`
  * frames once the first window is full.
  *
- * The last `size` frames are kept in a ring buffer (one Float32Array written in place); each
- * emitted CsiWindow gets its own `data` and `times` copied out in time order, so windows stay
- * valid after the ring moves on. `rateHz` is `options.rateHz` when given, else 1000 divided by the
+ * Frames are appended to a segment buffer (one Float32Array holding several windows' worth of
+ * frames) and never overwritten there: each emitted CsiWindow's `data` and `times` are views of
+ * `size` consecutive frames of it, in time order, so emitting copies nothing and windows stay
+ * valid after the stream moves on. When a segment is full the last size - 1 frames are copied to
+ * the start of a fresh one (the old segment lives on while windows reference it); with segments
+ * of 8 windows that is one frame copied per 7 frames appended instead of `size / hop` per frame. `rateHz` is `options.rateHz` when given, else 1000 divided by the
  * median interval between the window's frame times: the median is not thrown off by a lost
  * packet or by jitter the way (last - first) / (size - 1) is; NaN when the times do not give a
  * positive interval. A change of shape (nRx, nTx, nSub) or of `sourceId` empties the buffer, so a
@@ -53,15 +56,23 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
       let nSub = 0;
       let sourceId = '';
       let subcarriers: Int16Array = new Int16Array(0);
-      let ring = new Float32Array(0);
-      const ringTimes = new Float64Array(size);
-      const ringSeqs = new Float64Array(size);
+      let seg = new Float32Array(0);
+      let segTimes = new Float64Array(0);
+      let segSeqs = new Float64Array(0);
+      /** Frames a segment holds (at least size + hop; about 8 windows, at most ~32 MB). */
+      let cap = 0;
       const intervals = new Float64Array(size - 1);
-      /** Next slot to write; once the ring is full it is also the oldest frame. */
+      /** Next frame slot of the segment. */
       let write = 0;
       /** Frames written since the last reset. */
       let count = 0;
       let windowIndex = 0;
+
+      const newSegment = () => {
+        seg = new Float32Array(cap * frameLen);
+        segTimes = new Float64Array(cap);
+        segSeqs = new Float64Array(cap);
+      };
 
       const reset = (frame: CsiFrame) => {
         nRx = frame.nRx;
@@ -69,12 +80,26 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
         nSub = frame.nSub;
         sourceId = frame.sourceId;
         subcarriers = frame.subcarriers;
-        if (frame.csi.length !== frameLen) {
-          frameLen = frame.csi.length;
-          ring = new Float32Array(size * frameLen);
-        }
+        frameLen = frame.csi.length;
+        const byMemory = Math.floor((32 << 20) / (frameLen * 4));
+        cap = Math.max(size + hop, Math.min(8 * size, byMemory));
+        newSegment();
         write = 0;
         count = 0;
+      };
+
+      /** Moves the newest size - 1 frames to the start of a fresh segment. */
+      const rollover = () => {
+        const keep = size - 1;
+        const from = write - keep;
+        const old = seg;
+        const oldTimes = segTimes;
+        const oldSeqs = segSeqs;
+        newSegment();
+        seg.set(old.subarray(from * frameLen, write * frameLen));
+        segTimes.set(oldTimes.subarray(from, write));
+        segSeqs.set(oldSeqs.subarray(from, write));
+        write = keep;
       };
 
       const estimateRate = (times: Float64Array): number => {
@@ -86,14 +111,8 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
       };
 
       const emit = (frame: CsiFrame) => {
-        const oldest = write;
-        const split = oldest * frameLen;
-        const data = new Float32Array(size * frameLen);
-        data.set(ring.subarray(split));
-        data.set(ring.subarray(0, split), (size - oldest) * frameLen);
-        const times = new Float64Array(size);
-        times.set(ringTimes.subarray(oldest));
-        times.set(ringTimes.subarray(0, oldest), size - oldest);
+        const first = write - size;
+        const times = segTimes.subarray(first, write);
         const window: CsiWindow = {
           sourceId,
           environmentId: frame.environmentId,
@@ -104,9 +123,9 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
           subcarriers,
           times,
           rateHz: nominalRate > 0 ? nominalRate : estimateRate(times),
-          seq: ringSeqs[oldest],
+          seq: segSeqs[first],
           windowIndex: windowIndex++,
-          data,
+          data: seg.subarray(first * frameLen, write * frameLen),
         };
         subscriber.next(window);
       };
@@ -124,10 +143,11 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
               frame.sourceId !== sourceId
             )
               reset(frame);
-            ring.set(frame.csi, write * frameLen);
-            ringTimes[write] = frame.time;
-            ringSeqs[write] = frame.seq;
-            write = write + 1 === size ? 0 : write + 1;
+            if (write === cap) rollover();
+            seg.set(frame.csi, write * frameLen);
+            segTimes[write] = frame.time;
+            segSeqs[write] = frame.seq;
+            write++;
             count++;
             if (count >= size && (count - size) % hop === 0) emit(frame);
           } catch (e) {

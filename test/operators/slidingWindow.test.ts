@@ -117,10 +117,15 @@ describe('window: golden', () => {
     out.forEach((w, i) => expect(w).toEqual(expectedWindow(frames, i * hop, size, i, 100)));
   });
 
-  it('copies each window out of the ring: earlier windows keep their contents', async () => {
-    const out = await windows(frames, { size: 4, hop: 1 });
-    expect(out[0].data).toEqual(expectedWindow(frames, 0, 4, 0, 100).data);
-    expect(out[0].data.buffer).not.toBe(out[1].data.buffer);
+  it('never overwrites an emitted window: earlier windows keep their contents across segment rollovers', async () => {
+    // size 4 -> segments of 32 frames: 100 frames roll over three times.
+    const many = Array.from({ length: 100 }, (_, k) => frame(k));
+    const out = await windows(many, { size: 4, hop: 1 });
+    expect(out).toHaveLength(97);
+    for (let i = 0; i < out.length; i++) {
+      expect(out[i].data).toEqual(expectedWindow(many, i, 4, i, 100).data);
+      expect(Array.from(out[i].times)).toEqual(many.slice(i, i + 4).map((f) => f.time));
+    }
   });
 
   it('estimates the rate from the median interval, robust to jitter and a lost packet', async () => {
