@@ -4,6 +4,8 @@ import * as operators from './operators.js';
 import * as sense from './sense.js';
 import * as track from './track.js';
 import * as infer from './infer.js';
+import * as http from './http.js';
+import * as store from './store.js';
 
 /**
  * `npm run bench [-- --json] [-- --only NAME]`: every stage benchmark, as a table or as the JSON
@@ -12,7 +14,7 @@ import * as infer from './infer.js';
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const suites = { decode, operators, sense, infer, track };
+  const suites = { decode, operators, sense, infer, track, store, http };
   const results: BenchResult[] = [];
   for (const [name, suite] of Object.entries(suites)) {
     if (only && only !== name) continue;

@@ -15,6 +15,7 @@ import { spec as conflate } from './conflate.js';
 import { spec as track } from './track.js';
 import { spec as activity } from './activity.js';
 import { spec as alerts } from './alerts.js';
+import { spec as features } from './features.js';
 import { spec as infer } from './infer.js';
 
 /** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
@@ -28,6 +29,7 @@ export const OPERATORS: readonly OperatorSpec[] = [
   window,
   doppler,
   conflate,
+  features,
   infer,
   track,
   activity,

@@ -430,7 +430,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 export const spec: OperatorSpec = {
   name: 'infer',
   summary: 'Batched pose inference with the ONNX model (worker thread); drops the oldest rows under lag',
-  input: 'any',
+  input: 'features',
   output: 'pose',
   params: [
     { name: 'modelPath', type: 'string', default: DEFAULT_MODEL_PATH, description: 'ONNX model file (the model contract)' },

@@ -1,5 +1,7 @@
 import type { PipelineDef } from '../src/engine/pipeline.js';
 import { sense } from './sense.js';
+import { live } from './live.js';
+import { processDef } from './process.js';
 
 /** Every named pipeline, by name. */
-export const PIPELINES: ReadonlyMap<string, PipelineDef> = new Map([sense].map((p) => [p.name, p]));
+export const PIPELINES: ReadonlyMap<string, PipelineDef> = new Map([sense, live, processDef].map((p) => [p.name, p]));

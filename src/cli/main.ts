@@ -8,6 +8,8 @@ import { PipelineError } from '../engine/pipeline.js';
 import { runDecode } from './decode.js';
 import { describeOperators, describePipelines } from './describe.js';
 import type { DecodeStats } from '../csi/decoder.js';
+import { serveCommand } from './serve.js';
+import { keysCommand } from './keys.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -125,6 +127,8 @@ export function program(): Command {
       process.stdout.write(describePipelines(registry, !!o.json));
     });
 
+  cli.addCommand(serveCommand());
+  cli.addCommand(keysCommand());
   return cli;
 }
 

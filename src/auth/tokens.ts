@@ -1,0 +1,375 @@
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import { decodeProtectedHeader, errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
+import { isRole, type Role } from './roles.js';
+
+/**
+ * Access and refresh tokens.
+ *
+ * Access tokens are HS256 JWTs with `sub`, `role`, `iat`, `exp` and `jti`, signed with
+ * `CSIPOSE_JWT_SECRET` (or 32 random bytes per start, which logs everyone out on restart).
+ * Verification with jose costs about 200 us, so verified tokens are cached: a repeated token costs
+ * a Map lookup. Cache entries die at the token's `exp`, and every hit also consults the denylist,
+ * so a revoked token is refused even while cached.
+ *
+ * Refresh tokens are opaque (`csr_` + 32 random bytes), kept in memory only as a SHA-256, valid
+ * 30 days, single-use: {@link TokenService.refresh} consumes one and returns a new pair. The
+ * tokens descending from one login form a family. Presenting an already consumed refresh token
+ * means two parties hold it, one of them probably a thief (the legitimate client never reuses
+ * one), and we cannot tell which: the whole family is revoked, its refresh tokens and the access
+ * tokens issued from it (OAuth 2.0 Security BCP, refresh token rotation with reuse detection).
+ * Two concurrent refreshes with the same token by an honest client trip this too; the client
+ * then logs in again.
+ *
+ * All of this state lives in memory: a restart forgets refresh tokens and the denylist (with a
+ * random secret, a restart invalidates every access token anyway).
+ */
+
+/** Why an access token was refused. Distinct for logs; HTTP answers 401 for all. */
+export type TokenFailure =
+  | 'malformed_token'
+  | 'alg_none'
+  | 'alg_not_allowed'
+  | 'bad_signature'
+  | 'expired'
+  | 'not_yet_valid'
+  | 'revoked'
+  | 'invalid_claims';
+
+/** Why a refresh was refused. */
+export type RefreshFailure = 'unknown_refresh_token' | 'refresh_expired' | 'refresh_reused' | 'refresh_revoked' | 'user_unknown';
+
+/** The claims of a verified access token. */
+export interface AccessClaims {
+  sub: string;
+  role: Role;
+  /** Seconds since the epoch. */
+  iat: number;
+  /** Seconds since the epoch. */
+  exp: number;
+  jti: string;
+}
+
+/** What `POST /auth/token` and `POST /auth/refresh` hand out. */
+export interface TokenPair {
+  accessToken: string;
+  tokenType: 'bearer';
+  /** Seconds. */
+  expiresIn: number;
+  refreshToken: string;
+  /** Seconds. */
+  refreshExpiresIn: number;
+}
+
+/** The outcome of {@link TokenService.verify}. */
+export type VerifyResult = { ok: true; claims: AccessClaims } | { ok: false; reason: TokenFailure };
+
+/** The outcome of {@link TokenService.refresh}. */
+export type RefreshResult = { ok: true; sub: string; role: Role; pair: TokenPair } | { ok: false; reason: RefreshFailure };
+
+/** A bad token configuration (a weak secret, a bad lifetime). */
+export class TokenConfigError extends Error {
+  override readonly name = 'TokenConfigError';
+}
+
+/** Options of {@link TokenService}. */
+export interface TokenServiceOptions {
+  /** CSIPOSE_JWT_SECRET: at least 32 bytes. Random 32 bytes when unset. */
+  secret?: string | Uint8Array;
+  /** Access token lifetime (default 86400 s). */
+  accessTtlSeconds?: number;
+  /** Refresh token lifetime (default 30 days). */
+  refreshTtlSeconds?: number;
+  /** Verified-token cache size (default 10,000). */
+  cacheSize?: number;
+  /** Clock in ms (tests). */
+  now?: () => number;
+}
+
+/** Refresh tokens start with this, so that `revoke` can tell them from JWTs at a glance. */
+export const REFRESH_PREFIX = 'csr_';
+const REFRESH_FORMAT = /^csr_[A-Za-z0-9_-]{43}$/;
+const MIN_SECRET_BYTES = 32;
+/** Longest token we look at; ours are about 250 characters. */
+const MAX_TOKEN_LENGTH = 4096;
+/** A token issued further in the future than this was not issued by this clock. */
+const IAT_SKEW_SECONDS = 60;
+const SWEEP_MS = 60_000;
+
+interface Family {
+  sub: string;
+  role: Role;
+  revoked: boolean;
+  /** Access token jti -> exp (s), so that revoking the family can deny them. */
+  access: Map<string, number>;
+}
+
+interface RefreshRecord {
+  family: Family;
+  /** ms */
+  expiresAt: number;
+  consumed: boolean;
+}
+
+function sha256(s: string): string {
+  return createHash('sha256').update(s).digest('base64url');
+}
+
+function positiveInt(name: string, v: number): number {
+  if (!Number.isInteger(v) || v < 1) throw new TokenConfigError(`${name} must be a positive integer (got ${v})`);
+  return v;
+}
+
+/**
+ * Issues, verifies, refreshes and revokes tokens. One per server process.
+ *
+ * @example
+ * const tokens = new TokenService({ secret: process.env.CSIPOSE_JWT_SECRET });
+ * const pair = await tokens.issue('admin', 'admin');
+ * await tokens.verify(pair.accessToken); // { ok: true, claims: { sub: 'admin', role: 'admin', ... } }
+ */
+export class TokenService {
+  /** Access token lifetime in seconds. */
+  readonly accessTtl: number;
+  /** Refresh token lifetime in seconds. */
+  readonly refreshTtl: number;
+  private readonly key: Promise<CryptoKey>;
+  private readonly now: () => number;
+  private readonly cacheSize: number;
+  /** Verified tokens in least-recently-used order (Map keeps insertion order). */
+  private readonly cache = new Map<string, AccessClaims>();
+  /** Revoked access token jti -> exp (s); entries leave once the token would have expired. */
+  private readonly denied = new Map<string, number>();
+  /** SHA-256 of the refresh token -> record. */
+  private readonly refreshTokens = new Map<string, RefreshRecord>();
+  private lastSweep: number;
+  private hits = 0;
+  private misses = 0;
+
+  /**
+   * @param opts secret, lifetimes, cache size, clock
+   * @throws TokenConfigError for a secret shorter than 32 bytes (anyone who guesses a short HMAC
+   *   secret offline can forge admin tokens) or a bad lifetime
+   */
+  constructor(opts: TokenServiceOptions = {}) {
+    this.accessTtl = positiveInt('access token lifetime', opts.accessTtlSeconds ?? 86400);
+    this.refreshTtl = positiveInt('refresh token lifetime', opts.refreshTtlSeconds ?? 30 * 86400);
+    this.cacheSize = positiveInt('token cache size', opts.cacheSize ?? 10_000);
+    this.now = opts.now ?? Date.now;
+    this.lastSweep = this.now();
+    let secret: Uint8Array;
+    if (opts.secret === undefined || opts.secret === '') secret = randomBytes(32);
+    else secret = typeof opts.secret === 'string' ? Buffer.from(opts.secret, 'utf8') : opts.secret;
+    if (secret.length < MIN_SECRET_BYTES) {
+      throw new TokenConfigError(`CSIPOSE_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (got ${secret.length})`);
+    }
+    // Imported once: jose would otherwise import a raw Uint8Array key on every sign and verify.
+    this.key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    // An unhandled rejection here would surface only at first use; importKey does not fail for HMAC.
+    this.key.catch(() => undefined);
+  }
+
+  /**
+   * Issues a new access + refresh pair starting a new family (a login).
+   * @param sub the subject (user name)
+   * @param role the subject's role
+   * @returns the pair
+   */
+  async issue(sub: string, role: Role): Promise<TokenPair> {
+    this.sweep();
+    return this.issueIn({ sub, role, revoked: false, access: new Map() });
+  }
+
+  /**
+   * Verifies an access token: HS256 only, signature, `exp`, `nbf`, claims, denylist. A token seen
+   * before (and still valid) is answered from the cache without a signature check.
+   * @param token the compact JWT
+   * @returns its claims, or the reason it was refused; never throws
+   */
+  async verify(token: string): Promise<VerifyResult> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) {
+      return { ok: false, reason: 'malformed_token' };
+    }
+    const nowMs = this.now();
+    const cached = this.cache.get(token);
+    if (cached) {
+      this.hits++;
+      if (cached.exp * 1000 <= nowMs) {
+        this.cache.delete(token);
+        return { ok: false, reason: 'expired' };
+      }
+      if (this.denied.has(cached.jti)) {
+        this.cache.delete(token);
+        return { ok: false, reason: 'revoked' };
+      }
+      this.cache.delete(token);
+      this.cache.set(token, cached);
+      return { ok: true, claims: cached };
+    }
+    this.misses++;
+    if (token.split('.').length !== 3) return { ok: false, reason: 'malformed_token' };
+    let alg: unknown;
+    try {
+      alg = decodeProtectedHeader(token).alg;
+    } catch {
+      return { ok: false, reason: 'malformed_token' };
+    }
+    if (typeof alg !== 'string') return { ok: false, reason: 'malformed_token' };
+    // Refused before jose sees it, whatever its case: `none` is the classic forgery.
+    if (alg.toLowerCase() === 'none') return { ok: false, reason: 'alg_none' };
+    if (alg !== 'HS256') return { ok: false, reason: 'alg_not_allowed' };
+    let payload: Record<string, unknown>;
+    try {
+      const r = await jwtVerify(token, await this.key, {
+        algorithms: ['HS256'],
+        currentDate: new Date(nowMs),
+        requiredClaims: ['sub', 'iat', 'exp', 'jti'],
+      });
+      payload = r.payload as Record<string, unknown>;
+    } catch (e) {
+      return { ok: false, reason: joseReason(e) };
+    }
+    const { sub, role, iat, exp, jti } = payload;
+    if (
+      typeof sub !== 'string' ||
+      !sub ||
+      !isRole(role) ||
+      typeof jti !== 'string' ||
+      !jti ||
+      typeof iat !== 'number' ||
+      typeof exp !== 'number'
+    ) {
+      return { ok: false, reason: 'invalid_claims' };
+    }
+    if (iat > Math.floor(nowMs / 1000) + IAT_SKEW_SECONDS) return { ok: false, reason: 'not_yet_valid' };
+    if (this.denied.has(jti)) return { ok: false, reason: 'revoked' };
+    const claims: AccessClaims = Object.freeze({ sub, role, iat, exp, jti });
+    if (this.cache.size >= this.cacheSize) {
+      const oldest = this.cache.keys().next();
+      if (!oldest.done) this.cache.delete(oldest.value);
+    }
+    this.cache.set(token, claims);
+    return { ok: true, claims };
+  }
+
+  /**
+   * Trades a refresh token for a new pair. The token is consumed; presenting it again fails
+   * with `refresh_reused` and revokes its whole family (see the file comment).
+   * @param token the refresh token
+   * @param currentRole looks the subject up now: its current role, or null/undefined when the
+   *   account is gone (the family is then revoked). Default: the role at login.
+   * @returns the new pair with subject and role, or why it was refused
+   */
+  async refresh(token: string, currentRole?: (sub: string) => Role | null | undefined): Promise<RefreshResult> {
+    if (typeof token !== 'string' || !REFRESH_FORMAT.test(token)) return { ok: false, reason: 'unknown_refresh_token' };
+    const rec = this.refreshTokens.get(sha256(token));
+    if (!rec) return { ok: false, reason: 'unknown_refresh_token' };
+    const family = rec.family;
+    if (family.revoked) return { ok: false, reason: 'refresh_revoked' };
+    if (rec.consumed) {
+      this.revokeFamily(family);
+      return { ok: false, reason: 'refresh_reused' };
+    }
+    if (rec.expiresAt <= this.now()) {
+      this.refreshTokens.delete(sha256(token));
+      return { ok: false, reason: 'refresh_expired' };
+    }
+    // Consumed before the first await, so a concurrent second use sees it.
+    rec.consumed = true;
+    // After the lookup, so that a token expired since the last sweep is reported as expired.
+    this.sweep();
+    if (currentRole) {
+      const role = currentRole(family.sub);
+      if (!role) {
+        this.revokeFamily(family);
+        return { ok: false, reason: 'user_unknown' };
+      }
+      family.role = role;
+    }
+    const pair = await this.issueIn(family);
+    // The family may have been revoked while we were signing.
+    if (family.revoked) return { ok: false, reason: 'refresh_revoked' };
+    return { ok: true, sub: family.sub, role: family.role, pair };
+  }
+
+  /**
+   * Revokes a token. An access token's jti is denied until its `exp` (and dropped from the
+   * cache); a refresh token revokes its whole family, access tokens included (RFC 7009 2.1).
+   * Revoking an already revoked token succeeds again.
+   * @param token an access token or a refresh token
+   * @returns which kind was revoked, or `unknown` for anything else (garbage, foreign or expired
+   *   tokens, which need no revocation)
+   */
+  async revoke(token: string): Promise<'access' | 'refresh' | 'unknown'> {
+    this.sweep();
+    if (typeof token !== 'string') return 'unknown';
+    if (token.startsWith(REFRESH_PREFIX)) {
+      const rec = REFRESH_FORMAT.test(token) ? this.refreshTokens.get(sha256(token)) : undefined;
+      if (!rec) return 'unknown';
+      this.revokeFamily(rec.family);
+      return 'refresh';
+    }
+    const v = await this.verify(token);
+    if (v.ok) {
+      this.denied.set(v.claims.jti, v.claims.exp);
+      this.cache.delete(token);
+      return 'access';
+    }
+    return v.reason === 'revoked' ? 'access' : 'unknown';
+  }
+
+  /** @returns cache hits and misses, cache size, denylist size, live refresh tokens */
+  stats(): { cacheHits: number; cacheMisses: number; cacheSize: number; denylist: number; refreshTokens: number } {
+    return {
+      cacheHits: this.hits,
+      cacheMisses: this.misses,
+      cacheSize: this.cache.size,
+      denylist: this.denied.size,
+      refreshTokens: this.refreshTokens.size,
+    };
+  }
+
+  private async issueIn(family: Family): Promise<TokenPair> {
+    const iat = Math.floor(this.now() / 1000);
+    const exp = iat + this.accessTtl;
+    const jti = randomBytes(16).toString('base64url');
+    for (const [j, e] of family.access) if (e <= iat) family.access.delete(j);
+    // Registered before signing so that a family revoked meanwhile also denies this token.
+    family.access.set(jti, exp);
+    if (family.revoked) this.denied.set(jti, exp);
+    const refreshToken = REFRESH_PREFIX + randomBytes(32).toString('base64url');
+    this.refreshTokens.set(sha256(refreshToken), { family, expiresAt: this.now() + this.refreshTtl * 1000, consumed: false });
+    const accessToken = await new SignJWT({ role: family.role })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(family.sub)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(jti)
+      .sign(await this.key);
+    return { accessToken, tokenType: 'bearer', expiresIn: this.accessTtl, refreshToken, refreshExpiresIn: this.refreshTtl };
+  }
+
+  private revokeFamily(family: Family): void {
+    family.revoked = true;
+    for (const [jti, exp] of family.access) this.denied.set(jti, exp);
+  }
+
+  /** Drops expired denylist entries and refresh records, at most once a minute. */
+  private sweep(): void {
+    const nowMs = this.now();
+    if (nowMs - this.lastSweep < SWEEP_MS) return;
+    this.lastSweep = nowMs;
+    const nowS = Math.floor(nowMs / 1000);
+    for (const [jti, exp] of this.denied) if (exp <= nowS) this.denied.delete(jti);
+    for (const [h, r] of this.refreshTokens) if (r.expiresAt <= nowMs) this.refreshTokens.delete(h);
+  }
+}
+
+function joseReason(e: unknown): TokenFailure {
+  if (e instanceof errors.JWTExpired) return 'expired';
+  if (e instanceof errors.JWTClaimValidationFailed) {
+    return e.claim === 'nbf' && e.reason === 'check_failed' ? 'not_yet_valid' : 'invalid_claims';
+  }
+  if (e instanceof errors.JWSSignatureVerificationFailed) return 'bad_signature';
+  if (e instanceof errors.JOSEAlgNotAllowed) return 'alg_not_allowed';
+  return 'malformed_token';
+}

@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { hashPassword, parsePasswordHash, verifyPassword } from './passwords.js';
+import { isRole, type Role } from './roles.js';
+import { readJsonFile, StoreFileError, withFileLock, writeJsonAtomic } from './jsonFile.js';
+
+/** A user account as stored in `<dataDir>/users.json`. */
+export interface User {
+  username: string;
+  role: Role;
+  /** `scrypt$N$r$p$salt$hash`, see passwords.ts. */
+  passwordHash: string;
+  /** ISO 8601. */
+  createdAt: string;
+}
+
+/** A user without the password hash, for listings. */
+export type PublicUser = Omit<User, 'passwordHash'>;
+
+/** The bootstrap administrator's user name. */
+export const ADMIN_USERNAME = 'admin';
+
+const USERNAME = /^[A-Za-z0-9._@-]{1,64}$/;
+const FILE_VERSION = 1;
+const LOCK_WAIT_MS = 5000;
+
+/** Options of {@link UserStore}. */
+export interface UserStoreOptions {
+  /** Clock in ms (tests). */
+  now?: () => number;
+}
+
+/**
+ * The user accounts, persisted to `<dataDir>/users.json` (atomic writes, mode 0600). The file is
+ * read once at {@link UserStore.load}; this process is its only writer while the server runs.
+ *
+ * @example
+ * const users = new UserStore('./data');
+ * const { generatedPassword } = await users.bootstrapAdmin(process.env.CSIPOSE_ADMIN_PASSWORD);
+ */
+export class UserStore {
+  /** The file. */
+  readonly path: string;
+  private readonly users = new Map<string, User>();
+  private readonly now: () => number;
+
+  /**
+   * @param dataDir directory holding `users.json`
+   * @param opts clock
+   */
+  constructor(dataDir: string, opts: UserStoreOptions = {}) {
+    this.path = join(dataDir, 'users.json');
+    this.now = opts.now ?? Date.now;
+  }
+
+  /**
+   * Reads the file (a missing file is an empty store).
+   * @throws StoreFileError when the file is unreadable or an entry is malformed: the server must
+   *   not start and later overwrite accounts it could not read
+   */
+  load(): void {
+    const raw = readJsonFile(this.path);
+    this.users.clear();
+    if (raw === undefined) return;
+    const list = (raw as { users?: unknown }).users;
+    if (typeof raw !== 'object' || raw === null || !Array.isArray(list)) {
+      throw new StoreFileError(`${this.path}: expected {"version": 1, "users": [...]}`);
+    }
+    list.forEach((u: unknown, i) => {
+      const e = u as Partial<User> | null;
+      if (
+        !e ||
+        typeof e.username !== 'string' ||
+        !USERNAME.test(e.username) ||
+        !isRole(e.role) ||
+        typeof e.passwordHash !== 'string' ||
+        !parsePasswordHash(e.passwordHash) ||
+        typeof e.createdAt !== 'string'
+      ) {
+        throw new StoreFileError(`${this.path}: users[${i}] is malformed (username, role, passwordHash, createdAt)`);
+      }
+      this.users.set(e.username, { username: e.username, role: e.role, passwordHash: e.passwordHash, createdAt: e.createdAt });
+    });
+  }
+
+  /**
+   * @param username the user name
+   * @returns the user, or undefined
+   */
+  get(username: string): User | undefined {
+    return this.users.get(username);
+  }
+
+  /** @returns every user, without password hashes, sorted by name */
+  list(): PublicUser[] {
+    return [...this.users.values()]
+      .map(({ username, role, createdAt }) => ({ username, role, createdAt }))
+      .sort((a, b) => a.username.localeCompare(b.username));
+  }
+
+  /**
+   * Adds a user and persists the store.
+   * @param username 1-64 characters of `A-Z a-z 0-9 . _ @ -`
+   * @param role the user's role
+   * @param password the plain password (hashed with scrypt)
+   * @returns the new user
+   * @throws RangeError for a bad name or role, or when the name is taken
+   */
+  async create(username: string, role: Role, password: string): Promise<User> {
+    if (!USERNAME.test(username)) throw new RangeError(`bad user name "${username}"`);
+    if (!isRole(role)) throw new RangeError(`bad role "${String(role)}"`);
+    if (this.users.has(username)) throw new RangeError(`user "${username}" exists`);
+    const user: User = { username, role, passwordHash: await hashPassword(password), createdAt: new Date(this.now()).toISOString() };
+    this.users.set(username, user);
+    this.save();
+    return user;
+  }
+
+  /**
+   * Sets a user's password and persists the store.
+   * @param username an existing user
+   * @param password the new password
+   * @throws RangeError when the user does not exist
+   */
+  async setPassword(username: string, password: string): Promise<void> {
+    const user = this.users.get(username);
+    if (!user) throw new RangeError(`no user "${username}"`);
+    const passwordHash = await hashPassword(password);
+    this.users.set(username, { ...user, passwordHash });
+    this.save();
+  }
+
+  /**
+   * Makes sure the `admin` user exists with role admin (call after {@link UserStore.load}).
+   * - `envPassword` set (non-empty): admin's password becomes it (the file is only rewritten
+   *   when the stored hash does not already match).
+   * - unset or empty, admin already stored: the stored hash is kept.
+   * - unset or empty, no admin: a random password is generated, stored hashed and returned so
+   *   the server can print it once.
+   * @param envPassword the value of `CSIPOSE_ADMIN_PASSWORD`
+   * @returns `generatedPassword` when one was generated
+   */
+  async bootstrapAdmin(envPassword: string | undefined): Promise<{ generatedPassword?: string }> {
+    const admin = this.users.get(ADMIN_USERNAME);
+    if (envPassword) {
+      if (admin && admin.role === 'admin' && (await verifyPassword(envPassword, admin.passwordHash))) return {};
+      const passwordHash = await hashPassword(envPassword);
+      this.users.set(ADMIN_USERNAME, {
+        username: ADMIN_USERNAME,
+        role: 'admin',
+        passwordHash,
+        createdAt: admin?.createdAt ?? new Date(this.now()).toISOString(),
+      });
+      this.save();
+      return {};
+    }
+    if (admin) {
+      if (admin.role !== 'admin') {
+        this.users.set(ADMIN_USERNAME, { ...admin, role: 'admin' });
+        this.save();
+      }
+      return {};
+    }
+    // 18 bytes: 144 bits, 24 characters that survive copy and paste from a terminal.
+    const generatedPassword = randomBytes(18).toString('base64url');
+    this.users.set(ADMIN_USERNAME, {
+      username: ADMIN_USERNAME,
+      role: 'admin',
+      passwordHash: await hashPassword(generatedPassword),
+      createdAt: new Date(this.now()).toISOString(),
+    });
+    this.save();
+    return { generatedPassword };
+  }
+
+  private save(): void {
+    const body = { version: FILE_VERSION, users: [...this.users.values()] };
+    const done = withFileLock(this.path, () => (writeJsonAtomic(this.path, body), true), LOCK_WAIT_MS);
+    if (!done) throw new StoreFileError(`${this.path}: could not take ${this.path}.lock within ${LOCK_WAIT_MS} ms`);
+  }
+}

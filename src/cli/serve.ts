@@ -1,0 +1,81 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { PoseService } from '../service/service.js';
+
+const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+type Level = (typeof LEVELS)[number];
+
+/** `csipose serve`: flags, each also an env var CSIPOSE_<NAME> (DECISIONS "Starting the service"). */
+export function serveCommand(): Command {
+  const port = (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
+    return n;
+  };
+  const scale = (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number > 0');
+    return n;
+  };
+  return new Command('serve')
+    .description('run the live pipeline behind the REST API (the default of npm start)')
+    .addOption(new Option('--host <host>', 'address to bind').env('CSIPOSE_HOST').default('127.0.0.1'))
+    .addOption(new Option('--port <port>', 'port; 0 picks a free one').env('CSIPOSE_PORT').default(8000).argParser(port))
+    .addOption(new Option('--data-dir <dir>', 'DuckDB, config, users and keys').env('CSIPOSE_DATA_DIR').default('./data'))
+    .addOption(new Option('--config <file>', 'JSON configuration overlay').env('CSIPOSE_CONFIG'))
+    .addOption(new Option('--source <uri>', 'sim, udp://HOST:PORT?format=F, file:PATH (overrides config hardware.source)').env('CSIPOSE_SOURCE'))
+    .addOption(new Option('--form <form>', 'default response form').choices(['a', 'b']).env('CSIPOSE_FORM'))
+    .addOption(new Option('--no-autostart', 'do not start the system at launch').env('CSIPOSE_NO_AUTOSTART'))
+    .addOption(new Option('--log-level <level>', 'error | warn | info | debug').choices([...LEVELS]).env('CSIPOSE_LOG_LEVEL').default('info'))
+    .addOption(
+      new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale),
+    )
+    .addOption(new Option('--http <transport>', 'HTTP transport (node only for the benchmark)').choices(['uws', 'node']).default('uws').hideHelp())
+    .action(async (o: { http: 'uws' | 'node'; host: string; port: number; dataDir: string; config?: string; source?: string; form?: 'a' | 'b'; autostart: boolean; logLevel: Level; rateLimitScale: number }) => {
+      const rank = LEVELS.indexOf(o.logLevel);
+      const log = (level: 'info' | 'warn' | 'error', msg: string) => {
+        if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
+      };
+      const svc = new PoseService({
+        host: o.host,
+        port: o.port,
+        dataDir: o.dataDir,
+        ...(o.config ? { configFile: o.config } : {}),
+        ...(o.source ? { source: o.source } : {}),
+        ...(o.form ? { form: o.form } : {}),
+        autostart: o.autostart,
+        rateLimitScale: o.rateLimitScale,
+        transport: o.http,
+        log,
+      });
+      try {
+        await svc.start();
+      } catch (e) {
+        process.stderr.write(`csipose serve: ${(e as Error).message}\n`);
+        await svc.shutdown().catch(() => undefined);
+        process.exitCode = 1;
+        return;
+      }
+      if (svc.generatedAdminPassword) {
+        process.stdout.write(`admin password (generated, shown once): ${svc.generatedAdminPassword}\n`);
+      }
+      process.stdout.write(`listening on http://${o.host}:${svc.server!.port}\n`);
+      let stopping = false;
+      const stop = (sig: string) => {
+        if (stopping) return;
+        stopping = true;
+        log('info', `${sig}: shutting down`);
+        svc.shutdown().then(
+          () => {
+            log('info', 'stopped');
+            process.exit(0);
+          },
+          (e: unknown) => {
+            log('error', `shutdown: ${(e as Error).message}`);
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+    });
+}

@@ -1,0 +1,729 @@
+/**
+ * The one canonical configuration schema of the service, declared as data.
+ *
+ * Every setting the service knows is a field in this tree, with its type, default, bounds,
+ * description and whether a change to it needs a system restart to take effect. Everything else
+ * derives from it: defaults (`defaults()`), validation (`validate.ts`), the JSON schema served at
+ * `GET /config/schema`, and the two response forms (`forms.ts`, where the alias table that maps
+ * Form A and Form B names onto these canonical paths lives).
+ *
+ * Canonical names are Form A's where Form A has the setting, Form B's otherwise; settings of our
+ * own (`environment.view`, `environment.zones`, `rate_limits`, `server`, ...) use the same
+ * snake_case style. A field is addressed by its dotted path, e.g. `detection.confidence_threshold`.
+ */
+
+import type { AlertSeverity } from '../pose/types.js';
+import type { ZoneConfig } from '../pose/zones.js';
+
+/** Scalar value a field may hold. */
+export type Scalar = string | number | boolean | null;
+
+interface FieldBase {
+  /** What the setting does, for people reading `GET /config/schema`. */
+  readonly description: string;
+  /** True when a change only takes effect after a system restart. */
+  readonly restart: boolean;
+  /** Unit of a number, shown in the JSON schema as `x-unit`. */
+  readonly unit?: string;
+}
+
+/** A number (any finite) or an integer, always with inclusive bounds. */
+export interface NumberField extends FieldBase {
+  readonly type: 'number' | 'integer';
+  readonly default: number;
+  readonly minimum: number;
+  readonly maximum: number;
+  /** When set, only these values are allowed. */
+  readonly enum?: readonly number[];
+}
+
+export interface BooleanField extends FieldBase {
+  readonly type: 'boolean';
+  readonly default: boolean;
+  /** When set, only these values are allowed (e.g. `[false]` for a capability this build lacks). */
+  readonly enum?: readonly boolean[];
+  /** Why a value outside `enum` is refused; goes into the error message. */
+  readonly enumReason?: string;
+}
+
+export interface StringField extends FieldBase {
+  readonly type: 'string';
+  readonly default: string | null;
+  /** Null allowed (e.g. a timestamp not yet known). */
+  readonly nullable?: boolean;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  /** Regular expression (source) the whole string must match. */
+  readonly pattern?: string;
+  /** Human wording of `pattern` for error messages. */
+  readonly patternHint?: string;
+  /** `date-time`: an ISO 8601 timestamp with a time zone; stored normalised to UTC `toISOString()`. */
+  readonly format?: 'date-time';
+}
+
+export interface EnumField extends FieldBase {
+  readonly type: 'enum';
+  readonly values: readonly string[];
+  readonly default: string;
+}
+
+/** The floor-plan zones of the environment (see `src/pose/zones.ts`); the whole list is replaced on update. */
+export interface ZonesField extends FieldBase {
+  readonly type: 'zones';
+  readonly default: readonly ZoneConfig[];
+  readonly maxItems: number;
+  /** Vertices per polygon at most (at least 3). */
+  readonly maxVertices: number;
+}
+
+export type FieldDef = NumberField | BooleanField | StringField | EnumField | ZonesField;
+
+/** A group of settings: a JSON object in the configuration. */
+export interface GroupDef {
+  readonly group: true;
+  readonly description: string;
+  readonly children: Readonly<Record<string, ConfigNode>>;
+}
+
+export type ConfigNode = GroupDef | FieldDef;
+
+/**
+ * Whether a schema node is a group.
+ * @param n a node of the schema
+ * @returns true for a group, false for a field
+ */
+export function isGroup(n: ConfigNode): n is GroupDef {
+  return (n as GroupDef).group === true;
+}
+
+export type Domain = 'healthcare' | 'retail' | 'security' | 'general';
+export const DOMAINS: readonly Domain[] = ['healthcare', 'retail', 'security', 'general'];
+
+/** The rate-limit categories of the Form B table (DECISIONS "Rate limits"). */
+export type RateLimitCategory = 'authentication' | 'pose_data' | 'pose_processing' | 'configuration' | 'analytics' | 'health';
+export const RATE_LIMIT_CATEGORIES: readonly RateLimitCategory[] = [
+  'authentication',
+  'pose_data',
+  'pose_processing',
+  'configuration',
+  'analytics',
+  'health',
+];
+
+export const ZONE_SEVERITIES: readonly AlertSeverity[] = ['low', 'medium', 'high', 'critical'];
+
+export interface RateLimit {
+  /** Requests allowed per window. */
+  points: number;
+  duration_seconds: number;
+}
+
+/** The canonical configuration; `ConfigStore.get()` hands it out deep-frozen. */
+export interface ServiceConfig {
+  domain: Domain;
+  environment: {
+    id: string;
+    name: string;
+    calibration_timestamp: string | null;
+    view: { width: number; height: number };
+    zones: ZoneConfig[];
+  };
+  detection: {
+    confidence_threshold: number;
+    max_persons: number;
+    tracking_enabled: boolean;
+    tracking_max_age: number;
+    tracking_min_hits: number;
+  };
+  neural_network: {
+    model_path: string;
+    batch_size: number;
+    max_wait_ms: number;
+    enable_gpu: boolean;
+    inference_timeout: number;
+  };
+  hardware: {
+    source: string;
+    csi_sampling_rate: number;
+    buffer_size: number;
+    antenna_count: number;
+    subcarrier_count: 30 | 56 | 114;
+  };
+  alerts: {
+    fall_detection: { enabled: boolean; sensitivity: number; notification_delay_seconds: number };
+    inactivity_detection: { enabled: boolean; threshold_minutes: number };
+  };
+  analytics: { enable_activity_recognition: boolean };
+  streaming: {
+    restream_enabled: boolean;
+    websocket_enabled: boolean;
+    mqtt_enabled: boolean;
+    status_interval_seconds: number;
+  };
+  privacy: { data_retention_days: number; anonymize_data: boolean; enable_encryption: boolean };
+  rate_limits: Record<RateLimitCategory, RateLimit>;
+  server: { response_form: 'a' | 'b' };
+}
+
+/** Read-only view of a value, all the way down. */
+export type DeepReadonly<T> = T extends (infer U)[]
+  ? ReadonlyArray<DeepReadonly<U>>
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+function group(description: string, children: Record<string, ConfigNode>): GroupDef {
+  return { group: true, description, children };
+}
+
+function rateLimit(what: string, points: number, durationSeconds: number): GroupDef {
+  return group(`Rate limit of ${what}, per API key or user (per IP when anonymous)`, {
+    points: {
+      type: 'integer',
+      default: points,
+      minimum: 1,
+      maximum: 100_000_000,
+      description: `Requests allowed per window (default ${points}); multiplied by --rate-limit-scale`,
+      restart: false,
+    },
+    duration_seconds: {
+      type: 'integer',
+      default: durationSeconds,
+      minimum: 1,
+      maximum: 86_400,
+      unit: 's',
+      description: `Window length in seconds (default ${durationSeconds})`,
+      restart: false,
+    },
+  });
+}
+
+/**
+ * The schema. Live fields (`restart: false`) are read by the running pipeline and server on their
+ * next frame, batch or request; restart fields are read when the system starts (the source, the
+ * model, the pipeline's composition).
+ */
+export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
+  domain: {
+    type: 'enum',
+    values: DOMAINS,
+    default: 'general',
+    description: 'Application domain; selects the analytics and alert defaults shown to clients',
+    restart: false,
+  },
+  environment: group('The monitored environment', {
+    id: {
+      type: 'string',
+      default: 'default',
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+      patternHint: 'letters, digits, ".", "_" and "-", starting with a letter or digit',
+      description: 'Environment id stamped on every pose frame, event and stored row (Form B environment_id)',
+      restart: true,
+    },
+    name: {
+      type: 'string',
+      default: 'Default environment',
+      minLength: 1,
+      maxLength: 200,
+      description: 'Display name of the environment',
+      restart: false,
+    },
+    calibration_timestamp: {
+      type: 'string',
+      format: 'date-time',
+      nullable: true,
+      default: null,
+      description: 'When the environment was last calibrated (ISO 8601), or null when never',
+      restart: false,
+    },
+    view: group('Reference view: keypoints and bounding boxes are pixels of this image', {
+      width: { type: 'integer', default: 640, minimum: 16, maximum: 8192, unit: 'px', description: 'View width in pixels', restart: false },
+      height: { type: 'integer', default: 480, minimum: 16, maximum: 8192, unit: 'px', description: 'View height in pixels', restart: false },
+    }),
+    zones: {
+      type: 'zones',
+      default: [],
+      maxItems: 256,
+      maxVertices: 1000,
+      description:
+        'Intrusion zones on the floor plan: {id, name?, polygon: [[x, y], ...] metres (>= 3 vertices), ' +
+        "schedule?: {days?: [0..6], start: 'HH:MM', end: 'HH:MM', utcOffsetMinutes?}, severity?: low|medium|high|critical}; " +
+        'an update replaces the whole list',
+      restart: false,
+    },
+  }),
+  detection: group('Person detection and tracking', {
+    confidence_threshold: {
+      type: 'number',
+      default: 0.5,
+      minimum: 0,
+      maximum: 1,
+      description: 'Persons whose presence confidence is below this are dropped',
+      restart: false,
+    },
+    max_persons: {
+      type: 'integer',
+      default: 4,
+      minimum: 1,
+      maximum: 10,
+      description:
+        'At most this many persons per frame; the model contract fixes its own person slots (4 for the ' +
+        "shipped model, metadata max_persons), so the effective limit is the smaller of the two",
+      restart: false,
+    },
+    tracking_enabled: {
+      type: 'boolean',
+      default: true,
+      description: 'Give persons stable track ids across frames (Form B enable_tracking)',
+      restart: false,
+    },
+    tracking_max_age: {
+      type: 'integer',
+      default: 30,
+      minimum: 1,
+      maximum: 1000,
+      unit: 'frames',
+      description: 'Pose frames an unmatched track is kept and predicted before it ends',
+      restart: false,
+    },
+    tracking_min_hits: {
+      type: 'integer',
+      default: 3,
+      minimum: 1,
+      maximum: 100,
+      unit: 'frames',
+      description: 'Consecutive matched frames before a new track is reported',
+      restart: false,
+    },
+  }),
+  neural_network: group('Pose model and batched inference', {
+    model_path: {
+      type: 'string',
+      default: 'models/csipose-pose.onnx',
+      minLength: 1,
+      maxLength: 4096,
+      description: 'ONNX model file following the model contract (docs/model.md); relative to the working directory',
+      restart: true,
+    },
+    batch_size: {
+      type: 'integer',
+      default: 32,
+      minimum: 1,
+      maximum: 256,
+      unit: 'windows',
+      description: 'CSI windows per inference batch (the infer operator reads it per batch)',
+      restart: false,
+    },
+    max_wait_ms: {
+      type: 'number',
+      default: 5,
+      minimum: 0,
+      maximum: 1000,
+      unit: 'ms',
+      description: 'A partial batch runs once its oldest window has waited this long',
+      restart: false,
+    },
+    enable_gpu: {
+      type: 'boolean',
+      default: false,
+      enum: [false],
+      enumReason: 'this build runs the model on the CPU only (onnxruntime-node CPU provider)',
+      description: 'Run inference on a GPU; only false is accepted: this build is CPU-only',
+      restart: true,
+    },
+    inference_timeout: {
+      type: 'integer',
+      default: 5000,
+      minimum: 100,
+      maximum: 600_000,
+      unit: 'ms',
+      description: 'A batch that has not finished this long after it started fails with MODEL_ERROR',
+      restart: false,
+    },
+  }),
+  hardware: group('CSI source and radio layout', {
+    source: {
+      type: 'string',
+      default: 'sim',
+      minLength: 1,
+      maxLength: 4096,
+      pattern: '^(sim([:?].*)?|file:.+|udp://.+|mqtt://.+|stdin(\\?.*)?|-)$',
+      patternHint: 'a source URI: sim[?...], file:PATH, udp://HOST:PORT?format=F, mqtt://... or stdin',
+      description: 'Where CSI comes from (the --source URI); the built-in simulator by default',
+      restart: true,
+    },
+    csi_sampling_rate: {
+      type: 'number',
+      default: 100,
+      minimum: 1,
+      maximum: 5000,
+      unit: 'Hz',
+      description: 'CSI packets per second the pipeline resamples to',
+      restart: true,
+    },
+    buffer_size: {
+      type: 'integer',
+      default: 1024,
+      minimum: 16,
+      maximum: 65_536,
+      unit: 'frames',
+      description: 'CSI frames buffered between the receiver and the pipeline; beyond it the oldest are dropped',
+      restart: true,
+    },
+    antenna_count: {
+      type: 'integer',
+      default: 3,
+      minimum: 1,
+      maximum: 8,
+      description: 'Receive antennas per CSI frame expected from the source',
+      restart: true,
+    },
+    subcarrier_count: {
+      type: 'integer',
+      default: 30,
+      minimum: 30,
+      maximum: 114,
+      enum: [30, 56, 114],
+      description: 'Subcarriers per CSI frame: 30 (Intel 5300 groups), 56 (20 MHz) or 114 (40 MHz)',
+      restart: true,
+    },
+  }),
+  alerts: group('Alerts raised from tracked, labelled poses', {
+    fall_detection: group('Fall alerts', {
+      enabled: { type: 'boolean', default: true, description: 'Raise fall alerts (Form B analytics.enable_fall_detection)', restart: false },
+      sensitivity: {
+        type: 'number',
+        default: 0.8,
+        minimum: 0,
+        maximum: 1,
+        description:
+          'Fall sensitivity: a fall needs a falling confidence of at least 0.95 - 0.45 x sensitivity ' +
+          '(Form B analytics.alert_thresholds.fall_confidence is that confidence)',
+        restart: false,
+      },
+      notification_delay_seconds: {
+        type: 'number',
+        default: 5,
+        minimum: 0,
+        maximum: 600,
+        unit: 's',
+        description: 'Alert when the person is still down this long after the fall (critical at 3x)',
+        restart: false,
+      },
+    }),
+    inactivity_detection: group('Inactivity alerts', {
+      enabled: { type: 'boolean', default: true, description: 'Raise inactivity alerts', restart: false },
+      threshold_minutes: {
+        type: 'number',
+        default: 30,
+        minimum: 1,
+        maximum: 1440,
+        unit: 'min',
+        description:
+          'A person who stays within 0.3 m of one spot this long raises an alert ' +
+          '(Form B analytics.alert_thresholds.inactivity_timeout is the same in seconds)',
+        restart: false,
+      },
+    }),
+  }),
+  analytics: group('Analytics', {
+    enable_activity_recognition: {
+      type: 'boolean',
+      default: true,
+      description: 'Label persons standing / sitting / lying / walking / falling; fall alerts need it',
+      restart: true,
+    },
+  }),
+  streaming: group('Real-time outputs', {
+    restream_enabled: { type: 'boolean', default: false, description: 'Re-publish pose frames to the sinks configured at start', restart: true },
+    websocket_enabled: {
+      type: 'boolean',
+      default: true,
+      description: 'Accept WebSocket connections on /ws/pose (false refuses new upgrades)',
+      restart: false,
+    },
+    mqtt_enabled: { type: 'boolean', default: false, description: 'Publish poses and alerts over MQTT', restart: true },
+    status_interval_seconds: {
+      type: 'integer',
+      default: 5,
+      minimum: 1,
+      maximum: 3600,
+      unit: 's',
+      description: 'Interval of the system_status push to every WebSocket connection',
+      restart: false,
+    },
+  }),
+  privacy: group('Data retention and privacy', {
+    data_retention_days: {
+      type: 'integer',
+      default: 30,
+      minimum: 1,
+      maximum: 3650,
+      unit: 'days',
+      description: 'Stored pose history older than this is deleted',
+      restart: false,
+    },
+    anonymize_data: { type: 'boolean', default: false, description: 'Leave person-identifying detail out of stored and served data', restart: false },
+    enable_encryption: { type: 'boolean', default: false, description: 'Encrypt stored data at rest (applied when the store opens)', restart: true },
+  }),
+  rate_limits: group('Rate limits per category (Form B table); all counted per API key or user', {
+    authentication: rateLimit('POST /auth/*', 10, 60),
+    pose_data: rateLimit('pose reads (GET /pose/*, POST /pose/query)', 1000, 3600),
+    pose_processing: rateLimit('POST /pose/process', 100, 3600),
+    configuration: rateLimit('configuration and system start / stop / restart', 50, 3600),
+    analytics: rateLimit('GET /analytics/*', 500, 3600),
+    health: rateLimit('health checks, system status and metrics', 10_000, 3600),
+  }),
+  server: group('HTTP server', {
+    response_form: {
+      type: 'enum',
+      values: ['a', 'b'],
+      default: 'b',
+      description: 'Response form used when a request does not pick one with X-Response-Form',
+      restart: false,
+    },
+  }),
+});
+
+/** A numeric conversion between an alias' unit and its canonical field's unit. */
+export interface AliasConversion {
+  /** The alias' own type and bounds (checked before converting), in the alias' unit. */
+  readonly def: NumberField;
+  toCanonical(v: number): number;
+  fromCanonical(v: number): number;
+}
+
+/** Another name for a canonical field, used by one of the spec's forms. */
+export interface AliasDef {
+  /** Dotted path as the form writes it. */
+  readonly name: string;
+  readonly canonical: string;
+  readonly form: 'a' | 'b';
+  /** Why the two names are one setting (shown in docs). */
+  readonly why: string;
+  /** Present when the alias uses another unit or scale. */
+  readonly convert?: AliasConversion;
+}
+
+/** Rounds away the binary noise of a conversion (0.95 - 0.45 * 0.8 is 0.5900000000000001). */
+function tidy(x: number): number {
+  return Math.round(x * 1e12) / 1e12;
+}
+
+/**
+ * The names Form B uses for canonical fields (Form A's names are the canonical ones). Pairs kept
+ * apart because they are not one setting: none of the spec's names needed that; Form A's
+ * `alerts.inactivity_detection.enabled` and Form B's `analytics.enable_activity_recognition` are
+ * different settings and are both canonical fields.
+ */
+export const ALIASES: readonly AliasDef[] = [
+  { name: 'environment_id', canonical: 'environment.id', form: 'b', why: 'the id of the one monitored environment' },
+  { name: 'detection.enable_tracking', canonical: 'detection.tracking_enabled', form: 'b', why: 'the same switch, named the other way round' },
+  {
+    name: 'analytics.enable_fall_detection',
+    canonical: 'alerts.fall_detection.enabled',
+    form: 'b',
+    why: 'fall detection exists to raise fall alerts; there is no fall detection without them',
+  },
+  {
+    name: 'analytics.alert_thresholds.fall_confidence',
+    canonical: 'alerts.fall_detection.sensitivity',
+    form: 'b',
+    why: 'sensitivity s sets the falling confidence a fall needs, 0.95 - 0.45 s; fall_confidence is that confidence',
+    convert: {
+      def: {
+        type: 'number',
+        default: 0.59,
+        minimum: 0.5,
+        maximum: 0.95,
+        description: 'Falling confidence a fall needs; sets alerts.fall_detection.sensitivity = (0.95 - fall_confidence) / 0.45',
+        restart: false,
+      },
+      toCanonical: (c) => tidy((0.95 - c) / 0.45),
+      fromCanonical: (s) => tidy(0.95 - 0.45 * s),
+    },
+  },
+  {
+    name: 'analytics.alert_thresholds.inactivity_timeout',
+    canonical: 'alerts.inactivity_detection.threshold_minutes',
+    form: 'b',
+    why: 'the same inactivity threshold, in seconds instead of minutes',
+    convert: {
+      def: {
+        type: 'number',
+        default: 1800,
+        minimum: 60,
+        maximum: 86_400,
+        unit: 's',
+        description: 'Inactivity threshold in seconds; sets alerts.inactivity_detection.threshold_minutes = inactivity_timeout / 60',
+        restart: false,
+      },
+      toCanonical: (sec) => tidy(sec / 60),
+      fromCanonical: (min) => tidy(min * 60),
+    },
+  },
+];
+
+/**
+ * Group names of the spec's `POST /system/start` Form B body, accepted as their groups so that a
+ * start configuration can be applied with the same mapping.
+ */
+export const GROUP_ALIASES: Readonly<Record<string, string>> = Object.freeze({
+  detection_settings: 'detection',
+  hardware_settings: 'hardware',
+});
+
+/** Names that appear in a form but are not settings: reported from the running system. */
+export const READ_ONLY: Readonly<Record<string, string>> = Object.freeze({
+  'neural_network.model_version': 'comes from the loaded model; change neural_network.model_path to load another model',
+});
+
+/** A field of the schema with its dotted path. */
+export interface FieldEntry {
+  readonly path: string;
+  readonly def: FieldDef;
+}
+
+function collect(node: GroupDef, prefix: string, out: FieldEntry[]): FieldEntry[] {
+  for (const [key, child] of Object.entries(node.children)) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (isGroup(child)) collect(child, path, out);
+    else out.push({ path, def: child });
+  }
+  return out;
+}
+
+/** Every field of the schema, in schema order. */
+export const FIELDS: readonly FieldEntry[] = Object.freeze(collect(CONFIG_SCHEMA, '', []));
+
+const FIELD_BY_PATH: ReadonlyMap<string, FieldDef> = new Map(FIELDS.map((f) => [f.path, f.def]));
+
+/** Dotted paths of every group (`detection`, `alerts.fall_detection`, ...). */
+export const GROUP_PATHS: ReadonlySet<string> = new Set(
+  FIELDS.flatMap((f) => {
+    const parts = f.path.split('.');
+    return parts.slice(1).map((_, i) => parts.slice(0, i + 1).join('.'));
+  }),
+);
+
+/**
+ * The field at a dotted path.
+ * @param path e.g. `detection.max_persons`
+ * @returns its definition, or undefined when the path is not a field (a group or unknown)
+ * @example fieldAt('detection.max_persons')?.default // 4
+ */
+export function fieldAt(path: string): FieldDef | undefined {
+  return FIELD_BY_PATH.get(path);
+}
+
+/**
+ * The schema node at a dotted path.
+ * @param path dotted path; '' is the root
+ * @returns the group or field, or undefined when unknown
+ */
+export function nodeAt(path: string): ConfigNode | undefined {
+  if (path === '') return CONFIG_SCHEMA;
+  let node: ConfigNode = CONFIG_SCHEMA;
+  for (const key of path.split('.')) {
+    if (!isGroup(node) || !Object.hasOwn(node.children, key)) return undefined;
+    node = node.children[key]!;
+  }
+  return node;
+}
+
+/**
+ * A deep copy of a JSON-like value (plain objects, arrays, scalars).
+ * @param v the value
+ * @returns an unshared copy
+ */
+export function cloneValue<T>(v: T): T {
+  if (Array.isArray(v)) return v.map(cloneValue) as T;
+  if (v !== null && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = cloneValue(x);
+    return out as T;
+  }
+  return v;
+}
+
+/**
+ * Structural equality of JSON-like values (key order does not matter).
+ * @param a first value
+ * @param b second value
+ * @returns true when equal
+ */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object' || Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) if (!Object.hasOwn(b, k) || !deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  return true;
+}
+
+/**
+ * Freezes a value and everything it holds.
+ * @param v a JSON-like value
+ * @returns the same value, frozen
+ */
+export function deepFreeze<T>(v: T): DeepReadonly<T> {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v as DeepReadonly<T>;
+}
+
+/**
+ * The value at a dotted path of a nested object.
+ * @param obj nested object
+ * @param path dotted path
+ * @returns the value, or undefined when a step is missing
+ */
+export function getPath(obj: unknown, path: string): unknown {
+  let cur: unknown = obj;
+  for (const key of path.split('.')) {
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, key)) return undefined;
+    cur = (cur as Record<string, unknown>)[key];
+  }
+  return cur;
+}
+
+/**
+ * Sets the value at a dotted path, creating plain objects on the way.
+ * @param obj nested object (mutated)
+ * @param path dotted path of schema keys (never `__proto__`: callers pass schema paths only)
+ * @param value the value
+ */
+export function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let cur = obj;
+  for (let i = 0; i < keys.length - 1; i++) {
+    const k = keys[i]!;
+    const next = Object.hasOwn(cur, k) ? cur[k] : undefined;
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) {
+      const created: Record<string, unknown> = {};
+      cur[k] = created;
+      cur = created;
+    } else cur = next as Record<string, unknown>;
+  }
+  cur[keys[keys.length - 1]!] = value;
+}
+
+/**
+ * The default configuration: every field at its default.
+ * @returns a new, mutable object (callers may change it)
+ * @example defaults().detection.confidence_threshold // 0.5
+ */
+export function defaults(): ServiceConfig {
+  const out: Record<string, unknown> = {};
+  for (const f of FIELDS) setPath(out, f.path, cloneValue(f.def.default));
+  return out as unknown as ServiceConfig;
+}

@@ -1,0 +1,289 @@
+import { randomBytes } from 'node:crypto';
+import { ApiError } from './errors.js';
+import { errorBody, pickForm, successBody, type Form } from './forms.js';
+import type { Category, LimitState, RateLimits } from './rateLimits.js';
+
+/**
+ * The transport-independent HTTP core: routing, request ids, response forms, authentication,
+ * roles, rate limits, body limits and error rendering. The uWebSockets.js server (`uws.ts`) and,
+ * for the side-by-side benchmark, Node's own `http` (`nodeHttp.ts`) both feed it plain request
+ * data and write back what it returns. Handlers stay thin: they read services, never run
+ * pipeline steps themselves.
+ */
+
+export type Role = 'viewer' | 'operator' | 'admin';
+const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+
+/** Who made the request. */
+export interface Principal {
+  id: string;
+  kind: 'user' | 'api_key';
+  role: Role;
+  name: string;
+}
+
+/** Credentials as they came with the request. */
+export interface Credentials {
+  authorization?: string;
+  apiKey?: string;
+  queryToken?: string;
+}
+
+export type AuthResult = { ok: true; principal: Principal } | { ok: false; reason: string };
+
+export interface AuthProvider {
+  authenticate(c: Credentials): AuthResult | Promise<AuthResult>;
+}
+
+/** The request as the core sees it: everything copied out of the transport's request object. */
+export interface RawRequest {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  query: string;
+  headers: {
+    authorization: string;
+    apiKey: string;
+    form: string;
+    contentType: string;
+    contentLength: string;
+    requestId: string;
+  };
+  ip: string;
+  /** The body, up to `limit` bytes; rejects with PAYLOAD_TOO_LARGE beyond it. */
+  readBody(limit: number): Promise<Buffer>;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Array<[string, string]>;
+  body: string;
+}
+
+/** What a handler sees. */
+export interface Ctx {
+  readonly method: string;
+  readonly path: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  readonly ip: string;
+  readonly requestId: string;
+  readonly form: Form;
+  readonly principal: Principal | undefined;
+  /** Parsed JSON body (undefined when empty). */
+  readonly body: unknown;
+}
+
+/** What a handler returns. */
+export interface Reply {
+  status?: number;
+  data: unknown;
+  /** Form B siblings of `data` (e.g. `pagination`). */
+  extra?: Record<string, unknown>;
+  /** Send `data` as is in both forms (GET /health). */
+  bare?: boolean;
+  headers?: Record<string, string>;
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path under the API prefix, with `:name` segments, e.g. `/pose/tracking/:track_id`. */
+  pattern: string;
+  category: Category;
+  /** Minimum role, or null for a public endpoint. */
+  role: Role | null;
+  /** Largest accepted body in bytes (default 64 KiB). */
+  bodyLimit?: number;
+  handler(ctx: Ctx): Reply | Promise<Reply>;
+}
+
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+export const API_PREFIX = '/api/v1';
+
+interface Compiled {
+  route: Route;
+  segments: string[];
+}
+
+export interface CoreOptions {
+  routes: Route[];
+  auth: AuthProvider;
+  limits: RateLimits;
+  /** Deployment default form. */
+  form: () => Form;
+  /** Called for unexpected (non-ApiError) failures. */
+  onError?: (e: unknown, req: RawRequest) => void;
+}
+
+let seq = 0;
+const prefix = randomBytes(3).toString('hex');
+function newRequestId(): string {
+  seq = (seq + 1) % 0x7fffffff;
+  return `req_${prefix}${seq.toString(36).padStart(6, '0')}`;
+}
+const GOOD_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+function rateHeaders(h: Array<[string, string]>, s: LimitState | undefined): void {
+  if (!s) return;
+  h.push(
+    ['X-RateLimit-Limit', String(s.limit)],
+    ['X-RateLimit-Remaining', String(s.remaining)],
+    ['X-RateLimit-Reset', String(s.reset)],
+    ['X-RateLimit-Window', String(s.window)],
+  );
+}
+
+/** Routes requests to handlers. One instance per server. */
+export class HttpCore {
+  private readonly compiled: Compiled[];
+  constructor(private readonly opts: CoreOptions) {
+    this.compiled = opts.routes.map((route) => ({ route, segments: (API_PREFIX + route.pattern).split('/') }));
+  }
+
+  /** Largest body any route at this path accepts (the transport stops buffering beyond it). */
+  bodyLimitFor(method: string, path: string): number {
+    const m = this.match(method, path);
+    return m && 'route' in m ? (m.route.bodyLimit ?? DEFAULT_BODY_LIMIT) : DEFAULT_BODY_LIMIT;
+  }
+
+  private match(
+    method: string,
+    path: string,
+  ): { route: Route; params: Record<string, string> } | { allow: string[] } | undefined {
+    const parts = path.split('/');
+    const allow: string[] = [];
+    for (const c of this.compiled) {
+      if (c.segments.length !== parts.length) continue;
+      let params: Record<string, string> | undefined;
+      let ok = true;
+      for (let i = 0; i < parts.length; i++) {
+        const s = c.segments[i]!;
+        if (s.startsWith(':')) {
+          if (!parts[i]) {
+            ok = false;
+            break;
+          }
+          (params ??= {})[s.slice(1)] = decodeURIComponent(parts[i]!);
+        } else if (s !== parts[i]) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      if (c.route.method === method) return { route: c.route, params: params ?? {} };
+      allow.push(c.route.method);
+    }
+    return allow.length ? { allow } : undefined;
+  }
+
+  /**
+   * Answers one request. Never throws: every failure becomes an error body.
+   * Order: route (404/405), authentication (401), rate limit (429), role (403), body (413/400),
+   * handler.
+   */
+  async dispatch(req: RawRequest): Promise<RawResponse> {
+    const requestId = GOOD_ID.test(req.headers.requestId) ? req.headers.requestId : newRequestId();
+    const form = pickForm(req.headers.form, this.opts.form());
+    const headers: Array<[string, string]> = [
+      ['Content-Type', 'application/json'],
+      ['X-Request-Id', requestId],
+    ];
+    let limit: LimitState | undefined;
+    try {
+      // Paths are matched without a trailing slash.
+      const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
+      const m = this.match(req.method, path);
+      if (!m) {
+        limit = await this.opts.limits.consume('api', `ip:${req.ip}`);
+        throw new ApiError('RESOURCE_NOT_FOUND', `no such endpoint: ${req.method} ${req.path}`, { path: req.path });
+      }
+      if ('allow' in m) {
+        limit = await this.opts.limits.consume('api', `ip:${req.ip}`);
+        throw new ApiError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}`, { allowed: m.allow }, 405, {
+          Allow: m.allow.join(', '),
+        });
+      }
+      const { route, params } = m;
+      let principal: Principal | undefined;
+      if (route.role !== null) {
+        const creds: Credentials = {};
+        if (req.headers.authorization) creds.authorization = req.headers.authorization;
+        if (req.headers.apiKey) creds.apiKey = req.headers.apiKey;
+        const r = creds.authorization || creds.apiKey ? await this.opts.auth.authenticate(creds) : undefined;
+        if (!r || !r.ok) {
+          limit = await this.opts.limits.consume(route.category, `ip:${req.ip}`);
+          if (!limit.allowed) throw this.tooMany(limit);
+          throw new ApiError(
+            'AUTHENTICATION_ERROR',
+            r ? 'invalid credentials' : 'authentication required: send Authorization: Bearer <token> or X-API-Key',
+            r ? { reason: r.reason } : {},
+          );
+        }
+        principal = r.principal;
+      }
+      limit = await this.opts.limits.consume(route.category, principal ? `${principal.kind}:${principal.id}` : `ip:${req.ip}`);
+      if (!limit.allowed) throw this.tooMany(limit);
+      if (route.role !== null && RANK[principal!.role] < RANK[route.role]) {
+        throw new ApiError('AUTHORIZATION_ERROR', `this needs the ${route.role} role; you have ${principal!.role}`, {
+          required_role: route.role,
+          role: principal!.role,
+        });
+      }
+      let body: unknown;
+      if (req.method === 'POST' || req.method === 'PUT') body = await this.readJson(req, route.bodyLimit ?? DEFAULT_BODY_LIMIT);
+      const ctx: Ctx = {
+        method: req.method,
+        path,
+        params,
+        query: new URLSearchParams(req.query),
+        ip: req.ip,
+        requestId,
+        form,
+        principal,
+        body,
+      };
+      const reply = await route.handler(ctx);
+      rateHeaders(headers, limit);
+      if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) headers.push([k, v]);
+      const out = reply.bare ? reply.data : successBody(form, reply.data, requestId, reply.extra);
+      return { status: reply.status ?? 200, headers, body: JSON.stringify(out) };
+    } catch (e) {
+      const err =
+        e instanceof ApiError
+          ? e
+          : (this.opts.onError?.(e, req), new ApiError('SYSTEM_ERROR', 'internal error', { request_id: requestId }));
+      rateHeaders(headers, limit);
+      for (const [k, v] of Object.entries(err.headers)) headers.push([k, v]);
+      return { status: err.status, headers, body: JSON.stringify(errorBody(form, err, requestId)) };
+    }
+  }
+
+  private tooMany(s: LimitState): ApiError {
+    return new ApiError('RATE_LIMIT_EXCEEDED', `rate limit of ${s.limit} requests per ${s.window} s exceeded`, {
+      limit: s.limit,
+      window: s.window,
+      reset_at: new Date(s.reset * 1000).toISOString(),
+    });
+  }
+
+  private async readJson(req: RawRequest, limit: number): Promise<unknown> {
+    const declared = Number(req.headers.contentLength);
+    if (Number.isFinite(declared) && declared > limit) throw this.tooLarge(limit, declared);
+    const ct = req.headers.contentType.toLowerCase();
+    const buf = await req.readBody(limit);
+    if (buf.length === 0) return undefined;
+    if (ct && !ct.includes('json')) throw ApiError.unparseable(`expected a JSON body (Content-Type: application/json), got ${ct}`);
+    try {
+      return JSON.parse(buf.toString('utf8'));
+    } catch (e) {
+      throw ApiError.unparseable(`body is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+
+  tooLarge(limit: number, size?: number): ApiError {
+    return new ApiError('PAYLOAD_TOO_LARGE', `body larger than ${limit} bytes`, {
+      max_bytes: limit,
+      ...(size !== undefined ? { received_bytes: size } : {}),
+    });
+  }
+}

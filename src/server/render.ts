@@ -1,0 +1,195 @@
+import { DENSE_PART_NAMES, KEYPOINT_NAMES, type PersonPose, type PoseFrame } from '../pose/types.js';
+import { isoTime } from '../csi/frame.js';
+import { encodePng } from './png.js';
+import type { Form } from './forms.js';
+
+/** Keypoints at or above this confidence are `visible`. */
+const VISIBLE = 0.3;
+/** Side of the per-person IUV raster (as DensePose's 56x56 per-box output). */
+const IUV = 56;
+
+export interface PersonRenderOptions {
+  includeKeypoints: boolean;
+  includeDensePose: boolean;
+}
+
+function r2(v: number): number {
+  return Math.round(v * 100) / 100;
+}
+function r3(v: number): number {
+  return Math.round(v * 1000) / 1000;
+}
+
+function keypoints(p: PersonPose): Array<Record<string, unknown>> {
+  const k = p.keypoints;
+  return KEYPOINT_NAMES.map((name, i) => ({
+    name,
+    x: r2(k[3 * i]!),
+    y: r2(k[3 * i + 1]!),
+    confidence: r3(k[3 * i + 2]!),
+    visible: k[3 * i + 2]! >= VISIBLE,
+  }));
+}
+
+function box(p: PersonPose): Record<string, number> {
+  const b = p.bbox;
+  return { x: r2(b[0]!), y: r2(b[1]!), width: r2(b[2]!), height: r2(b[3]!) };
+}
+
+/**
+ * Limb segments (keypoint a -> b) of the DensePose parts, and a radius as a fraction of the box
+ * width. Parts with a front and a back share a segment; the view decides which is seen.
+ */
+const SEGMENTS: Array<{ front: number; back: number; a: number; b: number; r: number }> = [
+  { front: 2, back: 1, a: -1, b: -2, r: 0 }, // torso: shoulder midpoint -> hip midpoint, radius half the shoulder width
+  { front: 9, back: 7, a: 12, b: 14, r: 0.09 }, // right upper leg
+  { front: 10, back: 8, a: 11, b: 13, r: 0.09 }, // left upper leg
+  { front: 13, back: 11, a: 14, b: 16, r: 0.07 }, // right lower leg
+  { front: 14, back: 12, a: 13, b: 15, r: 0.07 }, // left lower leg
+  { front: 15, back: 17, a: 5, b: 7, r: 0.07 }, // left upper arm
+  { front: 16, back: 18, a: 6, b: 8, r: 0.07 }, // right upper arm
+  { front: 19, back: 21, a: 7, b: 9, r: 0.06 }, // left lower arm
+  { front: 20, back: 22, a: 8, b: 10, r: 0.06 }, // right lower arm
+  { front: 3, back: 3, a: 10, b: 10, r: 0.07 }, // right hand
+  { front: 4, back: 4, a: 9, b: 9, r: 0.07 }, // left hand
+  { front: 5, back: 5, a: 15, b: 15, r: 0.07 }, // left foot
+  { front: 6, back: 6, a: 16, b: 16, r: 0.07 }, // right foot
+  { front: 23, back: 23, a: 0, b: 4, r: 0.1 }, // right face: nose -> right ear
+  { front: 24, back: 24, a: 0, b: 3, r: 0.1 }, // left face: nose -> left ear
+];
+
+function point(k: Float32Array, i: number): [number, number, number] {
+  if (i === -1) return [(k[15]! + k[18]!) / 2, (k[16]! + k[19]!) / 2, Math.min(k[17]!, k[20]!)];
+  if (i === -2) return [(k[33]! + k[36]!) / 2, (k[34]! + k[37]!) / 2, Math.min(k[35]!, k[38]!)];
+  return [k[3 * i]!, k[3 * i + 1]!, k[3 * i + 2]!];
+}
+
+/**
+ * Renders a person's DensePose-style IUV image and confidence map (56x56 over the box) from the
+ * estimated skeleton with a capsule body model: each part is a capsule around its limb segment,
+ * I = part id, U = position along the segment, V = position across it, confidence = the segment's
+ * keypoint confidence times the model's part confidence. It is a rendering of the estimated pose,
+ * not a per-pixel surface regression (docs/model.md says so).
+ */
+export function renderIuv(p: PersonPose): { iuv: Buffer; confidence: Buffer } {
+  const k = p.keypoints;
+  const [bx, by, bw, bh] = [p.bbox[0]!, p.bbox[1]!, Math.max(p.bbox[2]!, 1), Math.max(p.bbox[3]!, 1)];
+  const rgb = new Uint8Array(IUV * IUV * 3);
+  const conf = new Uint8Array(IUV * IUV);
+  // Facing the view when the nose is seen with confidence.
+  const facing = k[2]! >= 0.5;
+  for (const s of SEGMENTS) {
+    const part = facing ? s.front : s.back;
+    const [ax, ay, ac] = point(k, s.a);
+    const [cx, cy, cc] = point(k, s.b);
+    const partConf = p.densePose ? p.densePose[3 * (part - 1)]! : 1;
+    const c = Math.min(ac, cc) * partConf;
+    if (!(c > 0.05)) continue;
+    const r = s.r > 0 ? s.r * bw : Math.max(Math.abs(k[15]! - k[18]!) / 2, 0.08 * bw);
+    const dx = cx - ax;
+    const dy = cy - ay;
+    const len2 = dx * dx + dy * dy;
+    for (let py = 0; py < IUV; py++) {
+      const y = by + ((py + 0.5) / IUV) * bh;
+      for (let px = 0; px < IUV; px++) {
+        const x = bx + ((px + 0.5) / IUV) * bw;
+        const t = len2 > 0 ? Math.max(0, Math.min(1, ((x - ax) * dx + (y - ay) * dy) / len2)) : 0;
+        const ex = x - (ax + t * dx);
+        const ey = y - (ay + t * dy);
+        const d2 = ex * ex + ey * ey;
+        if (d2 > r * r) continue;
+        const i = py * IUV + px;
+        const q = Math.round(c * 255);
+        if (q <= conf[i]!) continue;
+        const across = len2 > 0 ? (ex * -dy + ey * dx) / Math.sqrt(len2) : ex;
+        conf[i] = q;
+        rgb[3 * i] = part;
+        rgb[3 * i + 1] = Math.round(t * 255);
+        rgb[3 * i + 2] = Math.round(((across / r + 1) / 2) * 255);
+      }
+    }
+  }
+  return { iuv: encodePng(IUV, IUV, 3, rgb), confidence: encodePng(IUV, IUV, 1, conf) };
+}
+
+/** Form A `dense_pose.body_parts`: per part its id, name, the model's UV and confidence. */
+function bodyParts(p: PersonPose): Array<Record<string, unknown>> {
+  const d = p.densePose;
+  if (!d) return [];
+  return DENSE_PART_NAMES.map((name, i) => ({
+    part_id: i + 1,
+    part_name: name,
+    uv_coordinates: [[r3(d[3 * i + 1]!), r3(d[3 * i + 2]!)]],
+    confidence: r3(d[3 * i]!),
+  })).filter((b) => (b.confidence as number) > 0);
+}
+
+/** One person in the request's form. */
+export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions): Record<string, unknown> {
+  const id = p.trackId ?? p.slot + 1;
+  if (form === 'a') {
+    const out: Record<string, unknown> = {
+      id,
+      confidence: r3(p.confidence),
+      bounding_box: box(p),
+      keypoints: o.includeKeypoints ? keypoints(p) : [],
+      dense_pose: { body_parts: o.includeDensePose ? bodyParts(p) : [] },
+      tracking_info: {
+        track_id: String(p.trackId ?? id),
+        track_age: p.trackAge ?? 0,
+        velocity: { x: r3(p.velocity?.x ?? 0), y: r3(p.velocity?.y ?? 0) },
+      },
+    };
+    if (p.activity) out.activity = p.activity;
+    if (p.floor) out.location = { x: r3(p.floor.x), y: r3(p.floor.y) };
+    return out;
+  }
+  const out: Record<string, unknown> = {
+    person_id: id,
+    track_id: p.trackId ?? id,
+    confidence: r3(p.confidence),
+    bounding_box: box(p),
+  };
+  if (o.includeKeypoints) out.keypoints = keypoints(p);
+  if (o.includeDensePose) {
+    const r = renderIuv(p);
+    out.dense_pose = { iuv_image: r.iuv.toString('base64'), confidence_map: r.confidence.toString('base64') };
+  }
+  if (p.activity) out.activity = p.activity;
+  if (p.floor) out.location = { x: r3(p.floor.x), y: r3(p.floor.y) };
+  return out;
+}
+
+export interface FrameRenderOptions extends PersonRenderOptions {
+  minConfidence: number;
+  /** Form A `metadata.router_count`: distinct CSI sources feeding the environment. */
+  routerCount: number;
+  pipeline: string;
+}
+
+/** A pose frame (latest pose) in the request's form. */
+export function renderFrame(f: PoseFrame, form: Form, o: FrameRenderOptions): Record<string, unknown> {
+  const persons = f.persons.filter((p) => p.confidence >= o.minConfidence).map((p) => renderPerson(p, form, o));
+  if (form === 'a') {
+    return {
+      timestamp: isoTime(f.time),
+      frame_id: f.frameId,
+      persons,
+      processing_time_ms: Math.round(f.processingMs),
+      metadata: {
+        environment_id: f.environmentId,
+        router_count: o.routerCount,
+        signal_quality: r3(f.csiQuality),
+        processing_pipeline: o.pipeline,
+      },
+    };
+  }
+  return {
+    timestamp: isoTime(f.time),
+    frame_id: f.frameId,
+    environment_id: f.environmentId,
+    processing_time_ms: r3(f.processingMs),
+    persons,
+    metadata: { model_version: f.modelVersion, processing_mode: o.pipeline, csi_quality: r3(f.csiQuality) },
+  };
+}

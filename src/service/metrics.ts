@@ -1,0 +1,82 @@
+import { cpus, totalmem } from 'node:os';
+
+/**
+ * Rates and averages over a sliding time window, measured from the running process: no figure
+ * here is estimated or made up.
+ */
+export class RateMeter {
+  private readonly times: Float64Array;
+  private head = 0;
+  private n = 0;
+  total = 0;
+
+  /** @param capacity events remembered (the rate covers at most this many) */
+  constructor(capacity = 4096, private readonly windowMs = 5000) {
+    this.times = new Float64Array(capacity);
+  }
+
+  mark(now = performance.now(), count = 1): void {
+    this.total += count;
+    for (let i = 0; i < count; i++) {
+      this.times[this.head] = now;
+      this.head = (this.head + 1) % this.times.length;
+      if (this.n < this.times.length) this.n++;
+    }
+  }
+
+  /** Events per second over the last `windowMs` (or the span the ring holds). */
+  rate(now = performance.now()): number {
+    if (this.n === 0) return 0;
+    const cap = this.times.length;
+    let count = 0;
+    let oldest = now;
+    for (let i = 1; i <= this.n; i++) {
+      const t = this.times[(this.head - i + cap) % cap]!;
+      if (now - t > this.windowMs) break;
+      count++;
+      oldest = t;
+    }
+    if (count === 0) return 0;
+    const span = count === this.n && this.n === cap ? Math.max(now - oldest, 1) : this.windowMs;
+    return (count * 1000) / span;
+  }
+}
+
+/** Exponentially weighted mean (alpha per sample). */
+export class Ewma {
+  value = NaN;
+  constructor(private readonly alpha = 0.1) {}
+  add(v: number): void {
+    if (!Number.isFinite(v)) return;
+    this.value = Number.isNaN(this.value) ? v : this.value + this.alpha * (v - this.value);
+  }
+}
+
+/** CPU use of this process in percent of one core's capacity times the cores (0-100 of the machine). */
+export class CpuMeter {
+  private last = process.cpuUsage();
+  private lastT = performance.now();
+  private value = 0;
+
+  /** Percent of the whole machine's CPU used by this process since the previous call (>= 250 ms apart). */
+  sample(): number {
+    const now = performance.now();
+    const dt = now - this.lastT;
+    if (dt < 250) return this.value;
+    const u = process.cpuUsage(this.last);
+    this.last = process.cpuUsage();
+    this.lastT = now;
+    this.value = Math.min(100, ((u.user + u.system) / 1000 / dt / cpus().length) * 100);
+    return this.value;
+  }
+}
+
+/** Resident memory of this process in percent of the machine's memory. */
+export function memoryPercent(): number {
+  return (process.memoryUsage().rss / totalmem()) * 100;
+}
+
+/** Resident memory in MiB. */
+export function memoryMiB(): number {
+  return process.memoryUsage().rss / 1048576;
+}

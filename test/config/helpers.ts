@@ -1,0 +1,89 @@
+import type { FieldDef } from '../../src/config/schema.js';
+
+/** Leaf paths of a nested object; arrays and null are leaves. */
+export function leafPaths(obj: unknown, prefix = ''): string[] {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return [prefix];
+  return Object.entries(obj).flatMap(([k, v]) => leafPaths(v, prefix ? `${prefix}.${k}` : k));
+}
+
+/** Nested object with one value at a dotted path. */
+export function nest(path: string, value: unknown): Record<string, unknown> {
+  const keys = path.split('.');
+  let out: unknown = value;
+  for (let i = keys.length - 1; i >= 0; i--) out = { [keys[i]!]: out };
+  return out as Record<string, unknown>;
+}
+
+/** A valid value of a field that differs from its default. */
+export function alternative(path: string, def: FieldDef): unknown {
+  switch (path) {
+    case 'environment.id':
+      return 'lab-2';
+    case 'environment.calibration_timestamp':
+      return '2026-01-31T12:00:00.000Z';
+    case 'hardware.source':
+      return 'udp://0.0.0.0:5500?format=esp32';
+    case 'neural_network.enable_gpu':
+      return false; // the only accepted value
+  }
+  switch (def.type) {
+    case 'number':
+    case 'integer':
+      if (def.enum) return def.enum.find((v) => v !== def.default);
+      return def.default === def.maximum ? def.minimum : def.maximum;
+    case 'boolean':
+      return !def.default;
+    case 'string':
+      return `${def.default ?? 'x'}-changed`;
+    case 'enum':
+      return def.values.find((v) => v !== def.default);
+    case 'zones':
+      return [{ id: 'door', name: 'Front door', polygon: [[0, 0], [1, 0], [1, 1]], severity: 'critical' }];
+  }
+}
+
+/** Values of the wrong type for a field (each must be refused). */
+export function wrongTypes(def: FieldDef): unknown[] {
+  const common = [{}, [], { value: 1 }];
+  switch (def.type) {
+    case 'number':
+    case 'integer':
+      return [...common, String(def.default), true, null, NaN, Infinity, -Infinity];
+    case 'boolean':
+      return [...common, String(def.default), 1, 0, null];
+    case 'string':
+      return [...common.filter((v) => !Array.isArray(v)), [], 5, true, ...(def.nullable ? [] : [null])];
+    case 'enum':
+      return [...common, 5, true, null];
+    case 'zones':
+      return [{}, 'zones', 5, null, true];
+  }
+}
+
+/** Values of the right type but outside the field's allowed values. */
+export function outOfRange(path: string, def: FieldDef): unknown[] {
+  switch (def.type) {
+    case 'number':
+    case 'integer': {
+      const out: unknown[] = [def.minimum - 1, def.maximum + 1, def.maximum * 10 + 1];
+      if (def.type === 'integer') out.push(def.minimum + 0.5);
+      if (def.type === 'number') out.push(def.minimum - 1e-9, def.maximum + 1e-9);
+      if (def.enum) out.push(def.enum[0]! + 1);
+      return out;
+    }
+    case 'boolean':
+      return def.enum ? [!def.enum[0]] : [];
+    case 'string': {
+      const out: unknown[] = [];
+      if (def.minLength !== undefined && def.minLength > 0) out.push('');
+      if (def.maxLength !== undefined) out.push('a'.repeat(def.maxLength + 1));
+      if (def.pattern !== undefined) out.push(path === 'hardware.source' ? 'http://example.com' : ' spaced id');
+      if (def.format === 'date-time') out.push('yesterday', '2026-02-30T00:00:00Z', '2026-01-31T12:00:00', '2026-13-01T00:00:00Z');
+      return out;
+    }
+    case 'enum':
+      return ['', 'unknown', def.values[0]!.toUpperCase() + 'X'];
+    case 'zones':
+      return [[{ id: 'a', polygon: [[0, 0], [1, 1]] }]];
+  }
+}
