@@ -324,7 +324,7 @@ describe('infer: lag, live options, errors, teardown', () => {
 
   it('has a spec named infer that loads its model from modelPath', async () => {
     expect(spec.name).toBe('infer');
-    expect(spec.input).toBe('any');
+    expect(spec.input).toBe('features');
     expect(spec.output).toBe('pose');
     expect(Object.fromEntries(spec.params.map((p) => [p.name, p.default]))).toEqual({
       modelPath: 'models/csipose-pose.onnx',

@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+/** Checks the spec's Form A error layout and that the body's request id is the header's. */
+function expectFormAError(r: ApiResponse, status: number, code: string): Record<string, any> {
+  expect(r.status, r.text).toBe(status);
+  expect(Object.keys(r.body)).toEqual(['error']);
+  const e = r.body.error;
+  expect(Object.keys(e).sort()).toEqual(['code', 'details', 'message', 'request_id', 'timestamp']);
+  expect(e.code).toBe(code);
+  expect(typeof e.message).toBe('string');
+  expect(e.message.length).toBeGreaterThan(0);
+  expect(typeof e.details).toBe('object');
+  expect(e.timestamp).toMatch(ISO);
+  expect(e.request_id).toBe(r.headers.get('x-request-id'));
+  return e.details;
+}
+
+/** Checks the spec's Form B error layout. */
+function expectFormBError(r: ApiResponse, status: number, code: string): Record<string, any> {
+  expect(r.status, r.text).toBe(status);
+  expect(Object.keys(r.body).sort()).toEqual(['error', 'request_id', 'success', 'timestamp']);
+  expect(r.body.success).toBe(false);
+  expect(Object.keys(r.body.error).sort()).toEqual(['code', 'details', 'message']);
+  expect(r.body.error.code).toBe(code);
+  expect(r.body.timestamp).toMatch(ISO);
+  expect(r.body.request_id).toBe(r.headers.get('x-request-id'));
+  return r.body.error.details;
+}
+
+describe('envelopes and errors', () => {
+  let s: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    s = await startServer({ rateLimitScale: 10 });
+    token = await s.login();
+  });
+  afterAll(() => s?.close());
+
+  it('Form B wraps a resource in {success, data, timestamp, request_id}; Form A is the resource', async () => {
+    const b = await s.api('GET', '/config', { token });
+    expect(b.status).toBe(200);
+    expect(Object.keys(b.body).sort()).toEqual(['data', 'request_id', 'success', 'timestamp']);
+    expect(b.body.success).toBe(true);
+    expect(b.body.timestamp).toMatch(ISO);
+    expect(b.body.request_id).toBe(b.headers.get('x-request-id'));
+    expect(b.body.data.detection.confidence_threshold).toBe(0.5);
+    const a = await s.api('GET', '/config', { token, form: 'a' });
+    expect(a.status).toBe(200);
+    expect(a.body.success).toBeUndefined();
+    expect(a.body.data).toBeUndefined();
+    expect(a.body.detection.confidence_threshold).toBe(0.5);
+  });
+
+  it('an unknown or garbled X-Response-Form falls back to the deployment default', async () => {
+    for (const h of ['c', '', 'A ', 'B']) {
+      const r = await s.api('GET', '/config', { token, headers: { 'x-response-form': h } });
+      expect(r.status).toBe(200);
+      // 'A ' and 'B' are read case- and space-insensitively; anything else is the default (Form B).
+      if (h.trim().toLowerCase() === 'a') expect(r.body.success).toBeUndefined();
+      else expect(r.body.success).toBe(true);
+    }
+  });
+
+  it('every request gets a request id; a well-formed client X-Request-Id is echoed, a bad one replaced', async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      const r = await s.api('GET', '/health');
+      ids.add(r.headers.get('x-request-id')!);
+    }
+    expect(ids.size).toBe(3);
+    const mine = await s.api('GET', '/config', { token, headers: { 'x-request-id': 'client-req.42' } });
+    expect(mine.headers.get('x-request-id')).toBe('client-req.42');
+    expect(mine.body.request_id).toBe('client-req.42');
+    const bad = await s.api('GET', '/config', { token, headers: { 'x-request-id': 'has spaces and <tags>' } });
+    expect(bad.headers.get('x-request-id')).not.toBe('has spaces and <tags>');
+    expect(bad.body.request_id).toBe(bad.headers.get('x-request-id'));
+    const err = await s.api('GET', '/nope', { headers: { 'x-request-id': 'trace-7' } });
+    expect(err.body.request_id).toBe('trace-7');
+  });
+
+  it('unknown paths answer 404 RESOURCE_NOT_FOUND in both forms, /api/v2 included', async () => {
+    const paths = ['/api/v1/nope', '/api/v2/pose/latest', '/api/v2/health', '/api/v1/pose/latest/extra', '/', '/health', '/api', '/api/v1'];
+    for (const path of paths) {
+      const b = await s.rawPath('GET', path, { token });
+      expectFormBError(b, 404, 'RESOURCE_NOT_FOUND');
+      const a = await s.rawPath('GET', path, { token, form: 'a' });
+      expectFormAError(a, 404, 'RESOURCE_NOT_FOUND');
+    }
+  });
+
+  it('a trailing slash reaches the same endpoint', async () => {
+    const r = await s.api('GET', '/config/', { token });
+    expect(r.status).toBe(200);
+    expect(r.body.success).toBe(true);
+  });
+
+  it('a wrong method answers 405 with Allow in both forms', async () => {
+    const cases: Array<[string, string, string[]]> = [
+      ['DELETE', '/config', ['GET', 'PUT']],
+      ['POST', '/health', ['GET']],
+      ['GET', '/auth/token', ['POST']],
+      ['PUT', '/system/start', ['POST']],
+      ['GET', '/pose/process', ['POST']],
+      ['PATCH', '/config', ['GET', 'PUT']],
+    ];
+    for (const [method, path, allow] of cases) {
+      const b = await s.api(method, path, { token });
+      const details = expectFormBError(b, 405, 'METHOD_NOT_ALLOWED');
+      expect(b.headers.get('allow')!.split(', ').sort()).toEqual(allow);
+      expect([...details.allowed].sort()).toEqual(allow);
+      const a = await s.api(method, path, { token, form: 'a' });
+      expectFormAError(a, 405, 'METHOD_NOT_ALLOWED');
+      expect(a.headers.get('allow')!.split(', ').sort()).toEqual(allow);
+    }
+  });
+
+  it('missing or unusable credentials answer 401 AUTHENTICATION_ERROR in both forms', async () => {
+    const variants: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Basic YWRtaW46eA==' },
+      { authorization: 'Bearer' },
+      { authorization: 'Bearer not.a.jwt' },
+      { 'x-api-key': 'csk_abcdefgh_' + 'x'.repeat(43) },
+      { 'x-api-key': 'garbage' },
+    ];
+    for (const headers of variants) {
+      expectFormBError(await s.api('GET', '/config', { headers }), 401, 'AUTHENTICATION_ERROR');
+      expectFormAError(await s.api('GET', '/config', { headers, form: 'a' }), 401, 'AUTHENTICATION_ERROR');
+    }
+  });
+
+  it('an unparseable body answers 400 VALIDATION_ERROR; a body that breaks a rule 422', async () => {
+    const bad = await s.api('PUT', '/config', { token, rawBody: '{"detection": ' });
+    expectFormBError(bad, 400, 'VALIDATION_ERROR');
+    expectFormAError(await s.api('PUT', '/config', { token, rawBody: 'not json', form: 'a' }), 400, 'VALIDATION_ERROR');
+    const plain = await s.api('PUT', '/config', { token, rawBody: 'domain=retail', headers: { 'content-type': 'text/plain' } });
+    expectFormBError(plain, 400, 'VALIDATION_ERROR');
+    expect(plain.body.error.message).toMatch(/Content-Type/);
+    const empty = await s.api('PUT', '/config', { token });
+    expectFormBError(empty, 400, 'VALIDATION_ERROR');
+    const rule = await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 1.5 } } });
+    const d = expectFormBError(rule, 422, 'VALIDATION_ERROR');
+    expect(d.field).toBe('detection.confidence_threshold');
+    expect(d.reason).toMatch(/between 0\.0 and 1\.0/);
+    const ruleA = await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 1.5 } }, form: 'a' });
+    const da = expectFormAError(ruleA, 422, 'VALIDATION_ERROR');
+    expect(da.field_errors).toEqual([{ field: 'detection.confidence_threshold', message: expect.stringMatching(/between 0\.0 and 1\.0/), received_value: 1.5 }]);
+  });
+
+  it('a deployment whose default is Form A answers Form A unless a request asks for B', async () => {
+    const a = await startServer({ form: 'a' });
+    try {
+      const t = await a.login();
+      const r = await a.api('GET', '/config', { token: t });
+      expect(r.body.success).toBeUndefined();
+      expect(r.body.detection.tracking_enabled).toBe(true);
+      expectFormAError(await a.api('GET', '/config'), 401, 'AUTHENTICATION_ERROR');
+      const b = await a.api('GET', '/config', { token: t, form: 'b' });
+      expect(b.body.success).toBe(true);
+      expect(b.body.data.detection.enable_tracking).toBe(true);
+    } finally {
+      await a.close();
+    }
+  });
+});
