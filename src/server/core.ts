@@ -105,6 +105,17 @@ interface Compiled {
   segments: string[];
 }
 
+/** Traffic figures of the core, measured per request. */
+export interface CoreStats {
+  requests: number;
+  /** Request body bytes read. */
+  bytesIn: number;
+  /** Response body bytes written. */
+  bytesOut: number;
+  /** Exponentially weighted mean of the time from dispatch to response, ms. */
+  avgResponseMs: number;
+}
+
 export interface CoreOptions {
   routes: Route[];
   auth: AuthProvider;
@@ -113,6 +124,8 @@ export interface CoreOptions {
   form: () => Form;
   /** Called for unexpected (non-ApiError) failures. */
   onError?: (e: unknown, req: RawRequest) => void;
+  /** Called once per answered request. */
+  onRequest?: () => void;
 }
 
 let seq = 0;
@@ -136,6 +149,7 @@ function rateHeaders(h: Array<[string, string]>, s: LimitState | undefined): voi
 /** Routes requests to handlers. One instance per server. */
 export class HttpCore {
   private readonly compiled: Compiled[];
+  readonly stats: CoreStats = { requests: 0, bytesIn: 0, bytesOut: 0, avgResponseMs: 0 };
   constructor(private readonly opts: CoreOptions) {
     this.compiled = opts.routes.map((route) => ({ route, segments: (API_PREFIX + route.pattern).split('/') }));
   }
@@ -182,6 +196,18 @@ export class HttpCore {
    * handler.
    */
   async dispatch(req: RawRequest): Promise<RawResponse> {
+    const t0 = performance.now();
+    const out = await this.answer(req);
+    const s = this.stats;
+    s.requests++;
+    s.bytesOut += out.body.length;
+    const ms = performance.now() - t0;
+    s.avgResponseMs = s.requests === 1 ? ms : s.avgResponseMs + 0.02 * (ms - s.avgResponseMs);
+    this.opts.onRequest?.();
+    return out;
+  }
+
+  private async answer(req: RawRequest): Promise<RawResponse> {
     const requestId = GOOD_ID.test(req.headers.requestId) ? req.headers.requestId : newRequestId();
     const form = pickForm(req.headers.form, this.opts.form());
     const headers: Array<[string, string]> = [
@@ -271,6 +297,7 @@ export class HttpCore {
     if (Number.isFinite(declared) && declared > limit) throw this.tooLarge(limit, declared);
     const ct = req.headers.contentType.toLowerCase();
     const buf = await req.readBody(limit);
+    this.stats.bytesIn += buf.length;
     if (buf.length === 0) return undefined;
     if (ct && !ct.includes('json')) throw ApiError.unparseable(`expected a JSON body (Content-Type: application/json), got ${ct}`);
     try {

@@ -501,7 +501,7 @@ function detailedHealth(svc: PoseService): Record<string, unknown> {
     version: VERSION,
     uptime: Math.round((Date.now() - svc.startedAt) / 1000),
     components: {
-      api: { status: 'healthy', response_time_ms: 0, requests_per_second: r2(svc.requests.rate()) },
+      api: { status: 'healthy', response_time_ms: r2(svc.core?.stats.avgResponseMs ?? 0), requests_per_second: r2(svc.requests.rate()) },
       database: { status: comp.db, connection_pool: store?.connection_pool ?? '0/0', query_time_ms: r2(store?.query_time_ms ?? 0) },
       // No Redis here: the service keeps its state in process and in DuckDB.
       redis: { status: 'not_used', memory_usage: '0MB', connected_clients: 0 },
@@ -518,7 +518,8 @@ function detailedHealth(svc: PoseService): Record<string, unknown> {
       memory_usage: r2(memoryPercent()),
       memory_mb: r2(memoryMiB()),
       disk_usage: diskPercent(svc.opts.dataDir),
-      network_io: { bytes_in: 0, bytes_out: 0 },
+      // HTTP body bytes this process read and wrote.
+      network_io: { bytes_in: svc.core?.stats.bytesIn ?? 0, bytes_out: svc.core?.stats.bytesOut ?? 0 },
     },
     system: { status: svc.system.state, ...(svc.system.error ? { error: svc.system.error } : {}) },
   };
@@ -540,7 +541,7 @@ function metrics(svc: PoseService) {
       cpu_usage: r2(svc.cpu.sample()),
       memory_usage: r2(memoryPercent()),
       gpu_usage: 0,
-      disk_io: { read_mb_per_sec: 0, write_mb_per_sec: 0 },
+      disk_io: svc.diskIo.sample(),
     },
     business: {
       active_persons: persons,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 
 /**
@@ -79,4 +80,38 @@ export function memoryPercent(): number {
 /** Resident memory in MiB. */
 export function memoryMiB(): number {
   return process.memoryUsage().rss / 1048576;
+}
+
+/**
+ * Disk throughput of this process from /proc/self/io (Linux): MB/s read and written since the
+ * previous sample. Null where /proc is not available.
+ */
+export class DiskIoMeter {
+  private last: { t: number; r: number; w: number } | undefined;
+  private value: { read_mb_per_sec: number; write_mb_per_sec: number } | null = null;
+
+  sample(): { read_mb_per_sec: number; write_mb_per_sec: number } | null {
+    let text: string;
+    try {
+      text = readFileSync('/proc/self/io', 'utf8');
+    } catch {
+      return null;
+    }
+    const r = Number(/read_bytes:\s*(\d+)/.exec(text)?.[1] ?? NaN);
+    const w = Number(/write_bytes:\s*(\d+)/.exec(text)?.[1] ?? NaN);
+    const t = performance.now();
+    if (!Number.isFinite(r) || !Number.isFinite(w)) return null;
+    if (this.last && t - this.last.t >= 250) {
+      const dt = (t - this.last.t) / 1000;
+      this.value = {
+        read_mb_per_sec: Math.round(((r - this.last.r) / 1048576 / dt) * 1000) / 1000,
+        write_mb_per_sec: Math.round(((w - this.last.w) / 1048576 / dt) * 1000) / 1000,
+      };
+      this.last = { t, r, w };
+    } else if (!this.last) {
+      this.last = { t, r, w };
+      this.value = { read_mb_per_sec: 0, write_mb_per_sec: 0 };
+    }
+    return this.value;
+  }
 }

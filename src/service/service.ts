@@ -13,7 +13,7 @@ import type { MultiPersonTracker } from '../pose/tracker.js';
 import { livePipeline, type LiveSettings } from '../../pipelines/live.js';
 import { parseSource } from '../sources/uri.js';
 import { SystemController } from './system.js';
-import { CpuMeter, Ewma, RateMeter, memoryPercent } from './metrics.js';
+import { CpuMeter, DiskIoMeter, Ewma, RateMeter, memoryPercent } from './metrics.js';
 import { RateLimits, type Category, type Limit } from '../server/rateLimits.js';
 import { HttpCore } from '../server/core.js';
 import { listenUws, type UwsServer } from '../server/uws.js';
@@ -75,6 +75,8 @@ export class PoseService {
   readonly poseRate = new RateMeter(2048);
   readonly latency = new Ewma(0.05);
   readonly cpu = new CpuMeter();
+  readonly diskIo = new DiskIoMeter();
+  core: HttpCore | undefined;
   readonly requests = new RateMeter(65536);
   readonly sources = new Map<string, number>();
   lastFrameAt = 0;
@@ -131,7 +133,7 @@ export class PoseService {
       (f) => this.onPose(f),
       (s) => this.log('info', `system ${s}`),
     );
-    const core = new HttpCore({
+    const core = (this.core = new HttpCore({
       routes: buildRoutes(this),
       auth: this.auth,
       limits: this.limits,
@@ -140,7 +142,8 @@ export class PoseService {
         this.errors++;
         this.log('error', `${req.method} ${req.path}: ${(e as Error).stack ?? String(e)}`);
       },
-    });
+      onRequest: () => this.requests.mark(),
+    }));
     if (this.opts.transport === 'node') {
       const { server, port } = await listenNodeHttp(core, this.opts.host, this.opts.port);
       this.server = { app: undefined as never, host: this.opts.host, port, close: () => server.close() };
