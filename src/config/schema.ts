@@ -437,14 +437,28 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
     },
   }),
   streaming: group('Real-time outputs', {
-    restream_enabled: { type: 'boolean', default: false, description: 'Re-publish pose frames to the sinks configured at start', restart: true },
+    restream_enabled: {
+      type: 'boolean',
+      default: false,
+      enum: [false],
+      enumReason: 'this build has no restream output yet',
+      description: 'Re-publish pose frames to an external stream; only false is accepted: not in this build',
+      restart: true,
+    },
     websocket_enabled: {
       type: 'boolean',
       default: true,
       description: 'Accept WebSocket connections on /ws/pose (false refuses new upgrades)',
       restart: false,
     },
-    mqtt_enabled: { type: 'boolean', default: false, description: 'Publish poses and alerts over MQTT', restart: true },
+    mqtt_enabled: {
+      type: 'boolean',
+      default: false,
+      enum: [false],
+      enumReason: 'this build has no MQTT output yet',
+      description: 'Publish poses and alerts over MQTT; only false is accepted: not in this build',
+      restart: true,
+    },
     status_interval_seconds: {
       type: 'integer',
       default: 5,
@@ -466,7 +480,14 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       restart: false,
     },
     anonymize_data: { type: 'boolean', default: false, description: 'Leave person-identifying detail out of stored and served data', restart: false },
-    enable_encryption: { type: 'boolean', default: false, description: 'Encrypt stored data at rest (applied when the store opens)', restart: true },
+    enable_encryption: {
+      type: 'boolean',
+      default: false,
+      enum: [false],
+      enumReason: 'the DuckDB store is not encrypted in this build; use an encrypted file system',
+      description: 'Encrypt stored data at rest; only false is accepted: not in this build',
+      restart: true,
+    },
   }),
   rate_limits: group('Rate limits per category (Form B table); all counted per API key or user', {
     authentication: rateLimit('POST /auth/*', 10, 60),

@@ -24,7 +24,10 @@ export function alternative(path: string, def: FieldDef): unknown {
     case 'hardware.source':
       return 'udp://0.0.0.0:5500?format=esp32';
     case 'neural_network.enable_gpu':
-      return false; // the only accepted value
+    case 'streaming.restream_enabled':
+    case 'streaming.mqtt_enabled':
+    case 'privacy.enable_encryption':
+      return false; // the only accepted value: features this build does not have
   }
   switch (def.type) {
     case 'number':
