@@ -1,5 +1,7 @@
 import type { CsiFrame, CsiWindow, DopplerSpectrum } from './frame.js';
 import { isoTime } from './frame.js';
+import type { PoseFrame } from '../pose/types.js';
+import { renderFrame } from '../server/render.js';
 
 /** NaN and infinities are not JSON: they print as null. */
 function num(v: number): number | null {
@@ -86,6 +88,24 @@ export function spectrumToJson(s: DopplerSpectrum): Record<string, unknown> {
   };
 }
 
+function isPose(v: object): v is PoseFrame {
+  return 'persons' in v && 'frameId' in v;
+}
+
+/** A pose frame as NDJSON: the Form B pose frame, plus the alerts and events raised with it. */
+export function poseToJson(f: PoseFrame): Record<string, unknown> {
+  const o: Record<string, unknown> = renderFrame(f, 'b', {
+    minConfidence: 0,
+    includeKeypoints: true,
+    includeDensePose: false,
+    routerCount: 1,
+    pipeline: 'live',
+  });
+  if (f.alerts?.length) o.alerts = f.alerts;
+  if (f.events?.length) o.events = f.events;
+  return o;
+}
+
 function isFrame(v: object): v is CsiFrame {
   return 'csi' in v && 'nSub' in v;
 }
@@ -103,6 +123,7 @@ export function toJsonLine(v: unknown): string {
     if (isFrame(v)) return JSON.stringify(frameToJson(v, true));
     if (isWindow(v)) return JSON.stringify(windowToJson(v));
     if (isSpectrum(v)) return JSON.stringify(spectrumToJson(v));
+    if (isPose(v)) return JSON.stringify(poseToJson(v));
   }
   return JSON.stringify(v, (_k, x) => (ArrayBuffer.isView(x) ? Array.from(x as Float32Array) : x));
 }
