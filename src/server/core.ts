@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from './errors.js';
 import { errorBody, pickForm, successBody, type Form } from './forms.js';
 import type { Category, LimitState, RateLimits } from './rateLimits.js';
+import type { AuthResult, Credentials, Principal } from '../auth/authenticator.js';
+import type { Role } from '../auth/roles.js';
 
 /**
  * The transport-independent HTTP core: routing, request ids, response forms, authentication,
@@ -11,26 +13,11 @@ import type { Category, LimitState, RateLimits } from './rateLimits.js';
  * pipeline steps themselves.
  */
 
-export type Role = 'viewer' | 'operator' | 'admin';
 const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
 
-/** Who made the request. */
-export interface Principal {
-  id: string;
-  kind: 'user' | 'api_key';
-  role: Role;
-  name: string;
-}
+export type { Principal, Credentials, AuthResult, Role };
 
-/** Credentials as they came with the request. */
-export interface Credentials {
-  authorization?: string;
-  apiKey?: string;
-  queryToken?: string;
-}
-
-export type AuthResult = { ok: true; principal: Principal } | { ok: false; reason: string };
-
+/** What the core needs of authentication (the Authenticator in src/auth). */
 export interface AuthProvider {
   authenticate(c: Credentials): AuthResult | Promise<AuthResult>;
 }

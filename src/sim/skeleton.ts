@@ -17,26 +17,8 @@
  * (positive roll tilts the head towards the person's right).
  */
 
-/** COCO-17 keypoint names in DECISIONS order. */
-export const KEYPOINT_NAMES = [
-  'nose',
-  'left_eye',
-  'right_eye',
-  'left_ear',
-  'right_ear',
-  'left_shoulder',
-  'right_shoulder',
-  'left_elbow',
-  'right_elbow',
-  'left_wrist',
-  'right_wrist',
-  'left_hip',
-  'right_hip',
-  'left_knee',
-  'right_knee',
-  'left_ankle',
-  'right_ankle',
-] as const;
+/** COCO-17 keypoint names in DECISIONS order (one list for the whole project). */
+export { KEYPOINT_NAMES } from '../pose/types.js';
 
 /** Keypoint indices. */
 export const KP = {
