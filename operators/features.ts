@@ -1,57 +1,80 @@
-import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike } from 'rxjs';
 import type { CsiWindow } from '../src/csi/frame.js';
 import type { OperatorSpec } from '../src/engine/spec.js';
-import { FeatureExtractor, FEATURE_DIM } from '../src/model/features.js';
+import { FeatureExtractor } from '../src/model/features.js';
 import type { FeatureRow } from './infer.js';
 
 export interface FeaturesOptions {
-  /** Clock for `arrival` (the wall time the row was made); default asyncScheduler. */
+  /** Clock for `arrival` (wall-clock ms when the window was processed); default asyncScheduler. */
   scheduler?: SchedulerLike;
+  /** Called with each window dropped because it was malformed (and the reason). */
+  onDrop?: (window: CsiWindow, reason: string) => void;
 }
 
+/** SNR (dB) at and below which the SNR factor of csiQuality is 0, and at and above which it is 1. */
+export const QUALITY_SNR_DB = Object.freeze({ low: 5, high: 30 });
+
 /**
- * The CSI quality of a window, 0..1: the share of the frames the window's span should hold at its
- * rate that actually arrived (lost packets lower it), times an SNR factor (snrDb / 30, clamped
- * to 0..1; 1 when the SNR could not be estimated, so unknown SNR is not punished twice).
+ * The 0..1 CSI quality of a window: completeness x SNR factor.
+ * - completeness: frames present / frames expected, expected = 1 + (last time - first time) *
+ *   rateHz / 1000 (the window's own rate, estimated from its median frame interval, so lost
+ *   packets lengthen the span without changing the rate); 1 when the rate or times are unusable.
+ * - SNR factor: (snrDb - 5) / 25 clamped to 0..1, snrDb being the feature extractor's SNR proxy;
+ *   1 when it could not be estimated.
+ *
+ * @param w the window
+ * @param snrDb SNR proxy of the window, dB (NaN when unknown)
+ * @returns quality in [0, 1]
  */
 export function windowQuality(w: CsiWindow, snrDb: number): number {
-  const span = w.times[w.size - 1]! - w.times[0]!;
-  const expected = Number.isFinite(w.rateHz) && w.rateHz > 0 && span > 0 ? (span * w.rateHz) / 1000 + 1 : w.size;
-  const present = Math.min(1, w.size / expected);
-  const snr = Number.isFinite(snrDb) ? Math.max(0, Math.min(1, snrDb / 30)) : 1;
-  return present * snr;
+  let completeness = 1;
+  const span = w.size > 1 ? w.times[w.size - 1]! - w.times[0]! : 0;
+  if (w.rateHz > 0 && w.rateHz < Infinity && span > 0 && span < Infinity) {
+    const expected = 1 + (span * w.rateHz) / 1000;
+    completeness = Math.max(0, Math.min(1, w.size / expected));
+  }
+  const snr = Number.isFinite(snrDb) ? Math.max(0, Math.min(1, (snrDb - QUALITY_SNR_DB.low) / (QUALITY_SNR_DB.high - QUALITY_SNR_DB.low))) : 1;
+  return completeness * snr;
 }
 
 /**
- * Turns windows of sanitised frames into the model's feature rows (`src/model/features.ts`
- * documents the layout): one FeatureExtractor per subscription, a new Float32Array per row (the
- * infer operator batches rows asynchronously, so rows must not share a buffer).
+ * Turns each CSI window into the pose model's feature row (`src/model/features.ts`: FEATURE_DIM
+ * values; the windows should be WINDOW_FRAMES frames of `sanitize method=phasor scope=packet`
+ * frames, which is what the model was trained on).
  *
- * @param options scheduler for the arrival clock
- * @returns an operator from CsiWindow to FeatureRow
+ * Each row carries `frameTime` = the time of the window's last frame, `arrival` = the scheduler's
+ * clock (wall-clock ms) when the window was processed, the window's source and environment, and
+ * `csiQuality` (see `windowQuality`). Each subscription has its own extractor, whose scratch buffers
+ * (and the prepared frames shared by overlapping windows) are reused from window to window; each
+ * row gets its own Float32Array, since `infer` batches rows asynchronously.
+ * A malformed window (shape and data disagree) is dropped, not turned into an error: a bad packet
+ * must not stop a live stream.
+ *
+ * @param options scheduler (default asyncScheduler) and an optional drop callback
+ * @returns an operator from windows to feature rows
  * @example
- * frames$.pipe(sanitizePhase(), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), features(), infer({ model }))
+ * frames$.pipe(sanitizePhase({ method: 'phasor' }), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), features(), infer())
  */
 export function features(options: FeaturesOptions = {}): OperatorFunction<CsiWindow, FeatureRow> {
   const scheduler = options.scheduler ?? asyncScheduler;
   return (source) =>
     new Observable<FeatureRow>((subscriber) => {
       const fx = new FeatureExtractor();
-      const sub = source.subscribe({
+      return source.subscribe({
         next(w) {
           let row: FeatureRow;
           try {
-            const f = fx.extract(w, new Float32Array(FEATURE_DIM));
+            const f = fx.extract(w);
             row = {
               features: f,
-              frameTime: w.times[w.size - 1]!,
+              frameTime: w.size > 0 ? w.times[w.size - 1]! : 0,
               arrival: scheduler.now(),
               sourceId: w.sourceId,
               environmentId: w.environmentId,
               csiQuality: windowQuality(w, fx.snrDb),
             };
           } catch (e) {
-            subscriber.error(e);
+            options.onDrop?.(w, e instanceof Error ? e.message : String(e));
             return;
           }
           subscriber.next(row);
@@ -59,15 +82,14 @@ export function features(options: FeaturesOptions = {}): OperatorFunction<CsiWin
         error: (e) => subscriber.error(e),
         complete: () => subscriber.complete(),
       });
-      return () => sub.unsubscribe();
     });
 }
 
 export const spec: OperatorSpec = {
   name: 'features',
-  summary: 'The pose model input: one feature row per window of sanitised frames (src/model/features.ts)',
+  summary: 'CSI window -> pose-model feature row (motion bearings, delay, Doppler, beam maps; see src/model/features.ts)',
   input: 'window',
   output: 'features',
   params: [],
-  create: (_p, ctx) => features(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
+  create: (_params, ctx) => (ctx.scheduler ? features({ scheduler: ctx.scheduler }) : features()),
 };

@@ -1,67 +1,116 @@
 /**
  * The pose model's input: one row of FEATURE_DIM float32 values per CSI window (model contract,
- * `contract.ts`). The same code builds the rows the model was trained on (`src/model/train/`) and
+ * `contract.ts`). The same code builds the rows the model is trained on (`src/model/train/`) and
  * the rows the live `features` operator feeds to `infer`, so training and service never disagree.
  *
- * Input: a CsiWindow of WINDOW_FRAMES frames (any size >= 1 works) whose frames went through
- * `sanitize` (method=phasor, scope=packet): the per-packet common phase and linear phase slope are
- * gone, inter-antenna phase is kept. Any antenna layout up to 3 x 3 (further antennas are ignored)
- * and any subcarrier layout (30, 56 and 114 are the trained ones).
+ * Input: a CsiWindow (WINDOW_FRAMES frames, 1.28 s at 100 Hz; any size >= 1 is accepted) whose
+ * frames went through `sanitize` (method=phasor, scope=packet): the per-packet common phase and
+ * linear phase slope are gone, inter-antenna phase is kept. Any antenna layout up to 3 x 3 (further
+ * antennas are ignored) and any subcarrier layout (30, 56 and 114 are the trained ones).
+ *
+ * Why these features: the body's paths are a small part of the CSI next to the room's own (line of
+ * sight, walls), and the room's part is a fingerprint of the room that does not carry over to
+ * another room. What does carry over is how the CSI CHANGES: the moving part of the channel is the
+ * body alone, and its phase across antennas gives the bearing of the body from the receiver
+ * (which sits beside the camera) and from the transmitter, its phase across frequency the extra
+ * path length, its spectrum over time the Doppler speed. Walking shows in the last 0.32 s at the
+ * full rate; a person sitting, standing or lying still still breathes (millimetres of chest motion,
+ * a fraction of a radian on the torso path), which shows over the whole window once the frames are
+ * averaged in blocks to take the noise down. The static channel contributes only its inter-antenna
+ * correlation (the direction of the line of sight, i.e. where the transmitter is).
  *
  * ## Preprocessing (per frame t)
  * 1. Gain: P1 = mean |H|^2 over the used links and all subcarriers (finite samples only); P2 = the
- *    same mean over the samples with |H|^2 <= 9 P1 (so that one outlier sample does not set the
- *    gain). Every sample is multiplied by 1 / sqrt(P2): each frame has unit power, which makes the
- *    features independent of absolute gain, of AGC steps inside the window and of quantisation
- *    scale. A sample still above magnitude 3 after that is clipped to 3 (phase kept): a lone
- *    outlier cannot dominate a temporal variance. Non-finite samples count as 0; a frame with no
+ *    same mean over the samples with |H|^2 <= 9 P1 (one outlier sample does not set the gain).
+ *    Every sample is multiplied by 1 / sqrt(P2), so each frame has unit power: the features do not
+ *    depend on absolute gain, AGC steps inside the window, or quantisation scale. A sample still
+ *    above magnitude 3 is clipped to 3 (phase kept). Non-finite samples count as 0; a frame without
  *    power is left out of every statistic.
  * 2. Frequency grid: each link's subcarriers (sorted by index) are resampled onto N_GRID = 8 points
- *    spread evenly from the lowest to the highest subcarrier index of the layout (the band edges),
- *    each point a hat-weighted mean (half-width = grid spacing) of the subcarriers around it. So
- *    30, 56 and 114 subcarriers all give 8 points; 40 MHz layouts span twice the Hz (flag BW40).
- *    The result X[t, l, g] is complex; link l = rx * 3 + tx (rx, tx < 3), absent links stay 0.
+ *    spread evenly from the lowest to the highest subcarrier index (the band edges), each a
+ *    hat-weighted mean (half-width = grid spacing) of the subcarriers around it; 30, 56 and 114
+ *    subcarriers all give 8 points. X[t, l, g] is complex; link l = rx * 3 + tx (rx, tx < 3);
+ *    absent links stay 0.
  *
- * ## Layout (offsets in the row; l = link 0..8 = rx * 3 + tx, g = grid point 0..7)
- * Statistics over the window use its valid frames; Xbar = mean over all of them, M = mean over the
- * last RECENT_FRAMES = 8 frames (the "now" the target refers to), D_t = X_t - Xbar (the moving part).
+ * ## Three views of the window
+ * - slow: the window cut into SLOW_BLOCKS = 16 equal blocks of frames, each block averaged (8 frames
+ *   at 128: noise power / 8), D_b = block mean - mean of the block means. Breathing, slow motion.
+ * - fast: the last FAST_FRAMES = 32 frames at the full rate, D_t = X_t - their mean. Walking.
+ * In both, each D is then projected off the view's mean channel Mv (D -= (e^H D) e, e = Mv / |Mv|
+ * over all links and grid points): sanitisation and gain normalisation leak a multiple of the
+ * static channel into every frame as the body moves, which would pull bearings towards the
+ * transmitter (see `leakBasis`).
+ * - static: M = mean of the last RECENT_FRAMES = 8 valid frames.
+ * Windows shorter than 16 frames use one frame per slow block; shorter than 32, all frames as the
+ * fast view (the Doppler DFT is then zero-padded to 32 bins).
+ *
+ * Consecutive overlapping windows of one stream (the `window` operator's) share frames: the
+ * extractor keeps the previous window's prepared frames and only prepares the new ones, after
+ * checking that the overlap's times and its first frame's samples are identical. The row is the
+ * same as a fresh extractor's.
+ *
+ * ## Layout (offsets in the row; l = link 0..8, g = grid point 0..7)
  * | offset | count | content |
  * |---|---|---|
- * | 0   | 144 | M re, im: index 0 + (l * 8 + g) * 2 + {0 re, 1 im} (mean complex CSI shape, now) |
- * | 144 | 72  | ln(max(abs(M), 1e-3)) at 144 + l * 8 + g (amplitude shape) |
- * | 216 | 72  | ln(V + 1e-6), V = mean_t abs(D_t)^2, at 216 + l * 8 + g (motion power per link and frequency) |
- * | 288 | 72  | Doppler: share of the link's motion power in 8 signed bands, at 288 + l * 8 + b |
- * | 360 | 18  | motion correlation between rx antennas, per tx n and rx pair q: 360 + (n * 3 + q) * 2 + {re, im} |
- * | 378 | 18  | motion correlation between tx antennas, per rx m and tx pair q: 378 + (m * 3 + q) * 2 + {re, im} |
- * | 396 | 18  | motion correlation between neighbouring grid points (delay), per link: 396 + l * 2 + {re, im} |
- * | 414 | 18  | motion correlation between consecutive frames (mean Doppler), per link: 414 + l * 2 + {re, im} |
- * | 432 | 18  | static (M) correlation between rx antennas, per tx and rx pair, as at 360 |
- * | 450 | 18  | static (M) correlation between tx antennas, per rx and tx pair, as at 378 |
- * | 468 | 9   | link mask: 1 when link l is present (rx < nRx and tx < nTx), else 0 |
- * | 477 | 1   | BW40: 1 when the subcarrier indices span more than 60 (a 40 MHz layout), else 0 |
- * | 478 | 1   | SNR proxy: snrDb / 40, clamped to [-0.25, 1.5]; 0 when it cannot be estimated |
- * | 479 | 1   | ln(mean V over present links and grid points + 1e-6) (total motion power) |
+ * | 0   | 72 | slow: ln(V + 1e-7), V = mean_b abs(D_b)^2, at 0 + l * 8 + g |
+ * | 72  | 18 | slow: correlation between rx antennas, per tx n and rx pair q: 72 + (n * 3 + q) * 2 + {re, im} |
+ * | 90  | 18 | slow: correlation between tx antennas, per rx m and tx pair q: 90 + (m * 3 + q) * 2 + {re, im} |
+ * | 108 | 18 | slow: correlation of neighbouring grid points (delay), per link: 108 + l * 2 + {re, im} |
+ * | 126 | 25 | slow: beam map, share of motion power per (rx direction u, tx direction v): 126 + iu * 5 + iv |
+ * | 151 | 72 | fast: ln(V + 1e-7), as at 0 |
+ * | 223 | 72 | fast: Doppler, share of the link's motion power in 8 signed bands: 223 + l * 8 + b |
+ * | 295 | 18 | fast: rx correlation, as at 72 |
+ * | 313 | 18 | fast: tx correlation, as at 90 |
+ * | 331 | 18 | fast: grid-neighbour correlation, as at 108 |
+ * | 349 | 18 | fast: correlation of consecutive frames (mean Doppler), per link: 349 + l * 2 + {re, im} |
+ * | 367 | 25 | fast: beam map, as at 126 |
+ * | 392 | 18 | static: rx correlation of M, as at 72 |
+ * | 410 | 18 | static: tx correlation of M, as at 90 |
+ * | 428 | 16 | derived geometry, see below |
+ * | 444 | 2  | ln(mean V + 1e-7) over present links and grid points: slow, fast |
+ * | 446 | 9  | link mask: 1 when link l is present (rx < nRx and tx < nTx), else 0 |
+ * | 455 | 1  | BW40: 1 when the subcarrier indices span more than 60 (a 40 MHz layout), else 0 |
+ * | 456 | 1  | SNR proxy: snrDb / 40, clamped to [-0.25, 1.5]; 0 when it cannot be estimated |
+ * | 457 | 4  | slow: the 4 largest eigenvalues of the link covariance of the moving part, as shares of its trace |
+ * | 461 | 4  | fast: the same |
  *
- * Pairs q: (0, 1), (1, 2), (0, 2). A correlation of a and b is sum(a conj b) / sqrt(sum abs(a)^2
- * sum abs(b)^2) (0 when either side has no power), summed over frames and grid points (motion) or
- * grid points (static); its phase is the inter-antenna phase difference (angle of arrival or
- * departure), the delay difference across frequency, or the Doppler phase per frame.
- * Doppler bands: the DFT over the window of each D[., l, g] times a Hann taper, power summed over
- * g, bin frequency f = bin * rateHz / size (bins past size / 2 negative; positive f = phase
- * advancing with time). Bands by |f|: (0, 4], (4, 10], (10, 20], (20, inf) Hz; b = 3 - band for
- * f < 0 (so b runs from fast-negative 0 to fast-positive 7), 4 + band for f > 0; the DC bin is split
- * between b = 3 and 4, the Nyquist bin between 0 and 7. Shares sum to 1 per present link (0 when
- * the link has no motion power at all).
+ * Eigenvalues: R = sum over time and grid points of D D^H, D the vector of the present links'
+ * moving parts (up to 9 x 9, Hermitian); its eigenvalues in decreasing order divided by their sum
+ * (0 beyond the number of links, all 0 without motion). One moving body fills about one
+ * eigenvalue, noise spreads evenly: how many stand out is a hint of how many people move.
+ *
+ * Pairs q: (0, 1), (1, 2), (0, 2). The correlation of series a and b is sum(a conj b) /
+ * sqrt(sum abs(a)^2 sum abs(b)^2) (0 when either has no power), summed over time and grid points
+ * (slow, fast) or grid points (static); its phase is the inter-antenna phase difference
+ * (-pi sin(bearing) for half-wavelength spacing), the phase step across 1/7 of the band, or the
+ * phase step per frame.
+ *
+ * Beam map: for rx directions u and tx directions v in {-0.8, -0.4, 0, 0.4, 0.8} (sines of the
+ * angle from broadside), the power of sum over links of exp(-j pi (m u + n v)) D[l = (m, n)],
+ * summed over time and grid points, as a share of the sum over the 25 cells (0 without motion).
+ *
+ * Doppler bands: the DFT over the fast frames of each D[., l, g] times a Hann taper, power summed
+ * over g, bin frequency f = bin * rateHz / 32 (bins past 16 negative; positive f = phase advancing
+ * with time). Bands by |f|: (0, 4], (4, 10], (10, 20], (20, inf) Hz; b = 3 - band for f < 0,
+ * 4 + band for f > 0; the DC bin is split between b = 3 and 4, the Nyquist bin between 0 and 7.
+ * Shares sum to 1 per present link (0 when the link has no motion power).
+ *
+ * Derived geometry at 428, for s = slow (428), fast (432), static (436): rx bearing = -angle(C) / pi
+ * with C = the sum of the rx correlations of pairs (0, 1) and (1, 2) over all tx, then
+ * abs(C) / (number of terms) (how coherent it is); then the same for tx (pairs over all rx). At
+ * 440 (slow) and 442 (fast): extra path length of the moving part relative to the sanitised
+ * reference, in units of 10 m, = -angle(S) c / (2 pi df) / 10 with S = the sum of the grid-neighbour
+ * correlations over links and df the grid spacing in Hz, then abs(S) / (number of links).
  *
  * SNR proxy: noise power from second differences of the normalised samples across three
  * consecutive, equally spaced subcarriers (E abs(H[k-1] - 2 H[k] + H[k+1])^2 = 6 sigma^2 for white
- * noise, while the channel itself is smooth over ~1 MHz); SNR = (1 - sigma^2) / sigma^2 since frames
- * have unit power. It is a proxy: channel curvature caps it near 35-40 dB.
+ * noise, the channel itself being smooth over ~1 MHz), over every frame; SNR = (1 - sigma^2)
+ * / sigma^2 since frames have unit power. A proxy: channel curvature caps it near 35-40 dB.
  */
 import type { CsiWindow } from '../csi/frame.js';
 
-/** Frames per window the model is trained on (0.32 s at 100 Hz). */
-export const WINDOW_FRAMES = 32;
+/** Frames per window the model is trained on (1.28 s at 100 Hz). */
+export const WINDOW_FRAMES = 128;
 /** Frames between the starts of consecutive windows in the pose pipeline (12.5 windows/s at 100 Hz). */
 export const HOP = 8;
 /** Antennas per side the features have room for. */
@@ -71,33 +120,56 @@ export const MAX_TX = 3;
 export const N_LINKS = MAX_RX * MAX_TX;
 /** Points of the fixed frequency grid across the band. */
 export const N_GRID = 8;
-/** Frames at the end of the window averaged into the "now" CSI shape. */
+/** Blocks of the slow view. */
+export const SLOW_BLOCKS = 16;
+/** Frames of the fast view (the end of the window). */
+export const FAST_FRAMES = 32;
+/** Frames at the end of the window averaged into the static view. */
 export const RECENT_FRAMES = 8;
 /** Signed Doppler bands. */
 export const N_DOPPLER_BANDS = 8;
 /** Upper edges (Hz) of the unsigned Doppler bands; the last band is open. */
 export const DOPPLER_EDGES_HZ: readonly number[] = [4, 10, 20];
+/** Beam directions (sines of the angle from the array's broadside), per side. */
+export const BEAM_DIRECTIONS: readonly number[] = [-0.8, -0.4, 0, 0.4, 0.8];
+
+const NB = BEAM_DIRECTIONS.length * BEAM_DIRECTIONS.length;
+const LG = N_LINKS * N_GRID;
 
 /** Offsets of the feature blocks (see the module comment). */
 export const OFFSETS = Object.freeze({
-  meanReIm: 0,
-  meanLogAmp: 144,
-  motionLogPow: 216,
-  doppler: 288,
-  motionRxCorr: 360,
-  motionTxCorr: 378,
-  motionFreqCorr: 396,
-  motionTimeCorr: 414,
-  staticRxCorr: 432,
-  staticTxCorr: 450,
-  linkMask: 468,
-  bw40: 477,
-  snr: 478,
-  motionTotal: 479,
+  slowLogPow: 0,
+  slowRxCorr: 72,
+  slowTxCorr: 90,
+  slowFreqCorr: 108,
+  slowBeam: 126,
+  fastLogPow: 151,
+  fastDoppler: 223,
+  fastRxCorr: 295,
+  fastTxCorr: 313,
+  fastFreqCorr: 331,
+  fastTimeCorr: 349,
+  fastBeam: 367,
+  staticRxCorr: 392,
+  staticTxCorr: 410,
+  geometry: 428,
+  totals: 444,
+  linkMask: 446,
+  bw40: 455,
+  snr: 456,
+  slowEigen: 457,
+  fastEigen: 461,
 });
 
 /** Width of one feature row. */
-export const FEATURE_DIM = 480;
+export const FEATURE_DIM = 465;
+
+/** Eigenvalue shares kept per view. */
+export const N_EIGEN = 4;
+
+const SPEED_OF_LIGHT = 299_792_458;
+const SUBCARRIER_SPACING_HZ = 312_500;
+const LOG_FLOOR = 1e-7;
 
 /** Antenna pairs of the correlation blocks, in order. */
 const PAIRS: readonly (readonly [number, number])[] = [
@@ -115,9 +187,11 @@ class SubcarrierLayout {
   readonly start: Int32Array;
   readonly pos: Int32Array;
   readonly weight: Float64Array;
-  /** Sorted positions (i - 1, i, i + 1) whose two steps are equal: start points i - 1. */
+  /** Sorted positions i - 1 that start a triple (i - 1, i, i + 1) with two equal steps. */
   readonly triples: Int32Array;
   readonly bw40: boolean;
+  /** Spacing of the grid points, Hz. */
+  readonly gridHz: number;
 
   constructor(subcarriers: Int16Array) {
     const n = subcarriers.length;
@@ -128,6 +202,7 @@ class SubcarrierLayout {
     const hi = k[n - 1]!;
     this.bw40 = hi - lo > 60;
     const step = (hi - lo) / (N_GRID - 1);
+    this.gridHz = step * SUBCARRIER_SPACING_HZ;
     const pos: number[] = [];
     const weight: number[] = [];
     const start = new Int32Array(N_GRID + 1);
@@ -180,11 +255,66 @@ class SubcarrierLayout {
 /** Normalised complex correlation sum(a conj b) / sqrt(|a|^2 |b|^2), written as re, im. */
 function writeCorr(out: Float32Array, at: number, re: number, im: number, ea: number, eb: number): void {
   const d = Math.sqrt(ea * eb);
-  if (d > 1e-30 && Number.isFinite(d)) {
+  if (d > 1e-30 && d < Infinity) {
     out[at] = re / d;
     out[at + 1] = im / d;
   }
 }
+
+/** Beam steering weights exp(-j pi (m u + n v)) per beam cell and link. */
+const STEER_RE = new Float64Array(NB * N_LINKS);
+const STEER_IM = new Float64Array(NB * N_LINKS);
+BEAM_DIRECTIONS.forEach((u, iu) =>
+  BEAM_DIRECTIONS.forEach((v, iv) => {
+    for (let m = 0; m < MAX_RX; m++) {
+      for (let n = 0; n < MAX_TX; n++) {
+        const a = -Math.PI * (m * u + n * v);
+        STEER_RE[(iu * BEAM_DIRECTIONS.length + iv) * N_LINKS + m * MAX_TX + n] = Math.cos(a);
+        STEER_IM[(iu * BEAM_DIRECTIONS.length + iv) * N_LINKS + m * MAX_TX + n] = Math.sin(a);
+      }
+    }
+  }),
+);
+
+/** Where the statistics of one view go. */
+interface ViewOffsets {
+  logPow: number;
+  rxCorr: number;
+  txCorr: number;
+  freqCorr: number;
+  beam: number;
+  /** -1 for none. */
+  timeCorr: number;
+  geometry: number;
+  delay: number;
+  total: number;
+  eigen: number;
+}
+
+const SLOW: ViewOffsets = {
+  logPow: OFFSETS.slowLogPow,
+  rxCorr: OFFSETS.slowRxCorr,
+  txCorr: OFFSETS.slowTxCorr,
+  freqCorr: OFFSETS.slowFreqCorr,
+  beam: OFFSETS.slowBeam,
+  timeCorr: -1,
+  geometry: OFFSETS.geometry,
+  delay: OFFSETS.geometry + 12,
+  total: OFFSETS.totals,
+  eigen: OFFSETS.slowEigen,
+};
+const FAST: ViewOffsets = {
+  logPow: OFFSETS.fastLogPow,
+  rxCorr: OFFSETS.fastRxCorr,
+  txCorr: OFFSETS.fastTxCorr,
+  freqCorr: OFFSETS.fastFreqCorr,
+  beam: OFFSETS.fastBeam,
+  timeCorr: OFFSETS.fastTimeCorr,
+  geometry: OFFSETS.geometry + 4,
+  delay: OFFSETS.geometry + 14,
+  total: OFFSETS.totals + 1,
+  eigen: OFFSETS.fastEigen,
+};
 
 /**
  * Turns CSI windows into feature rows (layout in the module comment), reusing its scratch buffers
@@ -204,20 +334,35 @@ export class FeatureExtractor {
   private lastSubcarriers: Int16Array | undefined;
   /** Normalised, clipped samples of one frame: (sc * N_LINKS + l) * 2. */
   private frame = new Float64Array(0);
-  /** X[t, l, g] complex: ((t * N_LINKS + l) * N_GRID + g) * 2. */
+  /** X[t, l, g] complex: (t * LG + l * N_GRID + g) * 2, as prepared (never modified after). */
   private x = new Float64Array(0);
   private valid = new Uint8Array(0);
-  private readonly xbar = new Float64Array(N_LINKS * N_GRID * 2);
-  private readonly m = new Float64Array(N_LINKS * N_GRID * 2);
-  private readonly v = new Float64Array(N_LINKS * N_GRID);
-  /** DFT tables for the current window size. */
-  private dftSize = 0;
-  private cos = new Float64Array(0);
-  private sin = new Float64Array(0);
-  private hann = new Float64Array(0);
-  private zr = new Float64Array(0);
-  private zi = new Float64Array(0);
+  /** Per frame: sum of squared second differences and their count (SNR proxy). */
+  private noiseSum = new Float64Array(0);
+  private noiseN = new Float64Array(0);
+  /** The fast view's frames, made zero-mean in place. */
+  private readonly fastBuf = new Float64Array(FAST_FRAMES * LG * 2);
+  /** The previous window, whose prepared frames the next overlapping window reuses. */
+  private prev: CsiWindow | undefined;
+  private prevRx = 0;
+  private prevTx = 0;
+  /** Slow view: block means, then deviations. */
+  private readonly slow = new Float64Array(SLOW_BLOCKS * LG * 2);
+  private readonly slowValid = new Uint8Array(SLOW_BLOCKS);
+  private readonly mean = new Float64Array(LG * 2);
+  private readonly v = new Float64Array(LG);
+  private readonly beam = new Float64Array(NB);
+  private readonly zr = new Float64Array(FAST_FRAMES);
+  private readonly zi = new Float64Array(FAST_FRAMES);
   private readonly bandPow = new Float64Array(N_DOPPLER_BANDS);
+  /** Unit vector along the mean channel of a view (the leak direction). */
+  private readonly e1 = new Float64Array(LG * 2);
+  /** Real 2L x 2L embedding of the link covariance, and its eigenvalues. */
+  private readonly cov = new Float64Array(4 * N_LINKS * N_LINKS);
+  private readonly eig = new Float64Array(2 * N_LINKS);
+  private readonly links = new Int32Array(N_LINKS);
+  private static readonly COS = Float64Array.from({ length: FAST_FRAMES }, (_, i) => Math.cos((2 * Math.PI * i) / FAST_FRAMES));
+  private static readonly SIN = Float64Array.from({ length: FAST_FRAMES }, (_, i) => Math.sin((2 * Math.PI * i) / FAST_FRAMES));
 
   /**
    * Computes the feature row of one window.
@@ -238,26 +383,57 @@ export class FeatureExtractor {
     const layout = this.layoutFor(w.subcarriers);
     const rxN = Math.min(nRx, MAX_RX);
     const txN = Math.min(nTx, MAX_TX);
-    this.ensure(T, nSub);
-    this.prepareFrames(w, layout, rxN, txN);
-    const nValid = this.validFrames;
+    if (this.ensure(T, nSub)) this.prev = undefined;
+    const shift = rxN === this.prevRx && txN === this.prevTx ? overlapShift(this.prev, w, frameLen) : 0;
+    if (shift > 0) {
+      // Consecutive overlapping windows: the frames they share are prepared already.
+      this.x.copyWithin(0, shift * LG * 2, T * LG * 2);
+      this.valid.copyWithin(0, shift, T);
+      this.noiseSum.copyWithin(0, shift, T);
+      this.noiseN.copyWithin(0, shift, T);
+      this.prepareFrames(w, layout, rxN, txN, T - shift);
+    } else this.prepareFrames(w, layout, rxN, txN, 0);
+    this.prev = w;
+    this.prevRx = rxN;
+    this.prevTx = txN;
+    this.summarise(T);
 
     for (let m = 0; m < rxN; m++) for (let n = 0; n < txN; n++) out[OFFSETS.linkMask + m * MAX_TX + n] = 1;
     out[OFFSETS.bw40] = layout.bw40 ? 1 : 0;
     if (Number.isFinite(this.snrDb)) out[OFFSETS.snr] = Math.max(-0.25, Math.min(1.5, this.snrDb / 40));
-    if (nValid === 0) {
-      out[OFFSETS.motionTotal] = Math.log(1e-6);
-      for (let i = 0; i < N_LINKS * N_GRID; i++) {
-        out[OFFSETS.meanLogAmp + i] = Math.log(1e-3);
-        out[OFFSETS.motionLogPow + i] = Math.log(1e-6);
-      }
-      return out;
+    for (const view of [SLOW, FAST]) {
+      out[view.total] = Math.log(LOG_FLOOR);
+      for (let i = 0; i < LG; i++) out[view.logPow + i] = Math.log(LOG_FLOOR);
     }
+    if (this.validFrames === 0) return out;
 
-    this.moments(T);
-    this.writeStatic(out, rxN, txN);
-    this.writeMotion(out, T, rxN, txN);
-    this.writeDoppler(out, T, rxN, txN, w.rateHz);
+    this.writeStatic(out, T, rxN, txN);
+    // Slow view: block means of the whole window.
+    const slow = this.slow;
+    const x = this.x;
+    const nBlocks = Math.min(SLOW_BLOCKS, T);
+    for (let b = 0; b < nBlocks; b++) {
+      const t0 = Math.floor((b * T) / nBlocks);
+      const t1 = Math.floor(((b + 1) * T) / nBlocks);
+      const sb = b * LG * 2;
+      slow.fill(0, sb, sb + LG * 2);
+      let cnt = 0;
+      for (let t = t0; t < t1; t++) {
+        if (!this.valid[t]) continue;
+        cnt++;
+        const xt = t * LG * 2;
+        for (let i = 0; i < LG * 2; i++) slow[sb + i] += x[xt + i]!;
+      }
+      this.slowValid[b] = cnt > 0 ? 1 : 0;
+      if (cnt > 0) for (let i = 0; i < LG * 2; i++) slow[sb + i] /= cnt;
+    }
+    this.motion(out, slow, 0, nBlocks, this.slowValid, SLOW, layout, rxN, txN);
+    // Fast view: the last frames at the full rate.
+    const f0 = Math.max(0, T - FAST_FRAMES);
+    const fast = this.fastBuf;
+    fast.set(x.subarray(f0 * LG * 2, T * LG * 2));
+    this.motion(out, fast, 0, T - f0, this.valid.subarray(f0), FAST, layout, rxN, txN);
+    this.writeDoppler(out, fast, 0, T - f0, rxN, txN, w.rateHz);
     return out;
   }
 
@@ -268,45 +444,59 @@ export class FeatureExtractor {
     return this.layout;
   }
 
-  private ensure(T: number, nSub: number): void {
+  /** Grows the buffers; true when the per-frame ones were replaced (nothing to reuse then). */
+  private ensure(T: number, nSub: number): boolean {
     if (this.frame.length < nSub * N_LINKS * 2) this.frame = new Float64Array(nSub * N_LINKS * 2);
-    if (this.x.length < T * N_LINKS * N_GRID * 2) {
-      this.x = new Float64Array(T * N_LINKS * N_GRID * 2);
-      this.valid = new Uint8Array(T);
-    }
-    if (this.dftSize !== T) {
-      this.dftSize = T;
-      this.cos = new Float64Array(T);
-      this.sin = new Float64Array(T);
-      this.hann = new Float64Array(T);
-      this.zr = new Float64Array(T);
-      this.zi = new Float64Array(T);
-      for (let i = 0; i < T; i++) {
-        this.cos[i] = Math.cos((2 * Math.PI * i) / T);
-        this.sin[i] = Math.sin((2 * Math.PI * i) / T);
-        this.hann[i] = 0.5 - 0.5 * Math.cos((2 * Math.PI * (i + 0.5)) / T);
-      }
-    }
+    if (this.valid.length === T) return false;
+    this.x = new Float64Array(T * LG * 2);
+    this.valid = new Uint8Array(T);
+    this.noiseSum = new Float64Array(T);
+    this.noiseN = new Float64Array(T);
+    return true;
   }
 
-  /** Gain-normalises, clips and grid-resamples every frame into x; estimates the SNR. */
-  private prepareFrames(w: CsiWindow, layout: SubcarrierLayout, rxN: number, txN: number): void {
+  /** Valid frame count and the SNR proxy of the window from the per-frame sums. */
+  private summarise(T: number): void {
+    let nValid = 0;
+    let sum = 0;
+    let n = 0;
+    for (let t = 0; t < T; t++) {
+      nValid += this.valid[t]!;
+      sum += this.noiseSum[t]!;
+      n += this.noiseN[t]!;
+    }
+    this.validFrames = nValid;
+    if (n > 0) {
+      const s2 = sum / (6 * n);
+      const snr = s2 > 0 ? Math.max(1e-3, 1 - s2) / s2 : 1e6;
+      this.snrDb = Math.max(-30, Math.min(60, 10 * Math.log10(snr)));
+    } else this.snrDb = NaN;
+  }
+
+  /**
+   * Gain-normalises, clips and grid-resamples frames from..T-1 into x, with their noise sums.
+   */
+  private prepareFrames(w: CsiWindow, layout: SubcarrierLayout, rxN: number, txN: number, from: number): void {
     const { nRx, nTx, nSub, size: T, data } = w;
     const frameLen = nSub * nRx * nTx * 2;
     const fr = this.frame;
     const x = this.x;
     const { start, pos, weight, order, triples } = layout;
-    let noiseSum = 0;
-    let noiseN = 0;
-    let nValid = 0;
-    for (let t = 0; t < T; t++) {
+    for (let t = from; t < T; t++) {
       const base = t * frameLen;
+      const xt = t * LG * 2;
+      x.fill(0, xt, xt + LG * 2);
+      this.valid[t] = 0;
+      this.noiseSum[t] = 0;
+      this.noiseN[t] = 0;
+      let noiseSum = 0;
+      let noiseN = 0;
       let p1 = 0;
       let n1 = 0;
       for (let sc = 0; sc < nSub; sc++) {
         for (let m = 0; m < rxN; m++) {
-          for (let n = 0; n < txN; n++) {
-            const i = base + ((sc * nRx + m) * nTx + n) * 2;
+          let i = base + (sc * nRx + m) * nTx * 2;
+          for (let n = 0; n < txN; n++, i += 2) {
             const q = data[i]! * data[i]! + data[i + 1]! * data[i + 1]!;
             if (q < Infinity) {
               p1 += q;
@@ -315,17 +505,14 @@ export class FeatureExtractor {
           }
         }
       }
-      const xt = t * N_LINKS * N_GRID * 2;
-      x.fill(0, xt, xt + N_LINKS * N_GRID * 2);
-      this.valid[t] = 0;
       if (!(n1 > 0 && p1 > 0 && p1 < Infinity)) continue;
       const lim = (9 * p1) / n1;
       let p2 = 0;
       let n2 = 0;
       for (let sc = 0; sc < nSub; sc++) {
         for (let m = 0; m < rxN; m++) {
-          for (let n = 0; n < txN; n++) {
-            const i = base + ((sc * nRx + m) * nTx + n) * 2;
+          let i = base + (sc * nRx + m) * nTx * 2;
+          for (let n = 0; n < txN; n++, i += 2) {
             const q = data[i]! * data[i]! + data[i + 1]! * data[i + 1]!;
             if (q <= lim) {
               p2 += q;
@@ -336,11 +523,10 @@ export class FeatureExtractor {
       }
       if (!(p2 > 0)) continue;
       const g = 1 / Math.sqrt(p2 / n2);
-      // Normalised, clipped copy: (sc * N_LINKS + l) * 2.
       for (let sc = 0; sc < nSub; sc++) {
         for (let m = 0; m < rxN; m++) {
-          for (let n = 0; n < txN; n++) {
-            const i = base + ((sc * nRx + m) * nTx + n) * 2;
+          let i = base + (sc * nRx + m) * nTx * 2;
+          for (let n = 0; n < txN; n++, i += 2) {
             let re = data[i]! * g;
             let im = data[i + 1]! * g;
             const a2 = re * re + im * im;
@@ -359,7 +545,6 @@ export class FeatureExtractor {
         }
       }
       this.valid[t] = 1;
-      nValid++;
       for (let m = 0; m < rxN; m++) {
         for (let n = 0; n < txN; n++) {
           const l = m * MAX_TX + n;
@@ -387,71 +572,23 @@ export class FeatureExtractor {
           }
         }
       }
+      this.noiseSum[t] = noiseSum;
+      this.noiseN[t] = noiseN;
     }
-    this.validFrames = nValid;
-    if (noiseN > 0) {
-      const s2 = noiseSum / (6 * noiseN);
-      const snr = s2 > 0 ? Math.max(1e-3, 1 - s2) / s2 : 1e6;
-      this.snrDb = Math.max(-30, Math.min(60, 10 * Math.log10(snr)));
-    } else this.snrDb = NaN;
   }
 
-  /** Xbar, M (recent mean) and V over the valid frames. */
-  private moments(T: number): void {
-    const { x, xbar, m: mr, v, valid } = this;
-    const L2 = N_LINKS * N_GRID * 2;
-    xbar.fill(0);
+  /** Static view: inter-antenna correlation of the mean of the last frames, and its bearings. */
+  private writeStatic(out: Float32Array, T: number, rxN: number, txN: number): void {
+    const mr = this.mean;
+    const x = this.x;
     mr.fill(0);
-    v.fill(0);
-    let nAll = 0;
-    let nRecent = 0;
-    const recentFrom = Math.max(0, T - RECENT_FRAMES);
-    for (let t = 0; t < T; t++) {
-      if (!valid[t]) continue;
-      nAll++;
-      const recent = t >= recentFrom;
-      if (recent) nRecent++;
-      const xt = t * L2;
-      for (let i = 0; i < L2; i++) {
-        xbar[i] += x[xt + i]!;
-        if (recent) mr[i] += x[xt + i]!;
-      }
+    let cnt = 0;
+    for (let t = T - 1; t >= 0 && cnt < RECENT_FRAMES; t--) {
+      if (!this.valid[t]) continue;
+      cnt++;
+      const xt = t * LG * 2;
+      for (let i = 0; i < LG * 2; i++) mr[i] += x[xt + i]!;
     }
-    for (let i = 0; i < L2; i++) xbar[i] /= nAll;
-    if (nRecent > 0) for (let i = 0; i < L2; i++) mr[i] /= nRecent;
-    else mr.set(xbar);
-    // D_t = X_t - Xbar in place (0 for frames without power), then V.
-    for (let t = 0; t < T; t++) {
-      const xt = t * L2;
-      if (!valid[t]) {
-        x.fill(0, xt, xt + L2);
-        continue;
-      }
-      for (let i = 0; i < L2; i += 2) {
-        const dr = x[xt + i]! - xbar[i]!;
-        const di = x[xt + i + 1]! - xbar[i + 1]!;
-        x[xt + i] = dr;
-        x[xt + i + 1] = di;
-        v[i >> 1] += dr * dr + di * di;
-      }
-    }
-    for (let i = 0; i < N_LINKS * N_GRID; i++) v[i] /= nAll;
-  }
-
-  private writeStatic(out: Float32Array, rxN: number, txN: number): void {
-    const mr = this.m;
-    for (let m = 0; m < rxN; m++) {
-      for (let n = 0; n < txN; n++) {
-        const l = m * MAX_TX + n;
-        for (let g = 0; g < N_GRID; g++) {
-          const i = (l * N_GRID + g) * 2;
-          out[OFFSETS.meanReIm + i] = mr[i]!;
-          out[OFFSETS.meanReIm + i + 1] = mr[i + 1]!;
-          out[OFFSETS.meanLogAmp + l * N_GRID + g] = Math.log(Math.max(Math.hypot(mr[i]!, mr[i + 1]!), 1e-3));
-        }
-      }
-    }
-    // Static correlations over grid points.
     const corr = (la: number, lb: number, at: number) => {
       let re = 0;
       let im = 0;
@@ -479,20 +616,74 @@ export class FeatureExtractor {
         if (b < txN) corr(m * MAX_TX + a, m * MAX_TX + b, OFFSETS.staticTxCorr + (m * 3 + q) * 2);
       }
     }
+    writeBearings(out, OFFSETS.staticRxCorr, OFFSETS.staticTxCorr, OFFSETS.geometry + 8, rxN, txN);
   }
 
-  private writeMotion(out: Float32Array, T: number, rxN: number, txN: number): void {
-    const { x, v } = this;
-    const L2 = N_LINKS * N_GRID * 2;
+  /**
+   * Statistics of one view: series s (count steps of LG complex values from step `first`), made
+   * zero-mean here over its valid steps.
+   */
+  private motion(
+    out: Float32Array,
+    s: Float64Array,
+    first: number,
+    count: number,
+    valid: Uint8Array,
+    o: ViewOffsets,
+    layout: SubcarrierLayout,
+    rxN: number,
+    txN: number,
+  ): void {
+    const L2 = LG * 2;
+    const mr = this.mean;
+    const v = this.v;
+    mr.fill(0);
+    v.fill(0);
+    let nv = 0;
+    for (let k = 0; k < count; k++) {
+      if (!valid[k]) continue;
+      nv++;
+      const st = (first + k) * L2;
+      for (let i = 0; i < L2; i++) mr[i] += s[st + i]!;
+    }
+    if (nv === 0) return;
+    for (let i = 0; i < L2; i++) mr[i] /= nv;
+    const basis = this.leakBasis(mr);
+    const e1 = this.e1;
+    for (let k = 0; k < count; k++) {
+      const st = (first + k) * L2;
+      if (!valid[k]) {
+        s.fill(0, st, st + L2);
+        continue;
+      }
+      for (let i = 0; i < L2; i++) s[st + i] -= mr[i]!;
+      // Remove the sanitisation and gain leak: the part along the mean channel, see leakBasis.
+      if (basis > 0) {
+        const e = e1;
+        let pr = 0;
+        let pi = 0;
+        for (let i = 0; i < L2; i += 2) {
+          // e^H D
+          pr += e[i]! * s[st + i]! + e[i + 1]! * s[st + i + 1]!;
+          pi += e[i]! * s[st + i + 1]! - e[i + 1]! * s[st + i]!;
+        }
+        for (let i = 0; i < L2; i += 2) {
+          s[st + i] -= pr * e[i]! - pi * e[i + 1]!;
+          s[st + i + 1] -= pr * e[i + 1]! + pi * e[i]!;
+        }
+      }
+      for (let i = 0; i < L2; i += 2) v[i >> 1] += s[st + i]! * s[st + i]! + s[st + i + 1]! * s[st + i + 1]!;
+    }
     let total = 0;
     for (let m = 0; m < rxN; m++) {
       for (let n = 0; n < txN; n++) {
         const l = m * MAX_TX + n;
         for (let g = 0; g < N_GRID; g++) {
-          out[OFFSETS.motionLogPow + l * N_GRID + g] = Math.log(v[l * N_GRID + g]! + 1e-6);
-          total += v[l * N_GRID + g]!;
+          const p = v[l * N_GRID + g]! / nv;
+          out[o.logPow + l * N_GRID + g] = Math.log(p + LOG_FLOOR);
+          total += p;
         }
-        // Delay: neighbouring grid points; Doppler: consecutive frames.
+        // Grid neighbours (delay) and, for the fast view, consecutive frames (Doppler).
         let fr = 0;
         let fi = 0;
         let fa = 0;
@@ -501,47 +692,48 @@ export class FeatureExtractor {
         let ti = 0;
         let ta = 0;
         let tb = 0;
-        for (let t = 0; t < T; t++) {
-          const xl = t * L2 + l * N_GRID * 2;
+        for (let k = 0; k < count; k++) {
+          const xl = (first + k) * L2 + l * N_GRID * 2;
           for (let g = 0; g + 1 < N_GRID; g++) {
             const a = xl + (g + 1) * 2;
             const b = xl + g * 2;
-            fr += x[a]! * x[b]! + x[a + 1]! * x[b + 1]!;
-            fi += x[a + 1]! * x[b]! - x[a]! * x[b + 1]!;
-            fa += x[a]! * x[a]! + x[a + 1]! * x[a + 1]!;
-            fb += x[b]! * x[b]! + x[b + 1]! * x[b + 1]!;
+            fr += s[a]! * s[b]! + s[a + 1]! * s[b + 1]!;
+            fi += s[a + 1]! * s[b]! - s[a]! * s[b + 1]!;
+            fa += s[a]! * s[a]! + s[a + 1]! * s[a + 1]!;
+            fb += s[b]! * s[b]! + s[b + 1]! * s[b + 1]!;
           }
-          if (t + 1 < T) {
+          if (o.timeCorr >= 0 && k + 1 < count) {
             const yl = xl + L2;
             for (let g = 0; g < N_GRID; g++) {
               const a = yl + g * 2;
               const b = xl + g * 2;
-              tr += x[a]! * x[b]! + x[a + 1]! * x[b + 1]!;
-              ti += x[a + 1]! * x[b]! - x[a]! * x[b + 1]!;
-              ta += x[a]! * x[a]! + x[a + 1]! * x[a + 1]!;
-              tb += x[b]! * x[b]! + x[b + 1]! * x[b + 1]!;
+              tr += s[a]! * s[b]! + s[a + 1]! * s[b + 1]!;
+              ti += s[a + 1]! * s[b]! - s[a]! * s[b + 1]!;
+              ta += s[a]! * s[a]! + s[a + 1]! * s[a + 1]!;
+              tb += s[b]! * s[b]! + s[b + 1]! * s[b + 1]!;
             }
           }
         }
-        writeCorr(out, OFFSETS.motionFreqCorr + l * 2, fr, fi, fa, fb);
-        writeCorr(out, OFFSETS.motionTimeCorr + l * 2, tr, ti, ta, tb);
+        writeCorr(out, o.freqCorr + l * 2, fr, fi, fa, fb);
+        if (o.timeCorr >= 0) writeCorr(out, o.timeCorr + l * 2, tr, ti, ta, tb);
       }
     }
-    out[OFFSETS.motionTotal] = Math.log(total / (rxN * txN * N_GRID) + 1e-6);
+    out[o.total] = Math.log(total / (rxN * txN * N_GRID) + LOG_FLOOR);
+
     const corr = (la: number, lb: number, at: number) => {
       let re = 0;
       let im = 0;
       let ea = 0;
       let eb = 0;
-      for (let t = 0; t < T; t++) {
-        const xt = t * L2;
+      for (let k = 0; k < count; k++) {
+        const st = (first + k) * L2;
         for (let g = 0; g < N_GRID; g++) {
-          const a = xt + (la * N_GRID + g) * 2;
-          const b = xt + (lb * N_GRID + g) * 2;
-          re += x[a]! * x[b]! + x[a + 1]! * x[b + 1]!;
-          im += x[a + 1]! * x[b]! - x[a]! * x[b + 1]!;
-          ea += x[a]! * x[a]! + x[a + 1]! * x[a + 1]!;
-          eb += x[b]! * x[b]! + x[b + 1]! * x[b + 1]!;
+          const a = st + (la * N_GRID + g) * 2;
+          const b = st + (lb * N_GRID + g) * 2;
+          re += s[a]! * s[b]! + s[a + 1]! * s[b + 1]!;
+          im += s[a + 1]! * s[b]! - s[a]! * s[b + 1]!;
+          ea += s[a]! * s[a]! + s[a + 1]! * s[a + 1]!;
+          eb += s[b]! * s[b]! + s[b + 1]! * s[b + 1]!;
         }
       }
       writeCorr(out, at, re, im, ea, eb);
@@ -549,54 +741,180 @@ export class FeatureExtractor {
     for (let n = 0; n < txN; n++) {
       for (let q = 0; q < 3; q++) {
         const [a, b] = PAIRS[q]!;
-        if (b < rxN) corr(a * MAX_TX + n, b * MAX_TX + n, OFFSETS.motionRxCorr + (n * 3 + q) * 2);
+        if (b < rxN) corr(a * MAX_TX + n, b * MAX_TX + n, o.rxCorr + (n * 3 + q) * 2);
       }
     }
     for (let m = 0; m < rxN; m++) {
       for (let q = 0; q < 3; q++) {
         const [a, b] = PAIRS[q]!;
-        if (b < txN) corr(m * MAX_TX + a, m * MAX_TX + b, OFFSETS.motionTxCorr + (m * 3 + q) * 2);
+        if (b < txN) corr(m * MAX_TX + a, m * MAX_TX + b, o.txCorr + (m * 3 + q) * 2);
       }
     }
+    writeBearings(out, o.rxCorr, o.txCorr, o.geometry, rxN, txN);
+
+    // Extra path length from the phase step across grid points, summed over links.
+    let dr = 0;
+    let di = 0;
+    let nl = 0;
+    for (let m = 0; m < rxN; m++) {
+      for (let n = 0; n < txN; n++) {
+        const l = m * MAX_TX + n;
+        dr += out[o.freqCorr + l * 2]!;
+        di += out[o.freqCorr + l * 2 + 1]!;
+        nl++;
+      }
+    }
+    const mag = Math.hypot(dr, di);
+    if (mag > 0 && layout.gridHz > 0) {
+      out[o.delay] = (-Math.atan2(di, dr) * SPEED_OF_LIGHT) / (2 * Math.PI * layout.gridHz) / 10;
+      out[o.delay + 1] = mag / nl;
+    }
+
+    // Beam map over (rx direction, tx direction).
+    const beam = this.beam;
+    beam.fill(0);
+    for (let k = 0; k < count; k++) {
+      if (!valid[k]) continue;
+      const st = (first + k) * L2;
+      for (let g = 0; g < N_GRID; g++) {
+        for (let c = 0; c < NB; c++) {
+          let br = 0;
+          let bi = 0;
+          for (let m = 0; m < rxN; m++) {
+            for (let n = 0; n < txN; n++) {
+              const l = m * MAX_TX + n;
+              const a = st + (l * N_GRID + g) * 2;
+              const wr = STEER_RE[c * N_LINKS + l]!;
+              const wi = STEER_IM[c * N_LINKS + l]!;
+              br += wr * s[a]! - wi * s[a + 1]!;
+              bi += wr * s[a + 1]! + wi * s[a]!;
+            }
+          }
+          beam[c] += br * br + bi * bi;
+        }
+      }
+    }
+    let bsum = 0;
+    for (let c = 0; c < NB; c++) bsum += beam[c]!;
+    if (bsum > 0 && bsum < Infinity) for (let c = 0; c < NB; c++) out[o.beam + c] = beam[c]! / bsum;
+    this.eigenShares(out, s, first, count, valid, o.eigen, rxN, txN);
   }
 
-  private writeDoppler(out: Float32Array, T: number, rxN: number, txN: number, rateHz: number): void {
-    const { x, cos, sin, hann, zr, zi, bandPow } = this;
-    const L2 = N_LINKS * N_GRID * 2;
+  /**
+   * The direction the moving part must not use. Sanitising a packet rotates it by a common phase
+   * estimated from the whole packet, and normalising scales it by its power; when a body moves,
+   * these estimates move a little with it, which adds to every frame a complex multiple of the mean
+   * channel M. That leak has the static channel's spatial signature (the line of sight's
+   * direction), not the body's, and is about as strong as the body's own change: left in, it pulls
+   * every bearing towards the transmitter (with the transmitter on a side wall, bearing errors
+   * triple). So the moving part is projected off M. (The phase-slope estimate leaks too, along the
+   * frequency ramp of M, but projecting that off as well costs more body signal than it removes.)
+   * Writes M / |M| to e1.
+   * @returns 1, or 0 when the mean channel is zero
+   */
+  private leakBasis(mr: Float64Array): number {
+    const e1 = this.e1;
+    let n1 = 0;
+    for (let i = 0; i < LG * 2; i++) n1 += mr[i]! * mr[i]!;
+    if (!(n1 > 1e-30 && n1 < Infinity)) return 0;
+    const s1 = 1 / Math.sqrt(n1);
+    for (let i = 0; i < LG * 2; i++) e1[i] = mr[i]! * s1;
+    return 1;
+  }
+
+  /** Eigenvalue shares of the link covariance of a zero-mean series (see the module comment). */
+  private eigenShares(out: Float32Array, s: Float64Array, first: number, count: number, valid: Uint8Array, at: number, rxN: number, txN: number): void {
+    const links = this.links;
+    let L = 0;
+    for (let m = 0; m < rxN; m++) for (let n = 0; n < txN; n++) links[L++] = m * MAX_TX + n;
+    const N = 2 * L;
+    const a = this.cov;
+    a.fill(0, 0, N * N);
+    const L2 = LG * 2;
+    for (let k = 0; k < count; k++) {
+      if (!valid[k]) continue;
+      const st = (first + k) * L2;
+      for (let g = 0; g < N_GRID; g++) {
+        for (let i = 0; i < L; i++) {
+          const p = st + (links[i]! * N_GRID + g) * 2;
+          const pr = s[p]!;
+          const pi = s[p + 1]!;
+          for (let j = i; j < L; j++) {
+            const q = st + (links[j]! * N_GRID + g) * 2;
+            // R[i][j] += D_i conj(D_j)
+            const re = pr * s[q]! + pi * s[q + 1]!;
+            const im = pi * s[q]! - pr * s[q + 1]!;
+            a[i * N + j] += re;
+            a[(i + L) * N + (j + L)] += re;
+            a[(i + L) * N + j] += im;
+            a[i * N + (j + L)] -= im;
+          }
+        }
+      }
+    }
+    // Fill the lower triangle of each block from the Hermitian symmetry.
+    for (let i = 0; i < L; i++) {
+      for (let j = 0; j < i; j++) {
+        a[i * N + j] = a[j * N + i]!;
+        a[(i + L) * N + (j + L)] = a[(j + L) * N + (i + L)]!;
+        a[(i + L) * N + j] = -a[(j + L) * N + i]!;
+        a[i * N + (j + L)] = -a[j * N + (i + L)]!;
+      }
+    }
+    const ev = this.eig;
+    jacobiEigenvalues(a, N, ev);
+    // Each eigenvalue of R appears twice in the real embedding.
+    const vals = ev.subarray(0, N).sort().reverse();
+    let trace = 0;
+    for (let i = 0; i < N; i += 2) trace += Math.max(0, vals[i]!);
+    if (!(trace > 0 && trace < Infinity)) return;
+    for (let i = 0; i < N_EIGEN && 2 * i < N; i++) out[at + i] = Math.max(0, vals[2 * i]!) / trace;
+  }
+
+  private writeDoppler(out: Float32Array, x: Float64Array, first: number, count: number, rxN: number, txN: number, rateHz: number): void {
+    const { zr, zi, bandPow } = this;
+    const cos = FeatureExtractor.COS;
+    const sin = FeatureExtractor.SIN;
+    const L2 = LG * 2;
+    const N = FAST_FRAMES;
     const rate = rateHz > 0 && rateHz < Infinity ? rateHz : 100;
-    const half = T / 2;
+    const half = N / 2;
     for (let m = 0; m < rxN; m++) {
       for (let n = 0; n < txN; n++) {
         const l = m * MAX_TX + n;
         bandPow.fill(0);
         for (let g = 0; g < N_GRID; g++) {
-          for (let t = 0; t < T; t++) {
-            const a = t * L2 + (l * N_GRID + g) * 2;
-            zr[t] = x[a]! * hann[t]!;
-            zi[t] = x[a + 1]! * hann[t]!;
+          // Zero-padded to N frames when the window is shorter; Hann taper over the frames present.
+          zr.fill(0);
+          zi.fill(0);
+          for (let k = 0; k < count; k++) {
+            const a = (first + k) * L2 + (l * N_GRID + g) * 2;
+            const h = 0.5 - 0.5 * Math.cos((2 * Math.PI * (k + 0.5)) / count);
+            zr[k] = x[a]! * h;
+            zi[k] = x[a + 1]! * h;
           }
-          for (let k = 0; k < T; k++) {
-            // F_k = sum_t z_t exp(-j 2 pi k t / T)
+          for (let bin = 0; bin < N; bin++) {
+            // F = sum_k z_k exp(-j 2 pi bin k / N)
             let fr = 0;
             let fi = 0;
             let idx = 0;
-            for (let t = 0; t < T; t++) {
+            for (let k = 0; k < N; k++) {
               const c = cos[idx]!;
               const s = sin[idx]!;
-              fr += zr[t]! * c + zi[t]! * s;
-              fi += zi[t]! * c - zr[t]! * s;
-              idx += k;
-              if (idx >= T) idx -= T;
+              fr += zr[k]! * c + zi[k]! * s;
+              fi += zi[k]! * c - zr[k]! * s;
+              idx += bin;
+              if (idx >= N) idx -= N;
             }
             const p = fr * fr + fi * fi;
-            if (k === 0) {
+            if (bin === 0) {
               bandPow[3] += p / 2;
               bandPow[4] += p / 2;
-            } else if (k === half) {
+            } else if (bin === half) {
               bandPow[0] += p / 2;
               bandPow[N_DOPPLER_BANDS - 1] += p / 2;
             } else {
-              const f = ((k < half ? k : k - T) * rate) / T;
+              const f = ((bin < half ? bin : bin - N) * rate) / N;
               const af = Math.abs(f);
               let band = DOPPLER_EDGES_HZ.length;
               for (let e = 0; e < DOPPLER_EDGES_HZ.length; e++) {
@@ -612,9 +930,113 @@ export class FeatureExtractor {
         let sum = 0;
         for (let b = 0; b < N_DOPPLER_BANDS; b++) sum += bandPow[b]!;
         if (sum > 0 && sum < Infinity) {
-          for (let b = 0; b < N_DOPPLER_BANDS; b++) out[OFFSETS.doppler + l * N_DOPPLER_BANDS + b] = bandPow[b]! / sum;
+          for (let b = 0; b < N_DOPPLER_BANDS; b++) out[OFFSETS.fastDoppler + l * N_DOPPLER_BANDS + b] = bandPow[b]! / sum;
         }
       }
     }
+  }
+}
+
+/**
+ * Eigenvalues of a real symmetric n x n matrix (row-major, destroyed) by cyclic Jacobi rotations,
+ * until the off-diagonal part is below 1e-12 of the diagonal (at most 30 sweeps).
+ */
+function jacobiEigenvalues(a: Float64Array, n: number, out: Float64Array): void {
+  for (let sweep = 0; sweep < 30; sweep++) {
+    let off = 0;
+    let diag = 0;
+    for (let i = 0; i < n; i++) {
+      diag += a[i * n + i]! * a[i * n + i]!;
+      for (let j = i + 1; j < n; j++) off += a[i * n + j]! * a[i * n + j]!;
+    }
+    if (!(off > 1e-24 * diag)) break;
+    for (let p = 0; p < n; p++) {
+      for (let q = p + 1; q < n; q++) {
+        const apq = a[p * n + q]!;
+        if (apq === 0) continue;
+        const app = a[p * n + p]!;
+        const aqq = a[q * n + q]!;
+        const theta = (aqq - app) / (2 * apq);
+        const t = (theta >= 0 ? 1 : -1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
+        const c = 1 / Math.sqrt(t * t + 1);
+        const sn = t * c;
+        for (let k = 0; k < n; k++) {
+          const akp = a[k * n + p]!;
+          const akq = a[k * n + q]!;
+          a[k * n + p] = c * akp - sn * akq;
+          a[k * n + q] = sn * akp + c * akq;
+        }
+        for (let k = 0; k < n; k++) {
+          const apk = a[p * n + k]!;
+          const aqk = a[q * n + k]!;
+          a[p * n + k] = c * apk - sn * aqk;
+          a[q * n + k] = sn * apk + c * aqk;
+        }
+      }
+    }
+  }
+  for (let i = 0; i < n; i++) out[i] = a[i * n + i]!;
+}
+
+/**
+ * How many frames `w` moved on from `prev` when the two are consecutive overlapping windows of one
+ * stream, else 0. Checked on the times of the whole overlap and on every sample of its first frame,
+ * so frames from another stream (or rewritten data) are never taken for shared ones.
+ */
+function overlapShift(prev: CsiWindow | undefined, w: CsiWindow, frameLen: number): number {
+  if (!prev || prev.sourceId !== w.sourceId || prev.size !== w.size || prev.nRx !== w.nRx || prev.nTx !== w.nTx || prev.nSub !== w.nSub) return 0;
+  if (prev.subcarriers !== w.subcarriers) {
+    if (prev.subcarriers.length !== w.subcarriers.length) return 0;
+    for (let i = 0; i < w.subcarriers.length; i++) if (prev.subcarriers[i] !== w.subcarriers[i]) return 0;
+  }
+  const size = w.size;
+  const t0 = w.times[0]!;
+  let k = 1;
+  while (k < size && prev.times[k] !== t0) k++;
+  if (k >= size) return 0;
+  for (let t = 0; t < size - k; t++) if (prev.times[t + k] !== w.times[t]) return 0;
+  const off = k * frameLen;
+  for (let i = 0; i < frameLen; i++) {
+    const a = prev.data[off + i]!;
+    const b = w.data[i]!;
+    if (a !== b && !(a !== a && b !== b)) return 0;
+  }
+  return k;
+}
+
+/**
+ * Bearings from the correlation blocks at rxAt / txAt: -angle(C) / pi and coherence abs(C) / terms,
+ * C summing pairs (0, 1) and (1, 2) (the half-wavelength neighbours) over the other side's antennas.
+ */
+function writeBearings(out: Float32Array, rxAt: number, txAt: number, at: number, rxN: number, txN: number): void {
+  let re = 0;
+  let im = 0;
+  let k = 0;
+  for (let n = 0; n < txN; n++) {
+    for (let q = 0; q < 2; q++) {
+      if (PAIRS[q]![1] >= rxN) continue;
+      re += out[rxAt + (n * 3 + q) * 2]!;
+      im += out[rxAt + (n * 3 + q) * 2 + 1]!;
+      k++;
+    }
+  }
+  if (k > 0 && (re !== 0 || im !== 0)) {
+    out[at] = -Math.atan2(im, re) / Math.PI;
+    out[at + 1] = Math.hypot(re, im) / k;
+  }
+  re = 0;
+  im = 0;
+  k = 0;
+  for (let m = 0; m < rxN; m++) {
+    for (let q = 0; q < 2; q++) {
+      if (PAIRS[q]![1] >= txN) continue;
+      re += out[txAt + (m * 3 + q) * 2]!;
+      im += out[txAt + (m * 3 + q) * 2 + 1]!;
+      k++;
+    }
+  }
+  if (k > 0 && (re !== 0 || im !== 0)) {
+    out[at + 2] = -Math.atan2(im, re) / Math.PI;
+    out[at + 3] = Math.hypot(re, im) / k;
   }
 }

@@ -1,0 +1,241 @@
+/**
+ * Dataset generation: each scenario recipe is simulated, its frames go through the real `sanitize`
+ * (phasor, packet scope) and `window` operators into the FeatureExtractor, and each window is paired
+ * with the targets of its last frame's ground truth. Scenarios are independent, so they are spread
+ * over worker threads (one per core) and gathered in recipe order: the dataset does not depend on
+ * how many workers made it.
+ */
+import { Subject } from 'rxjs';
+import { Worker } from 'node:worker_threads';
+import type { CsiFrame } from '../../csi/frame.js';
+import { sanitizePhase } from '../../../operators/sanitizePhase.js';
+import { slidingWindow } from '../../../operators/slidingWindow.js';
+import { CsiSimulator, type GroundTruth, type SimOptions } from '../../sim/simulator.js';
+import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../features.js';
+import type { ScenarioRecipe } from './recipe.js';
+import { fillTargets, mirrorTargets, OUTPUT_DIM } from './targets.js';
+
+/** The windows of one scenario. */
+export interface ScenarioData {
+  id: number;
+  /** Windows. */
+  n: number;
+  /** n x FEATURE_DIM */
+  features: Float32Array;
+  /** n x OUTPUT_DIM (targets.ts layout) */
+  targets: Float32Array;
+  /** True person count of each window (may exceed the slots). */
+  personCounts: Uint8Array;
+  /** People actually placed (a cramped room may take fewer than the recipe asked for). */
+  people: number;
+}
+
+/** Simulator options of a recipe. */
+export function simOptions(r: ScenarioRecipe, people: number): SimOptions {
+  const txAxis = r.tx.wall === 'back' ? { x: 1, y: 0, z: 0 } : { x: 0, y: 1, z: 0 };
+  return {
+    seed: r.seed,
+    nSub: r.nSub,
+    nRx: r.nRx,
+    nTx: r.nTx,
+    people,
+    scenario: {
+      room: r.room,
+      rx: { position: r.rx, axis: { x: 1, y: 0, z: 0 } },
+      tx: { position: { x: r.tx.x, y: r.tx.y, z: r.tx.z }, axis: txAxis },
+      camera: r.camera,
+      fallProbability: r.fallProbability,
+    },
+    impairments: { snrDb: r.snrDb, lossRate: r.lossRate, quantizeBits: r.quantizeBits },
+    environmentId: `scenario-${r.id}`,
+    sourceId: `sim-${r.id}`,
+  };
+}
+
+/** A simulator for the recipe; a room too small for everyone takes one person fewer, and so on. */
+function makeSimulator(r: ScenarioRecipe): { sim: CsiSimulator; people: number } {
+  for (let people = r.people; ; people--) {
+    try {
+      return { sim: new CsiSimulator(simOptions(r, people)), people };
+    } catch (e) {
+      if (!(e instanceof RangeError) || people === 0 || !/place/.test(e.message)) throw e;
+    }
+  }
+}
+
+/**
+ * A copy of a frame with the antenna order of the arrays that run along x reversed: the CSI of the
+ * same scene mirrored left to right (x -> width - x). The receive array always runs along x; the
+ * transmit array does when it hangs on the back wall (on a side wall it runs along y and the mirror
+ * only moves it to the other side wall, keeping its order).
+ */
+function mirrorFrame(f: CsiFrame, flipTx: boolean): CsiFrame {
+  const { nRx, nTx, nSub } = f;
+  const csi = new Float32Array(f.csi.length);
+  for (let sc = 0; sc < nSub; sc++) {
+    for (let m = 0; m < nRx; m++) {
+      for (let n = 0; n < nTx; n++) {
+        const i = ((sc * nRx + m) * nTx + n) * 2;
+        const o = ((sc * nRx + (nRx - 1 - m)) * nTx + (flipTx ? nTx - 1 - n : n)) * 2;
+        csi[o] = f.csi[i]!;
+        csi[o + 1] = f.csi[i + 1]!;
+      }
+    }
+  }
+  return { ...f, csi };
+}
+
+/**
+ * Simulates one scenario and returns its feature rows and targets.
+ * @param r the recipe
+ * @param hop frames between the starts of consecutive windows
+ * @param mirror also emit every window of the left-right mirrored scene (CSI with the antenna
+ *   order along x reversed, targets mirrored): twice the rows for one simulation
+ * @returns the scenario's windows (with `mirror`, each original row followed by its mirror)
+ */
+export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false): ScenarioData {
+  const { sim, people } = makeSimulator(r);
+  const frames = Math.round(r.seconds * sim.rateHz);
+  const copies = mirror ? 2 : 1;
+  const cap = Math.max(0, Math.floor((frames - WINDOW_FRAMES) / hop) + 1) * copies;
+  const features = new Float32Array(cap * FEATURE_DIM);
+  const targets = new Float32Array(cap * OUTPUT_DIM);
+  const personCounts = new Uint8Array(cap);
+  const camera = sim.scenario.camera;
+  const flipTx = r.tx.wall === 'back';
+  let n = 0;
+  let truth: GroundTruth | undefined;
+  let failure: unknown;
+  const pipes = Array.from({ length: copies }, (_, c) => {
+    const fx = new FeatureExtractor();
+    const input = new Subject<CsiFrame>();
+    const sub = input.pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop })).subscribe({
+      next(w) {
+        if (n >= cap || !truth) return;
+        fx.extract(w, features.subarray(n * FEATURE_DIM, (n + 1) * FEATURE_DIM));
+        const t = targets.subarray(n * OUTPUT_DIM, (n + 1) * OUTPUT_DIM);
+        fillTargets(truth, camera, t);
+        if (c === 1) mirrorTargets(t, r.room.width);
+        personCounts[n] = truth.personCount;
+        n++;
+      },
+      error(e: unknown) {
+        failure = e;
+      },
+    });
+    return { input, sub };
+  });
+  // Received frames, not ticks: lost packets make the scenario slightly longer in time.
+  for (let i = 0; i < frames && failure === undefined; i++) {
+    const s = sim.next();
+    truth = s.truth;
+    pipes[0]!.input.next(s.frame);
+    if (mirror) pipes[1]!.input.next(mirrorFrame(s.frame, flipTx));
+  }
+  for (const p of pipes) {
+    p.input.complete();
+    p.sub.unsubscribe();
+  }
+  if (failure !== undefined) throw failure;
+  return {
+    id: r.id,
+    n,
+    features: features.slice(0, n * FEATURE_DIM),
+    targets: targets.slice(0, n * OUTPUT_DIM),
+    personCounts: personCounts.slice(0, n),
+    people,
+  };
+}
+
+/** A split's windows in one place. */
+export interface Dataset {
+  n: number;
+  features: Float32Array;
+  targets: Float32Array;
+  personCounts: Uint8Array;
+  /** Scenario id of each window. */
+  scenario: Int32Array;
+}
+
+/**
+ * Concatenates scenarios (in the given order) into one dataset.
+ * @param parts the scenarios
+ * @returns the dataset
+ */
+export function concatScenarios(parts: readonly ScenarioData[]): Dataset {
+  const n = parts.reduce((a, p) => a + p.n, 0);
+  const features = new Float32Array(n * FEATURE_DIM);
+  const targets = new Float32Array(n * OUTPUT_DIM);
+  const personCounts = new Uint8Array(n);
+  const scenario = new Int32Array(n);
+  let at = 0;
+  for (const p of parts) {
+    features.set(p.features, at * FEATURE_DIM);
+    targets.set(p.targets, at * OUTPUT_DIM);
+    personCounts.set(p.personCounts, at);
+    scenario.fill(p.id, at, at + p.n);
+    at += p.n;
+  }
+  return { n, features, targets, personCounts, scenario };
+}
+
+/** Options of generateAll. */
+export interface GenerateOptions {
+  /** Window hop of the generated rows. */
+  hop: number;
+  /** Window hop of TRAIN recipes' rows (default `hop`). */
+  trainHop?: number;
+  /** Add the mirrored scene's rows for TRAIN recipes (see generateScenario). */
+  mirrorTrain?: boolean;
+  /** Worker threads; 0 generates in this thread. */
+  workers: number;
+  /** Called after each finished scenario. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+/**
+ * Generates every recipe, on worker threads when asked.
+ * @param recipes the scenarios
+ * @param opts hop, workers, progress callback
+ * @returns one ScenarioData per recipe, in recipe order
+ */
+export async function generateAll(recipes: readonly ScenarioRecipe[], opts: GenerateOptions): Promise<ScenarioData[]> {
+  const results: ScenarioData[] = new Array(recipes.length);
+  const hopOf = (r: ScenarioRecipe) => (r.split === 'train' ? (opts.trainHop ?? opts.hop) : opts.hop);
+  let done = 0;
+  if (opts.workers <= 0) {
+    recipes.forEach((r, i) => {
+      results[i] = generateScenario(r, hopOf(r), opts.mirrorTrain === true && r.split === 'train');
+      opts.onProgress?.(++done, recipes.length);
+    });
+    return results;
+  }
+  const url = new URL('./genWorker.js', import.meta.url);
+  let next = 0;
+  const runWorker = () =>
+    new Promise<void>((resolve, reject) => {
+      const worker = new Worker(url);
+      const feed = () => {
+        if (next >= recipes.length) {
+          void worker.terminate().then(() => resolve());
+          return;
+        }
+        const i = next++;
+        worker.postMessage({ index: i, recipe: recipes[i], hop: hopOf(recipes[i]!), mirror: opts.mirrorTrain === true && recipes[i]!.split === 'train' });
+      };
+      worker.on('message', (m: { index: number; data?: ScenarioData; error?: string }) => {
+        if (m.error !== undefined || !m.data) {
+          reject(new Error(`scenario ${recipes[m.index]?.id}: ${m.error ?? 'no data'}`));
+          void worker.terminate();
+          return;
+        }
+        results[m.index] = m.data;
+        opts.onProgress?.(++done, recipes.length);
+        feed();
+      });
+      worker.on('error', reject);
+      feed();
+    });
+  await Promise.all(Array.from({ length: Math.min(opts.workers, recipes.length) }, runWorker));
+  return results;
+}
