@@ -64,7 +64,9 @@ export interface Ctx {
 /** What a handler returns. */
 export interface Reply {
   status?: number;
-  data: unknown;
+  data?: unknown;
+  /** `data` already serialised (hot paths cache it); used instead of `data`. */
+  json?: string;
   /** Form B siblings of `data` (e.g. `pagination`). */
   extra?: Record<string, unknown>;
   /** Send `data` as is in both forms (GET /health). */
@@ -258,8 +260,16 @@ export class HttpCore {
       const reply = await route.handler(ctx);
       rateHeaders(headers, limit);
       if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) headers.push([k, v]);
-      const out = reply.bare ? reply.data : successBody(form, reply.data, requestId, reply.extra);
-      return { status: reply.status ?? 200, headers, body: JSON.stringify(out) };
+      let text: string;
+      if (reply.json !== undefined) {
+        text =
+          reply.bare || form === 'a'
+            ? reply.json
+            : `{"success":true,"data":${reply.json},"timestamp":"${new Date().toISOString()}","request_id":"${requestId}"}`;
+      } else {
+        text = JSON.stringify(reply.bare ? reply.data : successBody(form, reply.data, requestId, reply.extra));
+      }
+      return { status: reply.status ?? 200, headers, body: text };
     } catch (e) {
       const err =
         e instanceof ApiError

@@ -12,6 +12,7 @@ import { schemaDocument } from '../config/validate.js';
 import { defaults } from '../config/schema.js';
 import { isRole, type Role } from '../auth/roles.js';
 import { processCsi } from '../service/process.js';
+import type { PoseFrame } from '../pose/types.js';
 
 const MIB = 1024 * 1024;
 
@@ -43,6 +44,7 @@ function diskPercent(path: string): number {
  * method, validates its input field by field, and shapes the answer for the request's form.
  */
 export function buildRoutes(svc: PoseService): Route[] {
+  const latestCache = new Map<string, { frame: PoseFrame; json: string }>();
   const body = (ctx: Ctx): Record<string, unknown> => {
     const c = new Checker();
     const b = c.object(ctx.body, 'body', true);
@@ -167,15 +169,16 @@ export function buildRoutes(svc: PoseService): Route[] {
             available_environments: [...svc.latest.keys()],
           });
         }
-        return {
-          data: renderFrame(f, ctx.form, {
-            minConfidence,
-            includeKeypoints,
-            includeDensePose,
-            routerCount: svc.routerCount(),
-            pipeline: 'live',
-          }),
-        };
+        // Many clients poll the same frame: its rendering is cached per frame and query.
+        const key = `${envId}|${ctx.form}|${minConfidence}|${includeKeypoints}|${includeDensePose}`;
+        const hit = latestCache.get(key);
+        if (hit && hit.frame === f) return { json: hit.json };
+        const json = JSON.stringify(
+          renderFrame(f, ctx.form, { minConfidence, includeKeypoints, includeDensePose, routerCount: svc.routerCount(), pipeline: 'live' }),
+        );
+        if (latestCache.size >= 256) latestCache.clear();
+        latestCache.set(key, { frame: f, json });
+        return { json };
       },
     },
     {
