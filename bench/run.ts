@@ -1,25 +1,46 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { machine, table, type BenchResult } from './lib.js';
-import * as decode from './decode.js';
-import * as operators from './operators.js';
-import * as sense from './sense.js';
-import * as track from './track.js';
-import * as infer from './infer.js';
-import * as http from './http.js';
-import * as store from './store.js';
+
+type Suite = { run(): Promise<BenchResult[]> };
+
+/** Every stage benchmark, in this order; each runs in a process of its own. */
+const SUITES: Record<string, () => Promise<Suite>> = {
+  decode: () => import('./decode.js'),
+  operators: () => import('./operators.js'),
+  sense: () => import('./sense.js'),
+  infer: () => import('./infer.js'),
+  track: () => import('./track.js'),
+  store: () => import('./store.js'),
+  http: () => import('./http.js'),
+};
 
 /**
  * `npm run bench [-- --json] [-- --only NAME]`: every stage benchmark, as a table or as the JSON
- * document of DECISIONS "Benchmark output".
+ * document of DECISIONS "Benchmark output". Each suite runs in a fresh Node process so that one
+ * suite's heap and JIT state (the simulator frames of another, say) cannot skew the next.
  */
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const suites = { decode, operators, sense, infer, track, store, http };
+  const inChild = process.argv.includes('--child');
+  if (only && !SUITES[only]) throw new Error(`unknown suite ${only} (suites: ${Object.keys(SUITES).join(', ')})`);
   const results: BenchResult[] = [];
-  for (const [name, suite] of Object.entries(suites)) {
+  if (inChild && only) {
+    results.push(...(await (await SUITES[only]!()).run()));
+    process.stdout.write(JSON.stringify(results) + '\n');
+    return;
+  }
+  for (const name of Object.keys(SUITES)) {
     if (only && only !== name) continue;
     if (!json) process.stderr.write(`running ${name}...\n`);
-    results.push(...(await suite.run()));
+    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', '--only', name], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      maxBuffer: 64 << 20,
+    });
+    if (child.status !== 0) throw new Error(`suite ${name} failed (exit ${child.status})`);
+    results.push(...(JSON.parse(child.stdout.trim().split('\n').pop()!) as BenchResult[]));
   }
   const m = machine();
   if (json) {
