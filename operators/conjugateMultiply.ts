@@ -3,8 +3,8 @@
  * a packet (CFO, PLL) and its timing-offset slope are the same on every antenna of one receiver,
  * so H[rx] * conj(H[ref]) cancels both and keeps the phase difference between the antennas.
  */
-import { Observable, type OperatorFunction } from 'rxjs';
-import type { CsiFrame } from '../src/csi/frame.js';
+import { defer, map, type OperatorFunction } from 'rxjs';
+import { assertFrameShape, type CsiFrame } from '../src/csi/frame.js';
 import type { OperatorContext, OperatorSpec, ParamValues } from '../src/engine/spec.js';
 
 export const CONJ_PAIRS = ['ref', 'adjacent'] as const;
@@ -47,37 +47,27 @@ export function conjugateMultiply(options: ConjugateMultiplyOptions = {}): Opera
   if (!Number.isInteger(ref) || ref < 0 || ref > MAX_REF)
     throw new RangeError(`conj: ref must be an integer from 0 to ${MAX_REF}, got ${ref}`);
   return (source) =>
-    new Observable<CsiFrame>((subscriber) => {
+    defer(() => {
       // The pair list (and its flat form) for the last nRx seen; frames share the frozen list.
       let pairsNRx = 0;
       let pairs: readonly ConjPair[] = [];
       let flat = new Int32Array(0);
-      return source.subscribe({
-        next(frame) {
-          if (subscriber.closed) return;
-          let out: CsiFrame;
-          try {
-            checkShape(frame);
-            const { nRx } = frame;
-            if (nRx < 2)
-              throw new RangeError(`conj: needs at least 2 receive antennas, frame ${frame.index} has ${nRx}`);
-            if (mode === 'ref' && ref >= nRx)
-              throw new RangeError(`conj: reference antenna ${ref} does not exist, frame ${frame.index} has ${nRx} rx`);
-            if (nRx !== pairsNRx) {
-              pairs = makePairs(mode, ref, nRx);
-              flat = Int32Array.from(pairs.flat());
-              pairsNRx = nRx;
-            }
-            out = multiply(frame, pairs, flat);
-          } catch (err) {
-            subscriber.error(err);
-            return;
+      return source.pipe(
+        map((frame) => {
+          assertFrameShape(frame, 'conj');
+          const { nRx } = frame;
+          if (nRx < 2)
+            throw new RangeError(`conj: needs at least 2 receive antennas, frame ${frame.index} has ${nRx}`);
+          if (mode === 'ref' && ref >= nRx)
+            throw new RangeError(`conj: reference antenna ${ref} does not exist, frame ${frame.index} has ${nRx} rx`);
+          if (nRx !== pairsNRx) {
+            pairs = makePairs(mode, ref, nRx);
+            flat = Int32Array.from(pairs.flat());
+            pairsNRx = nRx;
           }
-          subscriber.next(out);
-        },
-        error: (err) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      });
+          return multiply(frame, pairs, flat);
+        }),
+      );
     });
 }
 
@@ -100,17 +90,6 @@ export const spec: OperatorSpec = {
     return conjugateMultiply({ pairs: params.pairs as ConjPairs, ref: params.ref as number });
   },
 };
-
-/** Throws when a frame's declared shape does not match its arrays. */
-function checkShape(frame: CsiFrame): void {
-  const { nRx, nTx, nSub } = frame;
-  if (!(Number.isInteger(nRx) && nRx > 0 && Number.isInteger(nTx) && nTx > 0 && Number.isInteger(nSub) && nSub > 0))
-    throw new RangeError(`conj: frame ${frame.index} has an invalid shape ${nRx}x${nTx}x${nSub}`);
-  if (frame.csi.length !== nSub * nRx * nTx * 2)
-    throw new RangeError(
-      `conj: frame ${frame.index} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`,
-    );
-}
 
 function makePairs(mode: ConjPairs, ref: number, nRx: number): readonly ConjPair[] {
   const pairs: ConjPair[] = [];

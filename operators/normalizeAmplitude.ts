@@ -2,8 +2,8 @@
  * Amplitude normalisation: removes automatic gain control (AGC) steps, which scale a whole packet
  * at once, by scaling each packet (or each rx/tx link of it) to an RMS amplitude of 1.
  */
-import { Observable, type OperatorFunction } from 'rxjs';
-import type { CsiFrame } from '../src/csi/frame.js';
+import { defer, map, type OperatorFunction } from 'rxjs';
+import { assertFrameShape, type CsiFrame } from '../src/csi/frame.js';
 import type { OperatorContext, OperatorSpec, ParamValues } from '../src/engine/spec.js';
 
 export const NORMALIZE_SCOPES = ['packet', 'link'] as const;
@@ -31,30 +31,18 @@ export function normalizeAmplitude(options: NormalizeAmplitudeOptions = {}): Ope
   const scope = options.scope ?? 'packet';
   if (!NORMALIZE_SCOPES.includes(scope)) throw new RangeError(`normalize: unknown scope '${scope}' (packet | link)`);
   return (source) =>
-    new Observable<CsiFrame>((subscriber) => {
-      // Per-link energies, reused while the link count stays the same.
+    defer(() => {
+      // Per-link energies, reused while the link count stays the same (one set per subscription).
       let energy = new Float64Array(0);
-      return source.subscribe({
-        next(frame) {
-          if (subscriber.closed) return;
-          let out: CsiFrame;
-          try {
-            checkShape(frame);
-            const nL = frame.nRx * frame.nTx;
-            if (scope === 'packet') out = normalizePacket(frame);
-            else {
-              if (energy.length !== nL) energy = new Float64Array(nL);
-              out = normalizeLinks(frame, nL, energy);
-            }
-          } catch (err) {
-            subscriber.error(err);
-            return;
-          }
-          subscriber.next(out);
-        },
-        error: (err) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      });
+      return source.pipe(
+        map((frame) => {
+          assertFrameShape(frame, 'normalize');
+          if (scope === 'packet') return normalizePacket(frame);
+          const nL = frame.nRx * frame.nTx;
+          if (energy.length !== nL) energy = new Float64Array(nL);
+          return normalizeLinks(frame, nL, energy);
+        }),
+      );
     });
 }
 
@@ -76,17 +64,6 @@ export const spec: OperatorSpec = {
     return normalizeAmplitude({ scope: params.scope as NormalizeScope });
   },
 };
-
-/** Throws when a frame's declared shape does not match its arrays. */
-function checkShape(frame: CsiFrame): void {
-  const { nRx, nTx, nSub } = frame;
-  if (!(Number.isInteger(nRx) && nRx > 0 && Number.isInteger(nTx) && nTx > 0 && Number.isInteger(nSub) && nSub > 0))
-    throw new RangeError(`normalize: frame ${frame.index} has an invalid shape ${nRx}x${nTx}x${nSub}`);
-  if (frame.csi.length !== nSub * nRx * nTx * 2)
-    throw new RangeError(
-      `normalize: frame ${frame.index} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`,
-    );
-}
 
 function normalizePacket(frame: CsiFrame): CsiFrame {
   const csi = frame.csi;

@@ -6,8 +6,8 @@
  * What is left is the shape of the phase across subcarriers: the true mean delay is removed with
  * the slope, which is unavoidable since the receiver's timing offset is indistinguishable from it.
  */
-import { Observable, type OperatorFunction } from 'rxjs';
-import type { CsiFrame } from '../src/csi/frame.js';
+import { defer, map, type OperatorFunction } from 'rxjs';
+import { assertFrameShape, type CsiFrame } from '../src/csi/frame.js';
 import type { OperatorContext, OperatorSpec, ParamValues } from '../src/engine/spec.js';
 
 export const SANITIZE_METHODS = ['fit', 'phasor'] as const;
@@ -53,23 +53,9 @@ export function sanitizePhase(options: SanitizePhaseOptions = {}): OperatorFunct
   if (!SANITIZE_METHODS.includes(method)) throw new RangeError(`sanitize: unknown method '${method}' (fit | phasor)`);
   if (!SANITIZE_SCOPES.includes(scope)) throw new RangeError(`sanitize: unknown scope '${scope}' (packet | link)`);
   return (source) =>
-    new Observable<CsiFrame>((subscriber) => {
+    defer(() => {
       const sanitizer = new PhaseSanitizer(method, scope);
-      return source.subscribe({
-        next(frame) {
-          if (subscriber.closed) return;
-          let out: CsiFrame;
-          try {
-            out = sanitizer.apply(frame);
-          } catch (err) {
-            subscriber.error(err);
-            return;
-          }
-          subscriber.next(out);
-        },
-        error: (err) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      });
+      return source.pipe(map((frame) => sanitizer.apply(frame)));
     });
 }
 
@@ -98,19 +84,6 @@ export const spec: OperatorSpec = {
     return sanitizePhase({ method: params.method as SanitizeMethod, scope: params.scope as SanitizeScope });
   },
 };
-
-/** Throws when a frame's declared shape does not match its arrays. */
-function checkShape(frame: CsiFrame): void {
-  const { nRx, nTx, nSub } = frame;
-  if (!(Number.isInteger(nRx) && nRx > 0 && Number.isInteger(nTx) && nTx > 0 && Number.isInteger(nSub) && nSub > 0))
-    throw new RangeError(`sanitize: frame ${frame.index} has an invalid shape ${nRx}x${nTx}x${nSub}`);
-  if (frame.csi.length !== nSub * nRx * nTx * 2)
-    throw new RangeError(
-      `sanitize: frame ${frame.index} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`,
-    );
-  if (frame.subcarriers.length !== nSub)
-    throw new RangeError(`sanitize: frame ${frame.index} lists ${frame.subcarriers.length} subcarriers, expected ${nSub}`);
-}
 
 /**
  * The subcarrier layout of a frame, sorted by index: the sample order of a frame need not be the
@@ -195,7 +168,7 @@ class PhaseSanitizer {
   ) {}
 
   apply(frame: CsiFrame): CsiFrame {
-    checkShape(frame);
+    assertFrameShape(frame, 'sanitize', true);
     const layout = this.layoutFor(frame.subcarriers);
     const nL = frame.nRx * frame.nTx;
     const nSub = frame.nSub;

@@ -119,3 +119,22 @@ export interface DopplerSpectrum {
   readonly streams: readonly string[];
   readonly power: Float32Array;
 }
+
+/**
+ * Checks that a frame's declared shape and its sample array agree (and, with `subcarriers`, that
+ * it lists one index per subcarrier); operators call it before touching samples.
+ * @param frame the frame
+ * @param op operator name for the message
+ * @throws RangeError naming the operator, the frame and what disagrees
+ */
+export function assertFrameShape(frame: CsiFrame, op: string, subcarriers = false): void {
+  const { nRx, nTx, nSub } = frame;
+  if (!(Number.isInteger(nRx) && nRx > 0 && Number.isInteger(nTx) && nTx > 0 && Number.isInteger(nSub) && nSub > 0))
+    throw new RangeError(`${op}: frame ${frame.index} has an invalid shape ${nRx}x${nTx}x${nSub}`);
+  if (frame.csi.length !== nSub * nRx * nTx * 2)
+    throw new RangeError(
+      `${op}: frame ${frame.index} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`,
+    );
+  if (subcarriers && frame.subcarriers.length !== nSub)
+    throw new RangeError(`${op}: frame ${frame.index} lists ${frame.subcarriers.length} subcarriers, expected ${nSub}`);
+}
