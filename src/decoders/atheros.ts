@@ -7,9 +7,10 @@
  * host: 16-bit little-endian words, read LSB first, 10-bit imaginary then real per antenna pair
  * (`read_csi.c`). See csi-samples/SOURCES.md section 3.
  */
-import { decodeAll, DecodeError } from '../csi/decoder.js';
-import type { CsiDecoder, DecodeResult, DecodeStats, DecoderOptions } from '../csi/decoder.js';
+import { decodeAll } from '../csi/decoder.js';
+import type { CsiDecoder, DecodeResult, DecoderOptions } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
+import { RecordStreamDecoder } from './recordReader.js';
 import { ATHEROS_SUBCARRIERS_20, ATHEROS_SUBCARRIERS_40, sequentialIndices } from './subcarriers.js';
 
 /** Status block between field_len and the CSI. */
@@ -78,9 +79,8 @@ export function atherosCsiLen(tones: number, nr: number, nc: number): number {
  * stream.on('data', (b) => dec.push(b, (f) => frames.push(f)));
  * stream.on('end', () => dec.end((f) => frames.push(f)));
  */
-export class AtherosDecoder implements CsiDecoder {
+export class AtherosDecoder extends RecordStreamDecoder implements CsiDecoder {
   readonly format = 'atheros' as const;
-  readonly stats: DecodeStats = { records: 0, skipped: 0, bytes: 0 };
 
   private readonly sourceId: string;
   private readonly environmentId: string;
@@ -96,20 +96,12 @@ export class AtherosDecoder implements CsiDecoder {
   private ending = false;
   /** Looking for the next believable header after bytes that made no sense. */
   private scanning = false;
-  /** Bytes of a record split across chunks; always fewer than `need`. */
-  private carry = new Uint8Array(256);
-  private carryLen = 0;
-  /** Bytes, from the current position, that the last `step` wanted and did not have. */
-  private need = 0;
-  /** Bytes still to drop of a skipped record that has not fully arrived. */
-  private skipLeft = 0;
-  private skipStart = 0;
-  private pending: CsiFrame | null = null;
 
   /**
    * @param opts `sourceId`, `environmentId`, and `endian` (`auto` by default).
    */
   constructor(opts: AtherosDecoderOptions = {}) {
+    super();
     this.sourceId = opts.sourceId ?? 'unknown';
     this.environmentId = opts.environmentId ?? 'default';
     this.endianOpt = opts.endian ?? 'auto';
@@ -121,41 +113,6 @@ export class AtherosDecoder implements CsiDecoder {
   }
 
   /**
-   * Feeds bytes; emits one frame per complete CSI record. Never throws for bad data.
-   *
-   * @param chunk Next bytes of the log, any length.
-   * @param emit Receives each decoded frame, in file order.
-   */
-  push(chunk: Uint8Array, emit: (frame: CsiFrame) => void): void {
-    const n = chunk.length;
-    let pos = 0;
-    // Finish what an earlier chunk began, copying only the bytes it still needs.
-    while (this.carryLen > 0) {
-      const used = this.step(this.carry, 0, this.carryLen);
-      if (used > 0) {
-        this.carry.copyWithin(0, used, this.carryLen);
-        this.carryLen -= used;
-        this.advance(used, emit);
-        continue;
-      }
-      if (pos >= n) return;
-      const take = Math.min(this.need - this.carryLen, n - pos);
-      this.append(chunk, pos, take);
-      pos += take;
-    }
-    // Whole records inside the chunk are decoded in place.
-    while (pos < n) {
-      const used = this.step(chunk, pos, n);
-      if (used === 0) {
-        this.append(chunk, pos, n - pos);
-        return;
-      }
-      pos += used;
-      this.advance(used, emit);
-    }
-  }
-
-  /**
    * Signals end of input: settles the byte order if fewer bytes than one header arrived, then
    * reports anything left over.
    *
@@ -164,46 +121,10 @@ export class AtherosDecoder implements CsiDecoder {
    */
   end(emit: (frame: CsiFrame) => void): void {
     this.ending = true;
-    while (this.carryLen > 0) {
-      const used = this.step(this.carry, 0, this.carryLen);
-      if (used === 0) break;
-      this.carry.copyWithin(0, used, this.carryLen);
-      this.carryLen -= used;
-      this.advance(used, emit);
-    }
-    if (this.skipLeft > 0) {
-      const at = this.skipStart;
-      const missing = this.skipLeft;
-      this.skipLeft = 0;
-      throw new DecodeError(`Atheros record truncated: ${missing} more bytes expected`, at);
-    }
-    if (this.carryLen > 0) {
-      const at = this.stats.bytes;
-      const what = this.scanning ? 'no record header found in the last' : 'record truncated: input holds';
-      const msg = `Atheros ${what} ${this.carryLen} bytes`;
-      this.carryLen = 0;
-      throw new DecodeError(msg, at);
-    }
-  }
-
-  private advance(used: number, emit: (frame: CsiFrame) => void): void {
-    this.stats.bytes += used;
-    const frame = this.pending;
-    if (frame) {
-      this.pending = null;
-      emit(frame);
-    }
-  }
-
-  private append(src: Uint8Array, from: number, count: number): void {
-    const want = this.carryLen + count;
-    if (want > this.carry.length) {
-      const grown = new Uint8Array(Math.max(want, this.carry.length * 2));
-      grown.set(this.carry.subarray(0, this.carryLen));
-      this.carry = grown;
-    }
-    this.carry.set(src.subarray(from, from + count), this.carryLen);
-    this.carryLen = want;
+    this.drainCarry(emit);
+    this.failIfTruncated('Atheros', () =>
+      this.scanning ? `no record header found in the last ${this.carryLen} bytes` : `record truncated: input holds ${this.carryLen} bytes`,
+    );
   }
 
   private u16(b: Uint8Array, i: number): number {
@@ -265,25 +186,14 @@ export class AtherosDecoder implements CsiDecoder {
     return 1;
   }
 
-  private skip(total: number, avail: number): number {
-    this.stats.skipped++;
-    const k = Math.min(total, avail);
-    this.skipLeft = total - k;
-    this.skipStart = this.stats.bytes;
-    return k;
-  }
-
   /**
    * Reads what it can at `b[p..end)`, where `p` is at stream offset `stats.bytes`.
    * Returns the bytes consumed, or 0 after setting `need` when more input is required.
    */
-  private step(b: Uint8Array, p: number, end: number): number {
+  protected step(b: Uint8Array, p: number, end: number): number {
     const avail = end - p;
-    if (this.skipLeft > 0) {
-      const k = Math.min(this.skipLeft, avail);
-      this.skipLeft -= k;
-      return k;
-    }
+    const skipped = this.continueSkip(avail);
+    if (skipped > 0) return skipped;
     if (!this.detected) {
       if (avail < DETECT_LEN && !this.ending) {
         this.need = DETECT_LEN;

@@ -7,9 +7,10 @@
  * permutation follow the tool's own readers, `read_bfee.c` and `read_bf_file.m`
  * (see csi-samples/SOURCES.md section 1).
  */
-import { decodeAll, DecodeError } from '../csi/decoder.js';
-import type { CsiDecoder, DecodeResult, DecodeStats, DecoderOptions } from '../csi/decoder.js';
+import { decodeAll } from '../csi/decoder.js';
+import type { CsiDecoder, DecodeResult, DecoderOptions } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
+import { RecordStreamDecoder } from './recordReader.js';
 import { INTEL5300_SUBCARRIERS_20, INTEL5300_SUBCARRIERS_40 } from './subcarriers.js';
 
 const CODE_BFEE = 0xbb;
@@ -81,9 +82,8 @@ function totalRss(rssiA: number, rssiB: number, rssiC: number, agc: number): num
  * socket.on('data', (b) => dec.push(b, (f) => frames.push(f)));
  * socket.on('end', () => dec.end((f) => frames.push(f)));
  */
-export class Intel5300Decoder implements CsiDecoder {
+export class Intel5300Decoder extends RecordStreamDecoder implements CsiDecoder {
   readonly format = 'intel5300' as const;
-  readonly stats: DecodeStats = { records: 0, skipped: 0, bytes: 0 };
   /**
    * Records with Nrx > 1 whose permutation failed read_bf_file.m's check
    * (sum(perm(1:Nrx)) must be 1, 3, 6 for Nrx = 1, 2, 3): their antenna order was left as recorded.
@@ -92,15 +92,6 @@ export class Intel5300Decoder implements CsiDecoder {
 
   private readonly sourceId: string;
   private readonly environmentId: string;
-  /** Bytes of a record split across chunks; always fewer than `need`. */
-  private carry = new Uint8Array(256);
-  private carryLen = 0;
-  /** Bytes, from the current record start, that the last `step` wanted and did not have. */
-  private need = 0;
-  /** Bytes still to drop of a skipped record that has not fully arrived. */
-  private skipLeft = 0;
-  private skipStart = 0;
-  private pending: CsiFrame | null = null;
   /** Raw (unpermuted) values of one record: 30 groups x up to 3x3 antennas x (re, im). */
   private readonly raw = new Float32Array(N_GROUPS * 9 * 2);
   /** For each output receive antenna, the recorded antenna it takes its values from. */
@@ -110,43 +101,9 @@ export class Intel5300Decoder implements CsiDecoder {
    * @param opts `sourceId` and `environmentId` copied into every frame.
    */
   constructor(opts: DecoderOptions = {}) {
+    super();
     this.sourceId = opts.sourceId ?? 'unknown';
     this.environmentId = opts.environmentId ?? 'default';
-  }
-
-  /**
-   * Feeds bytes; emits one frame per complete CSI record. Never throws for bad data.
-   *
-   * @param chunk Next bytes of the log, any length.
-   * @param emit Receives each decoded frame, in file order.
-   */
-  push(chunk: Uint8Array, emit: (frame: CsiFrame) => void): void {
-    const n = chunk.length;
-    let pos = 0;
-    // Finish a record begun in an earlier chunk, copying only the bytes it still needs.
-    while (this.carryLen > 0) {
-      const used = this.step(this.carry, 0, this.carryLen);
-      if (used > 0) {
-        this.carry.copyWithin(0, used, this.carryLen);
-        this.carryLen -= used;
-        this.advance(used, emit);
-        continue;
-      }
-      if (pos >= n) return;
-      const take = Math.min(this.need - this.carryLen, n - pos);
-      this.append(chunk, pos, take);
-      pos += take;
-    }
-    // Whole records inside the chunk are decoded in place.
-    while (pos < n) {
-      const used = this.step(chunk, pos, n);
-      if (used === 0) {
-        this.append(chunk, pos, n - pos);
-        return;
-      }
-      pos += used;
-      this.advance(used, emit);
-    }
   }
 
   /**
@@ -156,51 +113,17 @@ export class Intel5300Decoder implements CsiDecoder {
    * @throws DecodeError naming the start offset of a record the input ended inside.
    */
   end(_emit: (frame: CsiFrame) => void): void {
-    if (this.skipLeft > 0) {
-      const at = this.skipStart;
-      const missing = this.skipLeft;
-      this.skipLeft = 0;
-      throw new DecodeError(`Intel 5300 record truncated: ${missing} more bytes expected`, at);
-    }
-    if (this.carryLen > 0) {
-      const at = this.stats.bytes;
-      const msg = `Intel 5300 record truncated: needs ${this.need} bytes, input holds ${this.carryLen}`;
-      this.carryLen = 0;
-      throw new DecodeError(msg, at);
-    }
-  }
-
-  private advance(used: number, emit: (frame: CsiFrame) => void): void {
-    this.stats.bytes += used;
-    const frame = this.pending;
-    if (frame) {
-      this.pending = null;
-      emit(frame);
-    }
-  }
-
-  private append(src: Uint8Array, from: number, count: number): void {
-    const want = this.carryLen + count;
-    if (want > this.carry.length) {
-      const grown = new Uint8Array(Math.max(want, this.carry.length * 2));
-      grown.set(this.carry.subarray(0, this.carryLen));
-      this.carry = grown;
-    }
-    this.carry.set(src.subarray(from, from + count), this.carryLen);
-    this.carryLen = want;
+    this.failIfTruncated('Intel 5300', () => `record truncated: needs ${this.need} bytes, input holds ${this.carryLen}`);
   }
 
   /**
    * Reads what it can at `b[p..end)`, where `p` is at stream offset `stats.bytes`.
    * Returns the bytes consumed, or 0 after setting `need` when more input is required.
    */
-  private step(b: Uint8Array, p: number, end: number): number {
+  protected step(b: Uint8Array, p: number, end: number): number {
     const avail = end - p;
-    if (this.skipLeft > 0) {
-      const k = Math.min(this.skipLeft, avail);
-      this.skipLeft -= k;
-      return k;
-    }
+    const skipped = this.continueSkip(avail);
+    if (skipped > 0) return skipped;
     if (avail < 3) {
       if (avail === 2 && b[p] === 0 && b[p + 1] === 0) {
         // field_len 0 cannot even hold the code byte: drop the length field and read on.
@@ -241,14 +164,6 @@ export class Intel5300Decoder implements CsiDecoder {
     }
     this.pending = this.decode(b, h, nRx, nTx, len);
     return total;
-  }
-
-  private skip(total: number, avail: number): number {
-    this.stats.skipped++;
-    const k = Math.min(total, avail);
-    this.skipLeft = total - k;
-    this.skipStart = this.stats.bytes;
-    return k;
   }
 
   /** Decodes a validated 0xBB body starting at `h`. */
