@@ -30,7 +30,8 @@ import { PoseModel, type ModelOutputs, type PoseRunner, type RunOptions } from '
 import { isHeldOut, makeRecipes, type ScenarioRecipe } from '../src/model/train/recipe.js';
 import { simOptions } from '../src/model/train/dataset.js';
 import { KEYPOINT_NAMES, type PoseFrame } from '../src/pose/types.js';
-import { PoseService } from '../src/service/service.js';
+import { liveSettings } from '../src/service/service.js';
+import type { ConfigSnapshot } from '../src/config/store.js';
 import { deriveSeed, Rng } from '../src/sim/rng.js';
 import { Camera } from '../src/sim/camera.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../src/sim/simulator.js';
@@ -64,11 +65,11 @@ const FLOOR_ATTRIBUTION_M = 1.0;
 /** Said next to every score. */
 const NOTE = 'simulated, held-out TEST scenarios (unseen rooms, antenna layouts, seeds); real CSI will score lower';
 
-/** The live settings of a service running on the default configuration (`PoseService.settings`). */
+/** The live settings of a service running on the default configuration (`liveSettings`). */
 export function defaultLiveSettings(): LiveSettings {
   const cfg = defaults();
   // The service's own mapping from configuration to live settings, on the default configuration.
-  return PoseService.prototype.settings.call({ config: { get: () => cfg } } as unknown as PoseService);
+  return liveSettings(cfg as ConfigSnapshot);
 }
 
 /**

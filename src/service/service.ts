@@ -183,29 +183,7 @@ export class PoseService {
 
   /** Live settings, read per batch and per frame: configuration changes apply on the next one. */
   settings(): LiveSettings {
-    const c = this.config.get();
-    return {
-      confidenceThreshold: c.detection.confidence_threshold,
-      maxPersons: c.detection.max_persons,
-      batchSize: c.neural_network.batch_size,
-      maxWaitMs: c.neural_network.max_wait_ms,
-      viewWidth: c.environment.view.width,
-      viewHeight: c.environment.view.height,
-      minHits: c.detection.tracking_min_hits,
-      maxAge: c.detection.tracking_max_age,
-      alerts: {
-        fallDetection: {
-          enabled: c.alerts.fall_detection.enabled,
-          sensitivity: c.alerts.fall_detection.sensitivity,
-          notificationDelaySeconds: c.alerts.fall_detection.notification_delay_seconds,
-        },
-        inactivity: {
-          enabled: c.alerts.inactivity_detection.enabled,
-          thresholdMinutes: c.alerts.inactivity_detection.threshold_minutes,
-        },
-        zones: c.environment.zones as never,
-      },
-    };
+    return liveSettings(this.config.get());
   }
 
   private startPipeline(frames: import('rxjs').Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {
@@ -281,4 +259,33 @@ export class PoseService {
     this.config?.close();
     this.auth?.close();
   }
+}
+
+/**
+ * The live pipeline's settings from a configuration: the one mapping the service and the
+ * accuracy benchmark both use.
+ */
+export function liveSettings(c: ConfigSnapshot): LiveSettings {
+  return {
+    confidenceThreshold: c.detection.confidence_threshold,
+    maxPersons: c.detection.max_persons,
+    batchSize: c.neural_network.batch_size,
+    maxWaitMs: c.neural_network.max_wait_ms,
+    viewWidth: c.environment.view.width,
+    viewHeight: c.environment.view.height,
+    minHits: c.detection.tracking_min_hits,
+    maxAge: c.detection.tracking_max_age,
+    alerts: {
+      fallDetection: {
+        enabled: c.alerts.fall_detection.enabled,
+        sensitivity: c.alerts.fall_detection.sensitivity,
+        notificationDelaySeconds: c.alerts.fall_detection.notification_delay_seconds,
+      },
+      inactivity: {
+        enabled: c.alerts.inactivity_detection.enabled,
+        thresholdMinutes: c.alerts.inactivity_detection.threshold_minutes,
+      },
+      zones: c.environment.zones as never,
+    },
+  };
 }
