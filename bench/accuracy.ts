@@ -1,5 +1,5 @@
 /**
- * `npm run bench:accuracy [-- --json] [-- --quick] [-- --model PATH]`: how well the whole pose
+ * `npm run bench:accuracy [-- --json] [-- --quick] [-- --model PATH] [-- --split val] [-- --oracle]`: how well the whole pose
  * system does on simulated scenarios it never saw in training.
  *
  * What runs: the simulator (TEST split of the training recipe: rooms, antenna layouts and seeds in
@@ -14,7 +14,10 @@
  * - falls, on separate scripted scenarios in further TEST rooms (`src/eval/fallScripts.ts`,
  *   `src/eval/falls.ts`): precision over reported fall episodes, recall over true falls, delay.
  *
- * Nothing here is tuned on these scenarios. The pipeline is fed with back-pressure (a new frame
+ * `--split val` runs the same benchmark on VALIDATION scenarios instead (the training distribution's
+ * rooms and layouts, seeds of their own): the split on which tracker and alert settings may be
+ * chosen. Nothing is tuned on the TEST scenarios. `--oracle` replaces the model with the ground truth
+ * (`bench/oracle.ts`): the scores the tracker, activity and alert rules reach with perfect poses. The pipeline is fed with back-pressure (a new frame
  * only while fewer than one batch of windows waits for the model), so no window is dropped and
  * every batch but a scenario's last is full: two runs give identical numbers. The scores are on
  * SIMULATED data; real CSI will score lower.
@@ -46,8 +49,10 @@ import { machine, type BenchResult } from './lib.js';
 
 /** How much to simulate. */
 export interface AccuracyPlan {
-  /** Master seed of the scenarios (recipe TEST split). */
+  /** Master seed of the scenarios. */
   seed: number;
+  /** Recipe split the scenarios come from: `test` (held out, the reported scores) or `val` (for choosing settings). */
+  split: 'test' | 'val';
   poseScenarios: number;
   /** Simulated seconds per pose scenario. */
   poseSeconds: number;
@@ -56,14 +61,17 @@ export interface AccuracyPlan {
 }
 
 /** The full run: a few minutes on 2 cores. */
-export const FULL_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, poseScenarios: 60, poseSeconds: 30, fallScenarios: 48, fallSeconds: 25 });
+export const FULL_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, split: 'test', poseScenarios: 60, poseSeconds: 30, fallScenarios: 48, fallSeconds: 25 });
 /** `--quick`: a handful of scenarios, well under a minute. */
-export const QUICK_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, poseScenarios: 6, poseSeconds: 12, fallScenarios: 4, fallSeconds: 25 });
+export const QUICK_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, split: 'test', poseScenarios: 6, poseSeconds: 12, fallScenarios: 4, fallSeconds: 25 });
 
 /** Largest distance (m) between a fall notice's floor location and a true person, when its track was never paired with one. */
 const FLOOR_ATTRIBUTION_M = 1.0;
 /** Said next to every score. */
-const NOTE = 'simulated, held-out TEST scenarios (unseen rooms, antenna layouts, seeds); real CSI will score lower';
+const NOTES = {
+  test: 'simulated, held-out TEST scenarios (unseen rooms, antenna layouts, seeds); real CSI will score lower',
+  val: 'simulated VALIDATION scenarios (training rooms and layouts, unseen seeds): for choosing settings, not the reported scores',
+} as const;
 
 /** The live settings of a service running on the default configuration (`liveSettings`). */
 export function defaultLiveSettings(): LiveSettings {
@@ -391,16 +399,19 @@ export interface AccuracyReport {
 const GROUP_NAMES = ['zero', 'one', 'two', 'three', 'four'];
 
 /**
- * The TEST recipes of the benchmark, checked to be in the held-out bands.
- * @param plan scenario counts and seed
+ * The recipes of the benchmark: TEST recipes checked to be in the held-out bands, or with
+ * `plan.split` `val` VALIDATION recipes checked to be outside them.
+ * @param plan scenario counts, seed and split
  * @returns recipes of the pose scenarios and of the fall scenarios (separate generator streams)
- * @throws Error when a recipe is not held out
+ * @throws Error when a recipe is not of the split's family
  */
 export function benchRecipes(plan: AccuracyPlan): { pose: ScenarioRecipe[]; fall: ScenarioRecipe[] } {
-  const pose = makeRecipes(plan.seed, { train: 0, val: 0, test: plan.poseScenarios, seconds: plan.poseSeconds });
-  const fall = makeRecipes(deriveSeed(plan.seed, 2), { train: 0, val: 0, test: plan.fallScenarios, seconds: plan.fallSeconds });
+  const split = plan.split;
+  const counts = (n: number, seconds: number) => ({ train: 0, val: split === 'val' ? n : 0, test: split === 'test' ? n : 0, seconds });
+  const pose = makeRecipes(plan.seed, counts(plan.poseScenarios, plan.poseSeconds));
+  const fall = makeRecipes(deriveSeed(plan.seed, 2), counts(plan.fallScenarios, plan.fallSeconds));
   for (const r of [...pose, ...fall]) {
-    if (r.split !== 'test' || !isHeldOut(r)) throw new Error(`scenario ${r.id} is not in the held-out TEST bands`);
+    if (r.split !== split || isHeldOut(r) !== (split === 'test')) throw new Error(`scenario ${r.id} is not in the ${split === 'test' ? 'held-out TEST' : 'VALIDATION'} family`);
   }
   return { pose, fall };
 }
@@ -439,7 +450,7 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, modelPa
 /** The DECISIONS "Benchmark output" results of a report. */
 function resultsOf(r: AccuracyReport): BenchResult[] {
   const out: BenchResult[] = [];
-  const note = (extra: string) => `${extra}; ${NOTE}${r.contractTestModel ? '; CONTRACT TEST MODEL, not a trained one: meaningless as accuracy' : ''}`;
+  const note = (extra: string) => `${extra}; ${NOTES[r.plan.split]}${r.contractTestModel ? '; CONTRACT TEST MODEL, not a trained one: meaningless as accuracy' : ''}`;
   const { groups, all, mot } = r.pose;
   GROUP_NAMES.forEach((name, k) => {
     if (k === 0) return; // nobody in the room: no keypoint to score
@@ -487,6 +498,7 @@ export function markdown(r: AccuracyReport): string {
   const s = r.settings;
   const fd = s.alerts.fallDetection ?? {};
   const lines: string[] = [];
+  const tag = r.plan.split === 'test' ? 'held out' : 'VALIDATION';
   lines.push('# csipose accuracy');
   lines.push('');
   if (r.contractTestModel) {
@@ -494,9 +506,12 @@ export function markdown(r: AccuracyReport): string {
     lines.push('');
   }
   lines.push(
-    `**Simulated, held-out scenarios.** Every score below is measured on simulated CSI from the TEST split of the training recipe ` +
-      `(rooms, antenna layouts and seeds never used in training; each checked with isHeldOut). The simulator leaves out furniture, ` +
-      `occlusion, multi-bounce paths and hardware quirks, so real CSI will score lower.`,
+    r.plan.split === 'test'
+      ? `**Simulated, held-out scenarios.** Every score below is measured on simulated CSI from the TEST split of the training recipe ` +
+          `(rooms, antenna layouts and seeds never used in training; each checked with isHeldOut). The simulator leaves out furniture, ` +
+          `occlusion, multi-bounce paths and hardware quirks, so real CSI will score lower.`
+      : `**Simulated VALIDATION scenarios** (the training distribution's rooms and layouts, seeds of their own): the split on which ` +
+          `settings are chosen. These are not the reported scores; run without --split for the held-out TEST scores.`,
   );
   lines.push('');
   lines.push(`- node ${m.node}, ${m.cpu}; run time ${r.seconds.toFixed(1)} s`);
@@ -523,7 +538,7 @@ export function markdown(r: AccuracyReport): string {
     lines.push(`| ${x.name} | ${v} | ${x.unit} | ${x.n} | ${(x.note ?? '').split(';')[0]} |`);
   }
   lines.push('');
-  lines.push('## By people in the room (simulated, held out)');
+  lines.push(`## By people in the room (simulated, ${tag})`);
   lines.push('');
   lines.push('| people | scenarios | pose frames | keypoints | PCK@0.2 torso | PCK@0.2 box | MPJPE px | count exact |');
   lines.push('|---:|---:|---:|---:|---:|---:|---:|---:|');
@@ -533,14 +548,14 @@ export function markdown(r: AccuracyReport): string {
     lines.push(`| ${k} | ${g.scenarios} | ${g.frames} | ${p.keypoints} | ${fmt(p.pck)} | ${fmt(p.pckBox)} | ${fmt(p.mpjpe, 1)} | ${fmt(countScores(g.count).exact)} |`);
   }
   lines.push('');
-  lines.push('## PCK@0.2 per keypoint, all pose scenarios (simulated, held out)');
+  lines.push(`## PCK@0.2 per keypoint, all pose scenarios (simulated, ${tag})`);
   lines.push('');
   lines.push('| keypoint | PCK@0.2 | keypoints |');
   lines.push('|---|---:|---:|');
   const pa = poseScores(r.pose.all.pose);
   KEYPOINT_NAMES.forEach((kp, k) => lines.push(`| ${kp} | ${fmt(pa.pckPerKeypoint[k]!)} | ${r.pose.all.pose.total[k]} |`));
   lines.push('');
-  lines.push('## Person count: frames by true (rows) and reported (columns) count (simulated, held out)');
+  lines.push(`## Person count: frames by true (rows) and reported (columns) count (simulated, ${tag})`);
   lines.push('');
   const cols = Array.from({ length: MAX_REPORTED_COLUMN + 1 }, (_, j) => (j === MAX_REPORTED_COLUMN ? `${j}+` : String(j)));
   lines.push(`| true \\ reported | ${cols.join(' | ')} | exact |`);
@@ -550,14 +565,14 @@ export function markdown(r: AccuracyReport): string {
   lines.push('');
   const mt = r.pose.mot;
   const ms = motScores(mt);
-  lines.push(`## Tracking, CLEAR-MOT at ${MOT_THRESHOLD_PX} px (simulated, held out)`);
+  lines.push(`## Tracking, CLEAR-MOT at ${MOT_THRESHOLD_PX} px (simulated, ${tag})`);
   lines.push('');
   lines.push('| true objects | misses | false positives | identity switches | MOTA | MOTP px |');
   lines.push('|---:|---:|---:|---:|---:|---:|');
   lines.push(`| ${mt.objects} | ${mt.misses} | ${mt.falsePositives} | ${mt.switches} | ${fmt(ms.mota)} | ${fmt(ms.motp, 1)} |`);
   lines.push('');
   const f = r.falls;
-  lines.push(`## Falls: scripted scenarios in held-out rooms (simulated), window fall start .. +${f.windowMs / 1000} s`);
+  lines.push(`## Falls: scripted scenarios in ${r.plan.split === 'test' ? 'held-out' : 'validation'} rooms (simulated), window fall start .. +${f.windowMs / 1000} s`);
   lines.push('');
   lines.push('| role | people | true falls | detected | mean delay s | false alarms |');
   lines.push('|---|---:|---:|---:|---:|---:|');
@@ -631,20 +646,28 @@ export function checkSidecar(report: unknown, scenarios: readonly ScenarioRecipe
 
 async function main(): Promise<void> {
   const asJson = process.argv.includes('--json');
-  const plan = process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN;
+  const splitArg = arg('--split') ?? 'test';
+  if (splitArg !== 'test' && splitArg !== 'val') throw new Error(`--split must be test or val, got ${splitArg}`);
+  const plan: AccuracyPlan = { ...(process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN), split: splitArg };
+  const useOracle = process.argv.includes('--oracle');
   const modelPath = resolvePath(arg('--model') ?? 'models/csipose-pose.onnx');
-  if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train, or pass --model PATH)`);
+  if (!useOracle && !existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train, or pass --model PATH)`);
   const sidecar = modelPath.replace(/\.onnx$/, '.json');
   const ours = benchRecipes(plan);
-  const check = existsSync(sidecar) ? checkSidecar(JSON.parse(readFileSync(sidecar, 'utf8')), [...ours.pose, ...ours.fall]) : null;
+  const check = !useOracle && existsSync(sidecar) ? checkSidecar(JSON.parse(readFileSync(sidecar, 'utf8')), [...ours.pose, ...ours.fall]) : null;
   if (check && check.sharedSeeds > 0) throw new Error(`${check.sharedSeeds} benchmark scenarios share a simulator seed with the model's training scenarios`);
   const progress = (msg: string) => process.stderr.write(`${msg}\n`);
-  const model = await PoseModel.load(modelPath, { featureDim: FEATURE_DIM });
   let report: AccuracyReport;
-  try {
-    report = await runAccuracy(plan, model, modelPath, progress);
-  } finally {
-    await model.release();
+  if (useOracle) {
+    const { oracleRunner } = await import('./oracle.js');
+    report = await runAccuracy(plan, oracleRunner(plan), 'oracle (ground truth as the model output)', progress);
+  } else {
+    const model = await PoseModel.load(modelPath, { featureDim: FEATURE_DIM });
+    try {
+      report = await runAccuracy(plan, model, modelPath, progress);
+    } finally {
+      await model.release();
+    }
   }
   if (asJson) {
     process.stdout.write(json(report));

@@ -4,93 +4,16 @@
  * that pose frames are scored against the right instant and persons; with the contract test model
  * it must produce the DECISIONS document, identical on a second run.
  */
-import { createHash } from 'node:crypto';
-import { Subject } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  benchRecipes,
-  checkSidecar,
-  defaultLiveSettings,
-  fallSimOptions,
-  json,
-  markdown,
-  planFallScenarios,
-  recipeSimulator,
-  runAccuracy,
-  type AccuracyPlan,
-} from '../../bench/accuracy.js';
-import type { CsiFrame } from '../../src/csi/frame.js';
-import { FEATURE_DIM, HOP, WINDOW_FRAMES } from '../../src/model/features.js';
-import { PoseModel, type ModelOutputs, type PoseRunner } from '../../src/model/runtime.js';
-import { fillTargets, OUT, OUTPUT_DIM } from '../../src/model/train/targets.js';
-import { makeRecipes } from '../../src/model/train/recipe.js';
-import { CsiSimulator, type GroundTruth } from '../../src/sim/simulator.js';
-import { sanitizePhase } from '../../operators/sanitizePhase.js';
-import { slidingWindow } from '../../operators/slidingWindow.js';
-import { features } from '../../operators/features.js';
+import { benchRecipes, checkSidecar, defaultLiveSettings, json, markdown, runAccuracy, type AccuracyPlan } from '../../bench/accuracy.js';
+import { oracleRunner } from '../../bench/oracle.js';
+import { FEATURE_DIM } from '../../src/model/features.js';
+import { PoseModel } from '../../src/model/runtime.js';
+import { isHeldOut, makeRecipes } from '../../src/model/train/recipe.js';
 import { contractModel, tempDir } from '../helpers/poseModels.js';
 
-const PLAN: AccuracyPlan = { seed: 4242, poseScenarios: 2, poseSeconds: 6, fallScenarios: 2, fallSeconds: 18 };
+const PLAN: AccuracyPlan = { seed: 4242, split: 'test', poseScenarios: 2, poseSeconds: 6, fallScenarios: 2, fallSeconds: 18 };
 const P = 4;
-
-const key = (f: Float32Array) => createHash('sha1').update(Buffer.from(f.buffer, f.byteOffset, f.byteLength)).digest('hex');
-
-/** Maps the features of every window of a simulated stream to the targets of its last frame. */
-function indexWindows(sim: CsiSimulator, frames: number, table: Map<string, Float32Array>): void {
-  const truths = new Map<number, GroundTruth>();
-  const input = new Subject<CsiFrame>();
-  input.pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), features()).subscribe((row) => {
-    const out = new Float32Array(OUTPUT_DIM);
-    fillTargets(truths.get(row.frameTime)!, sim.scenario.camera, out);
-    table.set(key(row.features), out);
-  });
-  for (let i = 0; i < frames; i++) {
-    const s = sim.next();
-    truths.set(s.frame.time, s.truth);
-    input.next(s.frame);
-  }
-  input.complete();
-}
-
-/** A "model" that outputs the ground truth of each window it is given. */
-function oracle(plan: AccuracyPlan): PoseRunner {
-  const table = new Map<string, Float32Array>();
-  const recipes = benchRecipes(plan);
-  for (const r of recipes.pose) {
-    const { sim } = recipeSimulator(r);
-    indexWindows(sim, Math.round(r.seconds * sim.rateHz), table);
-  }
-  const people = planFallScenarios(recipes.fall);
-  recipes.fall.forEach((r, i) => {
-    const sim = new CsiSimulator(fallSimOptions(r, people[i]!));
-    indexWindows(sim, Math.round(r.seconds * sim.rateHz), table);
-  });
-  return {
-    metadata: { csipose_contract: '1', model_version: 'oracle', feature_dim: FEATURE_DIM, max_persons: P, window_frames: WINDOW_FRAMES, trained_on: 'ground truth' },
-    featureDim: FEATURE_DIM,
-    maxPersons: P,
-    async run(f: Float32Array, n: number): Promise<ModelOutputs> {
-      const o: ModelOutputs = {
-        n,
-        maxPersons: P,
-        presence: new Float32Array(n * P),
-        keypoints: new Float32Array(n * P * 51),
-        boxes: new Float32Array(n * P * 4),
-        floor: new Float32Array(n * P * 2),
-        densepose: new Float32Array(n * P * 72),
-      };
-      for (let r = 0; r < n; r++) {
-        const t = table.get(key(f.subarray(r * FEATURE_DIM, (r + 1) * FEATURE_DIM)));
-        if (!t) throw new Error('oracle: a window it never saw');
-        o.presence.set(t.subarray(OUT.presence, OUT.presence + P), r * P);
-        o.keypoints.set(t.subarray(OUT.keypoints, OUT.keypoints + P * 51), r * P * 51);
-        o.boxes.set(t.subarray(OUT.boxes, OUT.boxes + P * 4), r * P * 4);
-        o.floor.set(t.subarray(OUT.floor, OUT.floor + P * 2), r * P * 2);
-      }
-      return o;
-    },
-  };
-}
 
 const value = (results: { name: string; value: number }[], name: string) => {
   const r = results.find((x) => x.name === name);
@@ -112,6 +35,19 @@ describe('bench:accuracy', () => {
     expect(s.alerts.fallDetection?.notificationDelaySeconds).toBe(5);
   });
 
+  it('split val takes VALIDATION recipes outside the held-out bands, with seeds apart from TEST', () => {
+    const test = benchRecipes(PLAN);
+    const val = benchRecipes({ ...PLAN, split: 'val' });
+    expect(val.pose).toHaveLength(2);
+    expect(val.fall).toHaveLength(2);
+    for (const r of [...val.pose, ...val.fall]) {
+      expect(r.split).toBe('val');
+      expect(isHeldOut(r)).toBe(false);
+    }
+    const testSeeds = new Set([...test.pose, ...test.fall].map((r) => r.seed));
+    expect([...val.pose, ...val.fall].some((r) => testSeeds.has(r.seed))).toBe(false);
+  });
+
   it('rebuilds the training scenarios from the training report and finds shared seeds', () => {
     const report = {
       recipe: { master_seed: 7, scenario_seconds: 8 },
@@ -131,7 +67,7 @@ describe('bench:accuracy', () => {
   });
 
   it('scores an oracle (the ground truth as model output) as (nearly) perfect', async () => {
-    const report = await runAccuracy(PLAN, oracle(PLAN), 'oracle');
+    const report = await runAccuracy(PLAN, oracleRunner(PLAN), 'oracle');
     const res = report.results;
     // Perfect keypoints; the few misses are frames where a brand-new track is not yet confirmed.
     expect(value(res, 'accuracy.pck02.one')).toBeGreaterThan(0.97);
@@ -153,7 +89,7 @@ describe('bench:accuracy', () => {
 
   it('runs the shipped code path on an ONNX model and prints the DECISIONS document, identically twice', async () => {
     const path = tmp.file('contract.onnx', contractModel(FEATURE_DIM, P));
-    const small: AccuracyPlan = { seed: 4242, poseScenarios: 2, poseSeconds: 4, fallScenarios: 1, fallSeconds: 8 };
+    const small: AccuracyPlan = { seed: 4242, split: 'test', poseScenarios: 2, poseSeconds: 4, fallScenarios: 1, fallSeconds: 8 };
     const docs: string[] = [];
     for (let i = 0; i < 2; i++) {
       const model = await PoseModel.load(path, { featureDim: FEATURE_DIM });
