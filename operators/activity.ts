@@ -14,7 +14,11 @@ import type { Activity, ActivityEvent, PersonPose, PoseFrame } from '../src/pose
 export interface ActivityOptions {
   /** A new activity must persist this long (ms) before it is reported; `falling` is reported at once. Default 300. */
   minDurationMs?: number;
-  /** Span of the per-track history (ms), at least the 1.5 s a fall may take; default 2000. */
+  /**
+   * Span of the per-track history (ms); default 5000: the 1.5 s a fall may take plus the 3 s before
+   * it in which a deliberate lie-down shows as going down in stages (kneeling first). At least 1500;
+   * below 4500 that look-back is cut short and lying down on the floor may read as a fall.
+   */
   historyMs?: number;
   /** A track not seen for this long (ms) is forgotten; default 10000. */
   forgetAfterMs?: number;
@@ -31,15 +35,15 @@ interface Resolved {
   thresholds: ActivityThresholds;
 }
 
-/** Samples a track's ring holds: 2 s at 60 Hz, with room to spare. */
-const HISTORY_CAPACITY = 128;
+/** Samples a track's ring holds: the default 5 s of history at 60 Hz, with room to spare. */
+const HISTORY_CAPACITY = 512;
 
 function resolve(o: ActivityOptions): Resolved {
   if (!o || typeof o !== 'object') throw new RangeError('activity: options must be an object');
   for (const k of ['minDurationMs', 'historyMs', 'forgetAfterMs', 'walkSpeed', 'walkBoxRate'] as const)
     if (o[k] !== undefined && typeof o[k] !== 'number') throw new RangeError(`activity: ${k} must be a number, got ${JSON.stringify(o[k])}`);
   const minDurationMs = o.minDurationMs ?? 300;
-  const historyMs = o.historyMs ?? 2000;
+  const historyMs = o.historyMs ?? 5000;
   const forgetAfterMs = o.forgetAfterMs ?? 10_000;
   const walkSpeed = o.walkSpeed ?? DEFAULT_ACTIVITY_THRESHOLDS.walkSpeed;
   const walkBoxRate = o.walkBoxRate ?? DEFAULT_ACTIVITY_THRESHOLDS.walkBoxRate;
@@ -67,7 +71,7 @@ interface TrackState {
  * Labels every person with an activity (standing, sitting, lying, walking, falling) and a
  * confidence, from their posture (`estimatePosture`) and a short per-track history
  * (`activityOf`: walking from floor speed or box motion, falling from a fast upright-to-lying
- * change).
+ * change that did not follow going down in place, as lying down on the floor through kneeling does).
  *
  * Tracked persons (`trackId` set) keep a ring of the last `historyMs` of samples in this
  * subscription; a track not seen for `forgetAfterMs` is dropped (as is one whose frame time jumps
@@ -209,7 +213,14 @@ export const spec: OperatorSpec = {
       max: 60_000,
       description: 'A new activity must persist this long before it is reported (falling is reported at once)',
     },
-    { name: 'historyMs', type: 'int', default: 2000, min: 1500, max: 10_000, description: 'Span of the per-track history, ms' },
+    {
+      name: 'historyMs',
+      type: 'int',
+      default: 5000,
+      min: 1500,
+      max: 10_000,
+      description: 'Span of the per-track history, ms (a fall and the 3 s before it that tell lying down in stages from falling)',
+    },
     { name: 'forgetAfterMs', type: 'int', default: 10_000, min: 1000, max: 3_600_000, description: 'Forget a track not seen for this long, ms' },
     { name: 'walkSpeed', type: 'number', default: 0.3, min: 0.01, max: 5, description: 'Floor speed (m/s) from which a standing person is walking' },
     {
@@ -224,7 +235,7 @@ export const spec: OperatorSpec = {
   create: (params) =>
     activity({
       minDurationMs: Number(params.minDurationMs ?? 300),
-      historyMs: Number(params.historyMs ?? 2000),
+      historyMs: Number(params.historyMs ?? 5000),
       forgetAfterMs: Number(params.forgetAfterMs ?? 10_000),
       walkSpeed: Number(params.walkSpeed ?? 0.3),
       walkBoxRate: Number(params.walkBoxRate ?? 0.25),

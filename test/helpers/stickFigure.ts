@@ -147,6 +147,97 @@ export function fallingFigure(t: number, duration: number, angle: number, ankleX
   };
 }
 
+/**
+ * Kneeling upright, seen from behind or from the front: thighs vertical, the shins on the floor
+ * pointing along the line of sight, so they project short. Classified standing (~0.9), as a person
+ * a head shorter: the way down to lying on the floor on purpose.
+ */
+export const KNEELING_ALONG_SIGHT: Omit<Figure, 'x' | 'y' | 'scale'> = { shinScale: 0.3 };
+
+/**
+ * A figure of a shape placed with its lowest keypoint on the floor line.
+ * @param groundY floor line, pixels
+ */
+export function grounded(shape: Omit<Figure, 'x' | 'y' | 'scale'>, x: number, groundY: number, scale: number): Figure {
+  const f: Figure = { x, y: 0, scale, ...shape };
+  const kp = figureKeypoints(f);
+  let low = -Infinity;
+  for (let i = 0; i < 17; i++) low = Math.max(low, kp[3 * i + 1]);
+  return { ...f, y: groundY - low };
+}
+
+/**
+ * The figure a fraction `p` of the way from `a` to `b`: every numeric field (position, scale,
+ * angles, image length factors) interpolated linearly; the rest (hidden keypoints, confidence) from `a`.
+ * @param p 0 (a) .. 1 (b)
+ */
+export function blendFigures(a: Figure, b: Figure, p: number): Figure {
+  const lerp = (u: number | undefined, v: number | undefined, neutral: number) => (u ?? neutral) + ((v ?? neutral) - (u ?? neutral)) * p;
+  const pair = (u: [number, number] | undefined, v: [number, number] | undefined, neutral: number): [number, number] => [
+    lerp(u?.[0], v?.[0], neutral),
+    lerp(u?.[1], v?.[1], neutral),
+  ];
+  return {
+    ...a,
+    x: lerp(a.x, b.x, 0),
+    y: lerp(a.y, b.y, 0),
+    scale: lerp(a.scale, b.scale, 0),
+    torso: lerp(a.torso, b.torso, 0),
+    thigh: pair(a.thigh, b.thigh, 0),
+    knee: pair(a.knee, b.knee, 0),
+    torsoScale: lerp(a.torsoScale, b.torsoScale, 1),
+    thighScale: lerp(a.thighScale, b.thighScale, 1),
+    shinScale: lerp(a.shinScale, b.shinScale, 1),
+    width: lerp(a.width, b.width, 1),
+  };
+}
+
+/** Smoothstep: a controlled movement, easing in and out. */
+export const easeInOut = (s: number): number => s * s * (3 - 2 * s);
+/** Accelerating from rest, as a body toppling under gravity. */
+export const easeFall = (s: number): number => s * s;
+
+/**
+ * A motion sampled at 10 Hz: each phase goes from one figure to another over its seconds (the
+ * same figure twice holds it), eased (default `easeInOut`); a phase's first sample is 100 ms in.
+ * @param phases [from, to, seconds, ease?]
+ * @returns one figure per 100 ms
+ */
+export function figureSequence(phases: ReadonlyArray<readonly [Figure, Figure, number, ((s: number) => number)?]>): Figure[] {
+  const out: Figure[] = [];
+  for (const [a, b, seconds, ease = easeInOut] of phases) {
+    const n = Math.round(seconds * 10);
+    for (let k = 1; k <= n; k++) out.push(blendFigures(a, b, ease(k / n)));
+  }
+  return out;
+}
+
+/**
+ * Lying down on the floor on purpose, in stages, sampled at 10 Hz: `standS` seconds standing,
+ * kneeling down over `kneelS` (the shins along the line of sight, see KNEELING_ALONG_SIGHT), holding
+ * the kneel for `holdS`, then lying back across the view over `lieS`, then `afterS` lying still.
+ * Each motion eases in and out, as a controlled movement does.
+ * @returns one figure per 100 ms
+ */
+export function kneelThenLie(
+  groundX: number,
+  groundY: number,
+  scale: number,
+  t: { standS?: number; kneelS?: number; holdS?: number; lieS?: number; afterS?: number } = {},
+): Figure[] {
+  const { standS = 1, kneelS = 1.2, holdS = 0.5, lieS = 0.9, afterS = 3 } = t;
+  const stand = grounded(STANDING, groundX, groundY, scale);
+  const kneel = grounded(KNEELING_ALONG_SIGHT, groundX, groundY, scale);
+  const lie = grounded(LYING, groundX, groundY, scale);
+  return figureSequence([
+    [stand, stand, standS],
+    [stand, kneel, kneelS],
+    [kneel, kneel, holdS],
+    [kneel, lie, lieS],
+    [lie, lie, afterS],
+  ]);
+}
+
 /** A person for a pose frame from a figure. */
 export function personOf(f: Figure, init: Partial<PersonPose> = {}): PersonPose {
   const keypoints = figureKeypoints(f);

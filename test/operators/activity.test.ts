@@ -6,6 +6,7 @@ import { activityOf, estimatePosture, PoseHistory } from '../../src/pose/posture
 import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
 import {
   fallingFigure,
+  kneelThenLie,
   LYING,
   personOf,
   poseFrame,
@@ -149,6 +150,22 @@ describe('activity: behaviour', () => {
     expect(changes).toEqual(['standing>falling', 'falling>lying']);
   });
 
+  it('lying down on the floor through kneeling is not falling: the default 5 s history reaches back to the kneel', async () => {
+    const frames = (figs: Figure[]) => figs.map((f, k) => poseFrame(k * 100, [personOf(f, { trackId: 5, floor: { x: 1, y: 2 } })]));
+    const staged = frames(kneelThenLie(300, 440, 220));
+    const out = await run(staged);
+    const labels = out.map((f) => f.persons[0].activity);
+    expect(labels).not.toContain('falling');
+    expect(labels.at(-1)).toBe('lying');
+    expect(out.flatMap((f) => f.events ?? []).map((e) => `${e.metadata.from}>${e.metadata.to}`)).toEqual(['standing>lying']);
+    // A history of 1.5 s holds the tip-over but not the kneel before it: that reads as a fall.
+    const short = await run(staged, { historyMs: 1500 });
+    expect(short.map((f) => f.persons[0].activity)).toContain('falling');
+    // A fall from standing is falling with the default history.
+    const fall = await run(frames(Array.from({ length: 40 }, (_, k) => fallingFigure(Math.max(0, k - 10) / 10, 1.2, 90, 300, 440, 220))));
+    expect(fall.map((f) => f.persons[0].activity)).toContain('falling');
+  });
+
   it('minDurationMs 0 reports every change at once', async () => {
     const out = await run([poseFrame(0, [standing(1)]), poseFrame(100, [sitting(1)]), poseFrame(200, [standing(1)])], { minDurationMs: 0 });
     expect(out.map((f) => f.persons[0].activity)).toEqual(['standing', 'sitting', 'standing']);
@@ -248,7 +265,7 @@ describe('activity: behaviour', () => {
     expect(spec.input).toBe('pose');
     expect(spec.output).toBe('pose');
     const params = Object.fromEntries(spec.params.map((p) => [p.name, p.default]));
-    expect(params).toEqual({ minDurationMs: 300, historyMs: 2000, forgetAfterMs: 10_000, walkSpeed: 0.3, walkBoxRate: 0.25 });
+    expect(params).toEqual({ minDurationMs: 300, historyMs: 5000, forgetAfterMs: 10_000, walkSpeed: 0.3, walkBoxRate: 0.25 });
     const out: PoseFrame[] = await lastValueFrom(from([poseFrame(0, [sitting(1)])]).pipe(spec.create(params, {}), toArray()));
     expect(out[0].persons[0].activity).toBe('sitting');
   });

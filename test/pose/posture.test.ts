@@ -3,17 +3,24 @@ import {
   activityOf,
   classifyPosture,
   createPostureEstimate,
+  DEFAULT_ACTIVITY_THRESHOLDS,
   estimatePosture,
   peakDescent,
   PoseHistory,
   POSTURE_THRESHOLDS,
+  priorDrop,
   torsoAngle,
+  type ActivityThresholds,
   type Posture,
 } from '../../src/pose/posture.js';
 import {
   boxOf,
+  easeFall,
   fallingFigure,
   figureKeypoints,
+  figureSequence,
+  grounded,
+  kneelThenLie,
   LYING,
   SITTING_FRONT,
   SITTING_SIDE,
@@ -143,7 +150,12 @@ describe('posture classifier', () => {
 });
 
 /** Pushes a figure sequence at 10 Hz and returns the activity after each frame. */
-function run(figures: Figure[], floor?: (k: number) => [number, number], speed?: (k: number) => number) {
+function run(
+  figures: Figure[],
+  floor?: (k: number) => [number, number],
+  speed?: (k: number) => number,
+  thresholds: Readonly<ActivityThresholds> = DEFAULT_ACTIVITY_THRESHOLDS,
+) {
   const h = new PoseHistory(64);
   const est = createPostureEstimate();
   return figures.map((f, k) => {
@@ -151,10 +163,13 @@ function run(figures: Figure[], floor?: (k: number) => [number, number], speed?:
     estimatePosture(kp, boxOf(kp), est);
     const [fx, fy] = floor ? floor(k) : [NaN, NaN];
     h.push(k * 100, est, fx, fy, speed ? speed(k) : NaN);
-    const a = activityOf(h);
+    const a = activityOf(h, thresholds);
     return { activity: a.activity, confidence: a.confidence, speed: a.speed };
   });
 }
+
+/** Peak confidence of the falling labels of a run, 0 when there is none. */
+const peakFalling = (out: Array<{ activity: string; confidence: number }>) => Math.max(0, ...out.map((o) => (o.activity === 'falling' ? o.confidence : 0)));
 
 describe('activityOf', () => {
   const GROUND = 440;
@@ -213,6 +228,54 @@ describe('activityOf', () => {
     expect(peak).toBeLessThan(0.85);
   });
 
+  it('a fast fall is falling; kneeling first and then lying down on the floor quickly is not', () => {
+    // A fall tips over from full height: 0.8 s, and a slow one of 1.2 s.
+    for (const seconds of [0.8, 1.2]) {
+      const out = run(fall(seconds, 90));
+      expect(peakFalling(out), `${seconds} s fall`).toBeGreaterThan(0.85);
+      expect(out.at(-1)!.activity).toBe('lying');
+    }
+    // Lying down on purpose goes down in stages: kneeling (seen along the shins, the kneel reads as
+    // standing a head shorter, an upright start) and then lying back within 0.9 s, fast enough to
+    // pass every other test of a fall. Only the staged descent tells it from one.
+    const figs = kneelThenLie(300, GROUND, SCALE);
+    const staged = run(figs);
+    expect(staged.map((o) => o.activity)).not.toContain('falling');
+    expect(staged.at(-1)!.activity).toBe('lying');
+    const h = new PoseHistory(64);
+    const est = createPostureEstimate();
+    figs.forEach((f, k) => {
+      const kp = figureKeypoints(f);
+      h.push(k * 100, estimatePosture(kp, boxOf(kp), est), NaN, NaN, NaN);
+    });
+    // Its head went down at more than fallSpeed standing heights per second ...
+    const standingBox = boxOf(figureKeypoints(figs[0]))[3];
+    expect(peakDescent(h, h.length - 1) / standingBox).toBeGreaterThan(DEFAULT_ACTIVITY_THRESHOLDS.fallSpeed);
+    // ... and without the staged-descent test it reads as a fall.
+    const unstaged = run(figs, undefined, undefined, { ...DEFAULT_ACTIVITY_THRESHOLDS, fallPriorDrop: Infinity });
+    expect(peakFalling(unstaged)).toBeGreaterThan(0.7);
+  });
+
+  it('bending over (torso inclined) and straightening up just before a fall does not hide the fall', () => {
+    const stand = grounded(STANDING, 300, GROUND, SCALE);
+    const bent = grounded({ torso: 70 }, 300, GROUND, SCALE);
+    const lie = grounded(LYING, 380, GROUND, SCALE);
+    const figs = figureSequence([
+      [stand, stand, 1],
+      [stand, bent, 0.8],
+      [bent, stand, 0.8],
+      [stand, stand, 0.3],
+      [stand, lie, 1, easeFall],
+      [lie, lie, 2],
+    ]);
+    // Bending, the head went down in place by more than fallPriorDrop of the height, 1.3 s before
+    // the fall; but with the torso inclined, which is not going down in stages.
+    const headY = (f: Figure) => estimatePosture(figureKeypoints(f), boxOf(figureKeypoints(f))).headY;
+    const standingBox = boxOf(figureKeypoints(stand))[3];
+    expect((headY(bent) - headY(stand)) / standingBox).toBeGreaterThan(DEFAULT_ACTIVITY_THRESHOLDS.fallPriorDrop);
+    expect(peakFalling(run(figs))).toBeGreaterThan(0.8);
+  });
+
   it('walking: standing posture and a floor speed >= 0.3 m/s', () => {
     const figs = Array.from({ length: 10 }, () => at(WALKING));
     expect(run(figs, (k) => [k * 0.1, 1], () => 1.0).at(-1)!.activity).toBe('walking');
@@ -268,5 +331,53 @@ describe('PoseHistory', () => {
       h.push(k * 100, e, NaN, NaN, NaN);
     }
     expect(peakDescent(h, h.length - 1)).toBeCloseTo(300, 6);
+  });
+
+  describe('priorDrop', () => {
+    const kp = figureKeypoints(at(STANDING));
+    /** A history at 10 Hz from per-sample head y, torso inclination, floor x (NaN: none) and box centre x. */
+    function history(samples: Array<{ head: number; incl?: number; fx?: number; cx?: number }>) {
+      const h = new PoseHistory(64);
+      const e = createPostureEstimate();
+      samples.forEach((s, k) => {
+        estimatePosture(kp, undefined, e);
+        e.headY = s.head;
+        e.torsoInclination = s.incl ?? 0;
+        e.centreX = s.cx ?? 320;
+        h.push(k * 100, e, s.fx ?? NaN, s.fx === undefined ? NaN : 1, NaN);
+      });
+      return h;
+    }
+    const ramp = (n: number, from: number, to: number) => Array.from({ length: n }, (_, k) => from + ((to - from) * k) / (n - 1));
+
+    it('is the largest drop of the head below an earlier, higher head within the span, up to sample k', () => {
+      // Head at 100, down to 150 (kneeling), back up to 130, then the newest 3 samples (after k) far down.
+      const heads = [...ramp(5, 100, 100), ...ramp(6, 100, 150), ...ramp(3, 150, 130), 300, 320, 340];
+      const h = history(heads.map((head) => ({ head })));
+      // k = 3: the sample before the 3 newest (index 0 is the newest).
+      expect(priorDrop(h, 3, 5000, 200)).toBeCloseTo(50, 6);
+      // Over a span that starts at the lowest point, only the drop since then counts: none.
+      expect(priorDrop(h, 3, 200, 200)).toBe(0);
+      // A head that only rises has no drop.
+      expect(priorDrop(history(ramp(10, 200, 100).map((head) => ({ head }))), 0, 5000, 200)).toBe(0);
+    });
+
+    it('compares only samples at the place of sample k: a walk towards the camera is not a drop', () => {
+      // The head's image y grows 40 px over 2 s: walking 2 m (floor x 0 -> 2) or going down in place.
+      const heads = ramp(21, 100, 140);
+      const walking = history(heads.map((head, k) => ({ head, fx: k * 0.1 })));
+      // Within 0.5 m of the newest sample: its last 6 samples, 0.5 s, 10 px.
+      expect(priorDrop(walking, 0, 3000, 200)).toBeCloseTo(10, 6);
+      const inPlace = history(heads.map((head) => ({ head, fx: 1 })));
+      expect(priorDrop(inPlace, 0, 3000, 200)).toBeCloseTo(40, 6);
+      // Without floor positions the box centres tell the place: within 0.25 reference heights (50 px).
+      const across = history(heads.map((head, k) => ({ head, cx: 100 + 20 * k })));
+      expect(priorDrop(across, 0, 3000, 200)).toBeCloseTo(4, 6);
+    });
+
+    it('leaves out samples with an inclined torso: bending over is not going down in stages', () => {
+      const samples = [...ramp(5, 100, 100).map((head) => ({ head })), ...ramp(5, 110, 150).map((head) => ({ head, incl: 60 })), { head: 102 }];
+      expect(priorDrop(history(samples), 0, 5000, 200)).toBeCloseTo(2, 6);
+    });
   });
 });
