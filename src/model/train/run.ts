@@ -39,11 +39,11 @@ export interface RunConfig {
 
 /** The full run: about 7-8 minutes on two cores. */
 export const FULL: RunConfig = {
-  counts: { train: 2400, val: 80, test: 120, seconds: 8 },
+  counts: { train: 3200, val: 160, test: 120, seconds: 8 },
   hop: 16,
   trainHop: 32,
   mirror: true,
-  train: { hidden: [256, 256], epochs: 5, batch: 128, lr: 1e-3, lrMin: 2e-5, warmupSteps: 300, weightDecay: 1e-2, inputNoise: 0, inputDropout: 0, dropout: 0.2 },
+  train: { hidden: [256, 256], epochs: 6, batch: 128, lr: 1e-3, lrMin: 2e-5, warmupSteps: 300, weightDecay: 1e-2, inputNoise: 0, inputDropout: 0, dropout: 0.2 },
 };
 
 /** `--quick`: a tiny dataset and network, under a minute (for tests and smoke runs). */
