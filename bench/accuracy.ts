@@ -422,11 +422,18 @@ export function benchRecipes(plan: AccuracyPlan): { pose: ScenarioRecipe[]; fall
  * @param model the model (a `PoseModel`, as the service uses)
  * @param modelPath where it came from, for the report
  * @param progress called with a line after each scenario
+ * @param settings live settings (default: the service's defaults); other values are for choosing
+ *   settings on the VALIDATION split
  * @returns the report with its DECISIONS results
  */
-export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, modelPath: string, progress: (msg: string) => void = () => undefined): Promise<AccuracyReport> {
+export async function runAccuracy(
+  plan: AccuracyPlan,
+  model: PoseRunner,
+  modelPath: string,
+  progress: (msg: string) => void = () => undefined,
+  settings: LiveSettings = defaultLiveSettings(),
+): Promise<AccuracyReport> {
   const t0 = performance.now();
-  const settings = defaultLiveSettings();
   const recipes = benchRecipes(plan);
   const pose = await runPoseScenarios(model, settings, recipes.pose, progress);
   const falls = await runFallScenarios(model, settings, recipes.fall, progress);

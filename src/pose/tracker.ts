@@ -91,6 +91,8 @@ export interface TrajectoryPoint {
 }
 
 const FIRST_TRAJECTORY_CAPACITY = 16;
+/** Time constant (ms) with which a track forgets a larger size it had (see `Track.sizeDiag`). */
+const SIZE_MEMORY_MS = 2000;
 
 /**
  * The last `limit` points of a track, oldest first, in a ring of typed arrays. The ring starts
@@ -245,10 +247,18 @@ class Track {
   missed = 0;
   floor: ConstantVelocityKalman | null = null;
   readonly view: ConstantVelocityKalman;
-  /** Last matched detection: box centre and diagonal (px), keypoints. */
+  /** Last matched detection: box centre (px), keypoints. */
   lastCx = 0;
   lastCy = 0;
-  lastDiag = 0;
+  /**
+   * Size of the person (px, box diagonal) that the cost is normalised by: the largest recent
+   * detected diagonal, forgotten with a time constant of SIZE_MEMORY_MS. A person walking out of
+   * the view keeps only a sliver of a box (one keypoint: 8 x 8 px) whose centre jumps; measured
+   * against the sliver's own size that jump would cost many times the gate and end the track.
+   */
+  sizeDiag = 0;
+  /** Time (ms) of the last match. */
+  lastMatchTime = 0;
   readonly keypoints = new Float32Array(KP_LEN);
   hasKeypoints = false;
   smoothed: Float32Array | null = null;
@@ -293,7 +303,9 @@ class Track {
  * clock) by constant-velocity Kalman filters: one on the box centre in view pixels, one on the
  * floor position in metres once the track has had one. Detections are assigned to tracks by the
  * Hungarian method on a cost that is the weighted mean of
- * - the distance between predicted and detected box centres, over the box diagonal,
+ * - the distance between predicted and detected box centres, over the person's size (the mean of
+ *   the detected box diagonal and the largest diagonal the track had lately, so that a person
+ *   walking out of the view, left with a sliver of a box, is not measured against the sliver),
  * - the mean distance between the track's last keypoints (moved with the predicted centre) and
  *   the detected ones, over the same diagonal (keypoints confident on both sides only),
  * - the floor distance in metres, when both have a floor position.
@@ -525,7 +537,7 @@ export class MultiPersonTracker {
     const useKp = wk > 0 && t.hasKeypoints;
     const floor = wf > 0 ? t.floor : null;
     for (let d = 0; d < nDet; d++) {
-      const norm = Math.max(1, 0.5 * (t.lastDiag + this.detDiag[d]!));
+      const norm = Math.max(1, 0.5 * (t.sizeDiag + this.detDiag[d]!));
       const dc = Math.hypot(px - this.detCx[d]!, py - this.detCy[d]!) / norm;
       let sum = wc * dc;
       let wsum = wc;
@@ -577,7 +589,10 @@ export class MultiPersonTracker {
     t.missed = 0;
     t.lastCx = cx;
     t.lastCy = cy;
-    t.lastDiag = this.detDiag[d]!;
+    const diag = this.detDiag[d]!;
+    const kept = t.hits > 1 ? t.sizeDiag * Math.exp(-Math.max(0, now - t.lastMatchTime) / SIZE_MEMORY_MS) : 0;
+    t.sizeDiag = diag > kept ? diag : kept;
+    t.lastMatchTime = now;
     if (this.detHasKp[d] === 1) {
       const kp = p.keypoints;
       const tk = t.keypoints;

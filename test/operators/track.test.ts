@@ -252,6 +252,24 @@ describe('track: scenarios', () => {
     expect(drop.tracks().map((r) => r.trackId)).toEqual([2]);
   });
 
+  it('a person walking out of the view keeps the id while only a sliver of the box is left', () => {
+    // Walking right at 1 m/s (100 px/s): the last frames show one keypoint in an 8 x 8 px box at
+    // the image edge, whose centre jumps towards it as the rest of the body leaves the view.
+    const frames: PoseFrame[] = [];
+    for (let k = 0; k < 30; k++) frames.push(frame(k, [person(2 + 0.1 * k, 2)]));
+    for (let k = 30; k < 34; k++) {
+      const p = person(2 + 0.1 * k, 2);
+      const x = 632 - 4 + (k - 30);
+      p.bbox = Float32Array.of(x, 300, 8, 8);
+      p.keypoints.fill(0);
+      p.keypoints.set([x + 4, 304, 0.9], 3 * 9);
+      frames.push(frame(k, [p]));
+    }
+    const { out } = runTracker(frames, { weights: { floor: 0 } });
+    const ids = out.map((f) => f.persons[0]?.trackId);
+    expect(new Set(ids)).toEqual(new Set([1]));
+  });
+
   it('minHits hides a one-frame false positive, which uses up no id', () => {
     const frames: PoseFrame[] = [];
     for (let k = 0; k < 30; k++) {
