@@ -45,7 +45,7 @@ import { addPoseCounts, emptyPoseCounts, PCK_ALPHA, poseScores, scorePoseFrame, 
 import { addMotTotals, boxCentre, ClearMot, emptyMotTotals, MOT_THRESHOLD_PX, motScores, type MotPoint, type MotTotals } from '../src/eval/mot.js';
 import { episodesFrom, scoreFalls, type FallNotice, type FallScores, type TrueFall } from '../src/eval/falls.js';
 import { fallScenarioPeople, FALL_ROLES, ROLE_ROTATION, type FallRole, type ScriptedPerson } from '../src/eval/fallScripts.js';
-import { machine, type BenchResult } from './lib.js';
+import { argValue, fixed, machine, percent, type BenchResult } from './lib.js';
 
 /** How much to simulate. */
 export interface AccuracyPlan {
@@ -492,8 +492,6 @@ function resultsOf(r: AccuracyReport): BenchResult[] {
   return out;
 }
 
-const fmt = (v: number, digits = 3): string => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
-const pct = (v: number): string => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : 'n/a');
 
 /**
  * The report as Markdown.
@@ -541,7 +539,7 @@ export function markdown(r: AccuracyReport): string {
   lines.push('|---|---:|---|---:|---|');
   for (const x of r.results) {
     if (/^accuracy\.pck02\.(?!one$|two$|three$|four$|all$)/.test(x.name)) continue; // per keypoint: own table
-    const v = x.unit === 'fraction' || x.unit === 'ratio' ? fmt(x.value) : x.unit === 'switches' ? String(x.value) : fmt(x.value, 2);
+    const v = x.unit === 'fraction' || x.unit === 'ratio' ? fixed(x.value) : x.unit === 'switches' ? String(x.value) : fixed(x.value, 2);
     lines.push(`| ${x.name} | ${v} | ${x.unit} | ${x.n} | ${(x.note ?? '').split(';')[0]} |`);
   }
   lines.push('');
@@ -552,7 +550,7 @@ export function markdown(r: AccuracyReport): string {
   const rows = [...r.pose.groups.map((g, k) => [String(k), g] as const), ['all', r.pose.all] as const];
   for (const [k, g] of rows) {
     const p = poseScores(g.pose);
-    lines.push(`| ${k} | ${g.scenarios} | ${g.frames} | ${p.keypoints} | ${fmt(p.pck)} | ${fmt(p.pckBox)} | ${fmt(p.mpjpe, 1)} | ${fmt(countScores(g.count).exact)} |`);
+    lines.push(`| ${k} | ${g.scenarios} | ${g.frames} | ${p.keypoints} | ${fixed(p.pck)} | ${fixed(p.pckBox)} | ${fixed(p.mpjpe, 1)} | ${fixed(countScores(g.count).exact)} |`);
   }
   lines.push('');
   lines.push(`## PCK@0.2 per keypoint, all pose scenarios (simulated, ${tag})`);
@@ -560,7 +558,7 @@ export function markdown(r: AccuracyReport): string {
   lines.push('| keypoint | PCK@0.2 | keypoints |');
   lines.push('|---|---:|---:|');
   const pa = poseScores(r.pose.all.pose);
-  KEYPOINT_NAMES.forEach((kp, k) => lines.push(`| ${kp} | ${fmt(pa.pckPerKeypoint[k]!)} | ${r.pose.all.pose.total[k]} |`));
+  KEYPOINT_NAMES.forEach((kp, k) => lines.push(`| ${kp} | ${fixed(pa.pckPerKeypoint[k]!)} | ${r.pose.all.pose.total[k]} |`));
   lines.push('');
   lines.push(`## Person count: frames by true (rows) and reported (columns) count (simulated, ${tag})`);
   lines.push('');
@@ -568,7 +566,7 @@ export function markdown(r: AccuracyReport): string {
   lines.push(`| true \\ reported | ${cols.join(' | ')} | exact |`);
   lines.push(`|---:|${cols.map(() => '---:').join('|')}|---:|`);
   const cs = countScores(r.pose.all.count);
-  r.pose.all.count.forEach((row, t) => lines.push(`| ${t} | ${row.join(' | ')} | ${pct(cs.exactByTrue[t]!)} |`));
+  r.pose.all.count.forEach((row, t) => lines.push(`| ${t} | ${row.join(' | ')} | ${percent(cs.exactByTrue[t]!)} |`));
   lines.push('');
   const mt = r.pose.mot;
   const ms = motScores(mt);
@@ -576,7 +574,7 @@ export function markdown(r: AccuracyReport): string {
   lines.push('');
   lines.push('| true objects | misses | false positives | identity switches | MOTA | MOTP px |');
   lines.push('|---:|---:|---:|---:|---:|---:|');
-  lines.push(`| ${mt.objects} | ${mt.misses} | ${mt.falsePositives} | ${mt.switches} | ${fmt(ms.mota)} | ${fmt(ms.motp, 1)} |`);
+  lines.push(`| ${mt.objects} | ${mt.misses} | ${mt.falsePositives} | ${mt.switches} | ${fixed(ms.mota)} | ${fixed(ms.motp, 1)} |`);
   lines.push('');
   const f = r.falls;
   lines.push(`## Falls: scripted scenarios in ${r.plan.split === 'test' ? 'held-out' : 'validation'} rooms (simulated), window fall start .. +${f.windowMs / 1000} s`);
@@ -589,14 +587,14 @@ export function markdown(r: AccuracyReport): string {
     const delays = ps.flatMap((p) => p.delaysMs);
     const mean = delays.length ? delays.reduce((a, b) => a + b, 0) / delays.length / 1000 : NaN;
     lines.push(
-      `| ${role}${FALL_ROLES.includes(role) ? ' (fall)' : ''} | ${ps.length} | ${ps.reduce((a, p) => a + p.falls, 0)} | ${ps.reduce((a, p) => a + p.detected, 0)} | ${fmt(mean, 2)} | ${ps.reduce((a, p) => a + p.falseAlarms, 0)} |`,
+      `| ${role}${FALL_ROLES.includes(role) ? ' (fall)' : ''} | ${ps.length} | ${ps.reduce((a, p) => a + p.falls, 0)} | ${ps.reduce((a, p) => a + p.detected, 0)} | ${fixed(mean, 2)} | ${ps.reduce((a, p) => a + p.falseAlarms, 0)} |`,
     );
   }
   lines.push(`| (no person) | | | | | ${f.unattributedFalseAlarms} |`);
   lines.push('');
   lines.push(
-    `Reported fall episodes ${f.scores.detections}, true falls ${f.scores.falls}, detected ${f.scores.detected}: precision ${fmt(f.scores.precision)}, ` +
-      `recall ${fmt(f.scores.recall)}, mean delay ${fmt(f.scores.meanDelayMs / 1000, 2)} s.` +
+    `Reported fall episodes ${f.scores.detections}, true falls ${f.scores.falls}, detected ${f.scores.detected}: precision ${fixed(f.scores.precision)}, ` +
+      `recall ${fixed(f.scores.recall)}, mean delay ${fixed(f.scores.meanDelayMs / 1000, 2)} s.` +
       (f.missingFalls > 0 ? ` Warning: ${f.missingFalls} scripted falls did not happen in the simulator.` : ''),
   );
   return lines.join('\n') + '\n';
@@ -607,11 +605,6 @@ export function json(r: AccuracyReport): string {
   const m = machine();
   const results = r.results.map((x) => ({ ...x, value: Number.isFinite(x.value) ? x.value : null }));
   return JSON.stringify({ node: m.node, cpu: m.cpu, results }, null, 2) + '\n';
-}
-
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
 /** What the training script's report next to the model says, and whether it overlaps the benchmark. */
@@ -653,11 +646,11 @@ export function checkSidecar(report: unknown, scenarios: readonly ScenarioRecipe
 
 async function main(): Promise<void> {
   const asJson = process.argv.includes('--json');
-  const splitArg = arg('--split') ?? 'test';
+  const splitArg = argValue('--split') ?? 'test';
   if (splitArg !== 'test' && splitArg !== 'val') throw new Error(`--split must be test or val, got ${splitArg}`);
   const plan: AccuracyPlan = { ...(process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN), split: splitArg };
   const useOracle = process.argv.includes('--oracle');
-  const modelPath = resolvePath(arg('--model') ?? 'models/csipose-pose.onnx');
+  const modelPath = resolvePath(argValue('--model') ?? 'models/csipose-pose.onnx');
   if (!useOracle && !existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train, or pass --model PATH)`);
   const sidecar = modelPath.replace(/\.onnx$/, '.json');
   const ours = benchRecipes(plan);
@@ -692,7 +685,7 @@ async function main(): Promise<void> {
       const o = check.own;
       lines.push(
         `- Its own held-out scores (per window, model output before tracking, PCK@0.2 of max(box width, height), a looser reference than the torso used here): ` +
-          `PCK one ${fmt(o.pckOne)}, three ${fmt(o.pckThree)}, all ${fmt(o.pckAll)}; exact count ${fmt(o.countExact)}.`,
+          `PCK one ${fixed(o.pckOne)}, three ${fixed(o.pckThree)}, all ${fixed(o.pckAll)}; exact count ${fixed(o.countExact)}.`,
       );
     }
     process.stdout.write(lines.join('\n') + '\n');

@@ -59,6 +59,27 @@ export function machine(): { node: string; cpu: string } {
   return { node: process.version, cpu: `${c[0]?.model ?? 'unknown'} (${c.length} cores)` };
 }
 
+/**
+ * A number with fixed digits for a report table; `n/a` when it is not finite.
+ * @example fixed(0.51234) // '0.512'
+ */
+export const fixed = (v: number, digits = 3): string => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
+
+/**
+ * A fraction as a percentage with one decimal; `n/a` when it is not finite.
+ * @example percent(0.376) // '37.6%'
+ */
+export const percent = (v: number): string => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : 'n/a');
+
+/**
+ * The value after a command-line flag (`--model PATH` -> 'PATH'), or undefined without the flag.
+ * @example argValue('--split') // 'val' for `node bench/accuracy.js --split val`
+ */
+export function argValue(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
 function fmt(v: number): string {
   if (v >= 1000) return Math.round(v).toLocaleString('en-US');
   if (v >= 1) return v.toFixed(2);

@@ -44,7 +44,7 @@ import { N_KEYPOINTS } from '../src/pose/types.js';
 import { Rng } from '../src/sim/rng.js';
 import { ACTIVITIES } from '../src/sim/scenario.js';
 import { CsiSimulator, type GroundTruth } from '../src/sim/simulator.js';
-import { machine } from './lib.js';
+import { argValue, fixed, machine, percent } from './lib.js';
 
 /** Frames between the two frames of the motion energy (40 ms at 100 Hz). */
 export const ENERGY_LAG = 4;
@@ -1188,8 +1188,6 @@ export async function runLimits(plan: LimitsPlan, model: PoseRunner, modelPath: 
   };
 }
 
-const fmt = (v: number, digits = 3): string => (Number.isFinite(v) ? v.toFixed(digits) : 'n/a');
-const pct = (v: number): string => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : 'n/a');
 
 /** Section titles, in report order (the test checks for them). */
 export const SECTIONS = Object.freeze({
@@ -1263,7 +1261,7 @@ export function markdown(r: LimitsReport): string {
       row(['view', 'windows', 'r (all)', 'coherent share', 'r (coherent)', 'median abs error (coherent)']),
       align(1, 5),
       ...b.rows.map((x) =>
-        row([`${x.view} (offset ${OFFSETS.geometry + (x.view === 'slow' ? 0 : x.view === 'fast' ? 4 : 8)})`, x.windows, fmt(x.r), pct(x.coherentShare), fmt(x.rCoherent), fmt(x.medianAbsErrorCoherent)]),
+        row([`${x.view} (offset ${OFFSETS.geometry + (x.view === 'slow' ? 0 : x.view === 'fast' ? 4 : 8)})`, x.windows, fixed(x.r), percent(x.coherentShare), fixed(x.rCoherent), fixed(x.medianAbsErrorCoherent)]),
       ),
     ],
     `How: Pearson r between the feature and the true sine of the angle from the receive array's broadside to the person's torso centre (3-D), ` +
@@ -1278,7 +1276,7 @@ export function markdown(r: LimitsReport): string {
     [
       row(['quantity', 'unit', 'windows', 'model median', 'model mean', 'constant median', 'constant mean', 'constant']),
       `|---|---|${Array<string>(5).fill('---:').join('|')}|---|`,
-      ...e.errors.map((x) => row([x.quantity, x.unit, x.model.n, fmt(x.model.median, d(x)), fmt(x.model.mean, d(x)), fmt(x.constant.median, d(x)), fmt(x.constant.mean, d(x)), x.constantIs])),
+      ...e.errors.map((x) => row([x.quantity, x.unit, x.model.n, fixed(x.model.median, d(x)), fixed(x.model.mean, d(x)), fixed(x.constant.median, d(x)), fixed(x.constant.mean, d(x)), x.constantIs])),
     ],
     `How: the model's slot 0 against the one true person, absolute errors; pool pose (${describe('pose')}, ${e.windows} windows); px of the ${VIEW.width} x ${VIEW.height} view, ` +
       'box rows on the windows where the person is visible.',
@@ -1288,7 +1286,7 @@ export function markdown(r: LimitsReport): string {
   section(
     SECTIONS.smoothing,
     "whether the keypoint errors are jitter (smoothing would remove them) or per-scene biases (only removing each scenario's mean error does).",
-    [row(['keypoints', 'MPJPE px', 'PCK@0.2 torso', 'scored keypoints']), align(1, 3), ...e.smoothing.map((x) => row([x.label, fmt(x.mpjpePx, 1), fmt(x.pck), x.keypoints]))],
+    [row(['keypoints', 'MPJPE px', 'PCK@0.2 torso', 'scored keypoints']), align(1, 3), ...e.smoothing.map((x) => row([x.label, fixed(x.mpjpePx, 1), fixed(x.pck), x.keypoints]))],
     `How: slot 0's keypoints smoothed exponentially along each scenario's windows (hop ${hop} frames, ${(100 / hop).toFixed(1)} windows/s, the live rate), ` +
       `MPJPE and PCK@${PCK_ALPHA} of the torso diameter (src/eval/pose.ts) on visible keypoints; pool pose.`,
   );
@@ -1302,8 +1300,8 @@ export function markdown(r: LimitsReport): string {
     [
       row(['inputs', 'median error m', 'mean error m', 'mean abs x m', 'mean abs y m']),
       align(1, 4),
-      ...g.rows.map((x) => row([x.inputs === 'constant' ? 'none (mean of the fit rows)' : x.inputs, fmt(x.error.median, 2), fmt(x.error.mean, 2), fmt(x.meanAbsX, 2), fmt(x.meanAbsY, 2)])),
-      row(['(the shipped model, same windows)', fmt(floorErr('floor distance').median, 2), fmt(floorErr('floor distance').mean, 2), fmt(floorErr('floor x').mean, 2), fmt(floorErr('floor y').mean, 2)]),
+      ...g.rows.map((x) => row([x.inputs === 'constant' ? 'none (mean of the fit rows)' : x.inputs, fixed(x.error.median, 2), fixed(x.error.mean, 2), fixed(x.meanAbsX, 2), fixed(x.meanAbsY, 2)])),
+      row(['(the shipped model, same windows)', fixed(floorErr('floor distance').median, 2), fixed(floorErr('floor distance').mean, 2), fixed(floorErr('floor x').mean, 2), fixed(floorErr('floor y').mean, 2)]),
     ],
     `How: an MLP (hidden ${gs.hidden.join(' x ')}, ${gs.epochs} epochs, Huber loss, seeded) regressing the floor position relative to the receiver, fitted on pool fit ` +
       `(${describe('fit')}, ${g.fitWindows} windows) and scored on pool pose (${g.scoreWindows} windows, other seeds); geometry = ${GEOMETRY_COLUMNS.join(', ')}.`,
@@ -1319,7 +1317,7 @@ export function markdown(r: LimitsReport): string {
     align(1, ACTIVITIES.length + 1),
     ...v.confusion.map((c, t) => {
       const total = c.reduce((x, y) => x + y, 0);
-      return row([ACTIVITIES[t]!, ...c, total ? pct(c[t]! / total) : 'n/a']);
+      return row([ACTIVITIES[t]!, ...c, total ? percent(c[t]! / total) : 'n/a']);
     }),
     '',
   ];
@@ -1329,7 +1327,7 @@ export function markdown(r: LimitsReport): string {
     [
       row(['inputs', 'accuracy (5 classes)', 'fall-in-window precision', 'fall-in-window recall', 'fall windows']),
       align(1, 4),
-      ...a.variants.map((v) => row([v.inputs, fmt(v.accuracy), fmt(v.fallPrecision), fmt(v.fallRecall), v.fallWindows])),
+      ...a.variants.map((v) => row([v.inputs, fixed(v.accuracy), fixed(v.fallPrecision), fixed(v.fallRecall), v.fallWindows])),
       '',
       ...a.variants.flatMap(confusion),
     ].slice(0, -1),
@@ -1344,7 +1342,7 @@ export function markdown(r: LimitsReport): string {
     [
       row(['activity', 'frames', 'p10 dB', 'median dB', 'p90 dB', 'above the still p95']),
       align(1, 5),
-      ...a.energy.map((x) => row([x.activity, x.frames, fmt(x.p10Db, 1), fmt(x.medianDb, 1), fmt(x.p90Db, 1), pct(x.aboveStillP95)])),
+      ...a.energy.map((x) => row([x.activity, x.frames, fixed(x.p10Db, 1), fixed(x.medianDb, 1), fixed(x.p90Db, 1), percent(x.aboveStillP95)])),
     ],
     `How: motion energy per frame, sum |H(t) - H(t - ${ENERGY_LAG * 10} ms)|^2 / sum |H(t)|^2 of the sanitised CSI, in dB relative to the median of the same scenario's ` +
       `still frames (standing, sitting, lying); ${a.energyScenarios} scenarios of both activity pools; "above the still p95": share of frames above the 95th percentile of all still frames.`,
@@ -1362,14 +1360,9 @@ export function json(r: LimitsReport): string {
   return JSON.stringify({ node: m.node, cpu: m.cpu, note: 'simulated VALIDATION scenarios', ...r }, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2) + '\n';
 }
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
-
 async function main(): Promise<void> {
   const plan = process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN;
-  const modelPath = resolvePath(arg('--model') ?? 'models/csipose-pose.onnx');
+  const modelPath = resolvePath(argValue('--model') ?? 'models/csipose-pose.onnx');
   if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train, or pass --model PATH)`);
   // None of these scenarios may be one the model was trained or validated on.
   const sidecar = modelPath.replace(/\.onnx$/, '.json');

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { machine, table, type BenchResult } from './lib.js';
+import { argValue, machine, table, type BenchResult } from './lib.js';
 
 type Suite = { run(): Promise<BenchResult[]> };
 
@@ -22,7 +22,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
  */
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
-  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+  const only = argValue('--only');
   const inChild = process.argv.includes('--child');
   if (only && !SUITES[only]) throw new Error(`unknown suite ${only} (suites: ${Object.keys(SUITES).join(', ')})`);
   const results: BenchResult[] = [];
