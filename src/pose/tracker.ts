@@ -257,8 +257,6 @@ class Track {
    * against the sliver's own size that jump would cost many times the gate and end the track.
    */
   sizeDiag = 0;
-  /** Time (ms) of the last match. */
-  lastMatchTime = 0;
   readonly keypoints = new Float32Array(KP_LEN);
   hasKeypoints = false;
   smoothed: Float32Array | null = null;
@@ -590,9 +588,9 @@ export class MultiPersonTracker {
     t.lastCx = cx;
     t.lastCy = cy;
     const diag = this.detDiag[d]!;
-    const kept = t.hits > 1 ? t.sizeDiag * Math.exp(-Math.max(0, now - t.lastMatchTime) / SIZE_MEMORY_MS) : 0;
+    // record.lastSeen is still the previous match's time here (it is moved to now below).
+    const kept = t.hits > 1 ? t.sizeDiag * Math.exp(-Math.max(0, now - t.record.lastSeen) / SIZE_MEMORY_MS) : 0;
     t.sizeDiag = diag > kept ? diag : kept;
-    t.lastMatchTime = now;
     if (this.detHasKp[d] === 1) {
       const kp = p.keypoints;
       const tk = t.keypoints;
