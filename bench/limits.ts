@@ -37,6 +37,7 @@ import { FEATURE_DIM, FeatureExtractor, OFFSETS, WINDOW_FRAMES } from '../src/mo
 import { PoseModel, type PoseRunner } from '../src/model/runtime.js';
 import { simOptions } from '../src/model/train/dataset.js';
 import { AdamW, Mlp } from '../src/model/train/mlp.js';
+import { mapJobs, serveJobs } from '../src/model/train/workerPool.js';
 import { isHeldOut, makeRecipes, PEOPLE_WEIGHTS, type ScenarioRecipe } from '../src/model/train/recipe.js';
 import { fillTargets, OUT, OUTPUT_DIM, VIEW } from '../src/model/train/targets.js';
 import { PCK_ALPHA, torsoDiameter } from '../src/eval/pose.js';
@@ -331,28 +332,17 @@ export interface Pool {
 
 const WORKER_TAG = 'csipose-bench-limits';
 interface WorkerJob {
-  index: number;
   recipe: ScenarioRecipe;
   hop: number;
   history: boolean;
 }
-type WorkerReply = { index: number; rows: ScenarioRows } | { index: number; error: string };
 
+const runJob = (j: WorkerJob): ScenarioRows => simulateScenario(j.recipe, j.hop, j.history);
 const buffersOf = (r: ScenarioRows): ArrayBuffer[] =>
   [r.features, r.targets, r.torso, r.activity, r.fallInWindow, r.history, r.energy, r.frameActivity].map((a) => a.buffer as ArrayBuffer);
 
 /** Worker thread side: this module, started by `simulatePool` with the worker tag. */
-if (!isMainThread && (workerData as { tag?: string } | null)?.tag === WORKER_TAG && parentPort) {
-  const port = parentPort;
-  port.on('message', (job: WorkerJob) => {
-    try {
-      const rows = simulateScenario(job.recipe, job.hop, job.history);
-      port.postMessage({ index: job.index, rows } satisfies WorkerReply, buffersOf(rows));
-    } catch (e) {
-      port.postMessage({ index: job.index, error: e instanceof Error ? (e.stack ?? e.message) : String(e) } satisfies WorkerReply);
-    }
-  });
-}
+if (!isMainThread && (workerData as { tag?: string } | null)?.tag === WORKER_TAG && parentPort) serveJobs(parentPort, runJob, buffersOf);
 
 /**
  * Simulates every recipe of a pool, on worker threads when asked (scenarios are independent and
@@ -365,41 +355,16 @@ if (!isMainThread && (workerData as { tag?: string } | null)?.tag === WORKER_TAG
  */
 export async function simulatePool(name: PoolName, spec: PoolSpec, workers: number, progress: (done: number, total: number) => void = () => undefined): Promise<Pool> {
   const recipes = poolRecipes(spec);
-  const rows: ScenarioRows[] = new Array(recipes.length);
-  let done = 0;
-  if (workers <= 0) {
-    recipes.forEach((r, i) => {
-      rows[i] = simulateScenario(r, spec.hop, spec.history);
-      progress(++done, recipes.length);
-    });
-  } else {
-    let next = 0;
-    const runWorker = () =>
-      new Promise<void>((resolve, reject) => {
-        const worker = new Worker(new URL(import.meta.url), { workerData: { tag: WORKER_TAG } });
-        const feed = () => {
-          if (next >= recipes.length) {
-            void worker.terminate().then(() => resolve());
-            return;
-          }
-          const index = next++;
-          worker.postMessage({ index, recipe: recipes[index]!, hop: spec.hop, history: spec.history } satisfies WorkerJob);
-        };
-        worker.on('message', (m: WorkerReply) => {
-          if ('error' in m) {
-            reject(new Error(`scenario ${recipes[m.index]?.id}: ${m.error}`));
-            void worker.terminate();
-            return;
-          }
-          rows[m.index] = m.rows;
-          progress(++done, recipes.length);
-          feed();
-        });
-        worker.on('error', reject);
-        feed();
-      });
-    await Promise.all(Array.from({ length: Math.min(workers, recipes.length) }, runWorker));
-  }
+  const rows = await mapJobs(
+    recipes.map((recipe) => ({ recipe, hop: spec.hop, history: spec.history })),
+    {
+      workers,
+      run: runJob,
+      spawn: () => new Worker(new URL(import.meta.url), { workerData: { tag: WORKER_TAG } }),
+      name: (i) => `scenario ${recipes[i]?.id}`,
+      onResult: progress,
+    },
+  );
   return { name, spec, recipes, rows, windows: rows.reduce((a, r) => a + r.n, 0) };
 }
 

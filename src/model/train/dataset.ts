@@ -14,6 +14,7 @@ import { CsiSimulator, type GroundTruth, type SimOptions } from '../../sim/simul
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../features.js';
 import type { ScenarioRecipe } from './recipe.js';
 import { fillTargets, mirrorTargets, OUTPUT_DIM } from './targets.js';
+import { mapJobs } from './workerPool.js';
 
 /** The windows of one scenario. */
 export interface ScenarioData {
@@ -179,6 +180,16 @@ export function concatScenarios(parts: readonly ScenarioData[]): Dataset {
   return { n, features, targets, personCounts, scenario };
 }
 
+/** One scenario to generate (what `genWorker.ts` is sent). */
+export interface GenerateJob {
+  recipe: ScenarioRecipe;
+  hop: number;
+  mirror: boolean;
+}
+
+/** Generates one job's scenario (in this thread or in a worker). */
+export const runGenerateJob = (j: GenerateJob): ScenarioData => generateScenario(j.recipe, j.hop, j.mirror);
+
 /** Options of generateAll. */
 export interface GenerateOptions {
   /** Window hop of the generated rows. */
@@ -200,42 +211,17 @@ export interface GenerateOptions {
  * @returns one ScenarioData per recipe, in recipe order
  */
 export async function generateAll(recipes: readonly ScenarioRecipe[], opts: GenerateOptions): Promise<ScenarioData[]> {
-  const results: ScenarioData[] = new Array(recipes.length);
-  const hopOf = (r: ScenarioRecipe) => (r.split === 'train' ? (opts.trainHop ?? opts.hop) : opts.hop);
-  let done = 0;
-  if (opts.workers <= 0) {
-    recipes.forEach((r, i) => {
-      results[i] = generateScenario(r, hopOf(r), opts.mirrorTrain === true && r.split === 'train');
-      opts.onProgress?.(++done, recipes.length);
-    });
-    return results;
-  }
   const url = new URL('./genWorker.js', import.meta.url);
-  let next = 0;
-  const runWorker = () =>
-    new Promise<void>((resolve, reject) => {
-      const worker = new Worker(url);
-      const feed = () => {
-        if (next >= recipes.length) {
-          void worker.terminate().then(() => resolve());
-          return;
-        }
-        const i = next++;
-        worker.postMessage({ index: i, recipe: recipes[i], hop: hopOf(recipes[i]!), mirror: opts.mirrorTrain === true && recipes[i]!.split === 'train' });
-      };
-      worker.on('message', (m: { index: number; data?: ScenarioData; error?: string }) => {
-        if (m.error !== undefined || !m.data) {
-          reject(new Error(`scenario ${recipes[m.index]?.id}: ${m.error ?? 'no data'}`));
-          void worker.terminate();
-          return;
-        }
-        results[m.index] = m.data;
-        opts.onProgress?.(++done, recipes.length);
-        feed();
-      });
-      worker.on('error', reject);
-      feed();
-    });
-  await Promise.all(Array.from({ length: Math.min(opts.workers, recipes.length) }, runWorker));
-  return results;
+  const jobs: GenerateJob[] = recipes.map((r) => ({
+    recipe: r,
+    hop: r.split === 'train' ? (opts.trainHop ?? opts.hop) : opts.hop,
+    mirror: opts.mirrorTrain === true && r.split === 'train',
+  }));
+  return mapJobs(jobs, {
+    workers: opts.workers,
+    run: runGenerateJob,
+    spawn: () => new Worker(url),
+    name: (i) => `scenario ${recipes[i]?.id}`,
+    ...(opts.onProgress ? { onResult: opts.onProgress } : {}),
+  });
 }
