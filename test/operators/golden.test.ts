@@ -28,9 +28,7 @@ import { replayFile } from '../../src/sources/replayFile.js';
 import { simSource } from '../../src/sources/sim.js';
 import { FEATURE_DIM, HOP, OFFSETS, WINDOW_FRAMES } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
-import { defaults } from '../../src/config/schema.js';
-import type { ConfigSnapshot } from '../../src/config/store.js';
-import { liveSettings } from '../../src/service/service.js';
+import { defaultLiveSettings } from '../../bench/accuracy.js';
 import { fallScenarioPeople, type FallRole } from '../../src/eval/fallScripts.js';
 import { Camera, type CameraSpec } from '../../src/sim/camera.js';
 import { Rng } from '../../src/sim/rng.js';
@@ -215,9 +213,6 @@ const shippedModel = () => (modelPromise ??= PoseModel.load(MODEL_PATH));
 afterAll(async () => {
   if (modelPromise) await (await modelPromise).release();
 });
-
-/** The live settings of a service on the default configuration (the service's own mapping). */
-const serviceSettings = (): LiveSettings => liveSettings(defaults() as ConfigSnapshot);
 
 // ---------------------------------------------------------------------------------------------
 // features and infer on a real capture
@@ -566,7 +561,7 @@ function trackOwners(records: Array<Record<string, unknown>>): Map<number, numbe
 }
 
 describe('golden: track -> activity -> alerts on simulated ground truth (no model)', () => {
-  const settings = serviceSettings();
+  const settings = defaultLiveSettings();
 
   it('fall, alert, get up: one person falls and gets up after the alert; two lie down on purpose (service defaults)', async () => {
     const s: TruthScenario = { file: 'truth.fall_get_up.ndjson', seed: 1, main: 'fall_get_up', companions: 2, seconds: 25, alerts: settings.alerts };
@@ -653,7 +648,7 @@ describe('golden: the live pipeline on a seeded simulator run (shipped model)', 
     const name = 'live.sim.ndjson';
     if (!UPDATE && existsSync(goldenPath(name))) checkModelVersion(name, ((readGolden(name) as Array<Record<string, unknown>>)[0] ?? {}).model_version as string, version);
 
-    const settings = serviceSettings();
+    const settings = defaultLiveSettings();
     const inferStats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
     // `sim` as fast as possible starts at the simulator's fixed epoch: the same frames every run.
     const out = await lastValueFrom(
