@@ -23,6 +23,21 @@ export interface LatestWinsOptions<T> {
 }
 
 /**
+ * Counts a pending value that a newer one overwrites and hands it to `onDrop`.
+ * @returns false when `onDrop` threw: the stream has been errored with that error
+ */
+function overwritten<T>(o: LatestWinsOptions<T>, value: T, subscriber: { error(e: unknown): void }): boolean {
+  if (o.stats) o.stats.dropped++;
+  try {
+    o.onDrop?.(value);
+    return true;
+  } catch (e) {
+    subscriber.error(e);
+    return false;
+  }
+}
+
+/**
  * Like `exhaustMap`, but a value that arrives while an inner observable is running is kept
  * instead of ignored: only the most recent such value is kept, and it is projected as soon as the
  * running inner completes. Each pending value that a newer one overwrites is passed to `onDrop`
@@ -86,16 +101,7 @@ export function latestWins<T, R>(
             run(value);
             return;
           }
-          if (hasPending) {
-            const dropped = pending as T;
-            if (opts.stats) opts.stats.dropped++;
-            try {
-              opts.onDrop?.(dropped);
-            } catch (e) {
-              subscriber.error(e);
-              return;
-            }
-          }
+          if (hasPending && !overwritten(opts, pending as T, subscriber)) return;
           pending = value;
           hasPending = true;
         },
@@ -175,16 +181,7 @@ export function conflate<T>(options: ConflateOptions<T> = {}): MonoTypeOperatorF
             subscriber.next(value);
             return;
           }
-          if (hasPending) {
-            const dropped = pending as T;
-            if (options.stats) options.stats.dropped++;
-            try {
-              options.onDrop?.(dropped);
-            } catch (e) {
-              subscriber.error(e);
-              return;
-            }
-          }
+          if (hasPending && !overwritten(options, pending as T, subscriber)) return;
           pending = value;
           hasPending = true;
         },
