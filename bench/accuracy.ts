@@ -1,5 +1,5 @@
 /**
- * `npm run bench:accuracy [-- --json] [-- --quick] [-- --model PATH] [-- --split val] [-- --oracle]`: how well the whole pose
+ * `npm run bench:accuracy [-- --json] [-- --quick] [-- --model PATH] [-- --split val] [-- --oracle] [-- --no-site]`: how well the whole pose
  * system does on simulated scenarios it never saw in training.
  *
  * What runs: the simulator (TEST split of the training recipe: rooms, antenna layouts and seeds in
@@ -16,7 +16,9 @@
  *
  * `--split val` runs the same benchmark on VALIDATION scenarios instead (the training distribution's
  * rooms and layouts, seeds of their own): the split on which tracker and alert settings may be
- * chosen. Nothing is tuned on the TEST scenarios. `--oracle` replaces the model with the ground truth
+ * chosen. Nothing is tuned on the TEST scenarios. Each scenario's site geometry (room size, radio
+ * positions) is fed to models with the `site` input, as an installer's `environment.site` would be;
+ * `--no-site` withholds it. `--oracle` replaces the model with the ground truth
  * (`bench/oracle.ts`): the scores the tracker, activity and alert rules reach with perfect poses. The pipeline is fed with back-pressure (a new frame
  * only while fewer than one batch of windows waits for the model), so no window is dropped and
  * every batch but a scenario's last is full: two runs give identical numbers. The scores are on
@@ -30,7 +32,7 @@ import type { CsiFrame } from '../src/csi/frame.js';
 import { defaults } from '../src/config/schema.js';
 import { FEATURE_DIM } from '../src/model/features.js';
 import { PoseModel, type ModelOutputs, type PoseRunner, type RunOptions } from '../src/model/runtime.js';
-import { isHeldOut, makeRecipes, type ScenarioRecipe } from '../src/model/train/recipe.js';
+import { isHeldOut, makeRecipes, recipeSite, type ScenarioRecipe } from '../src/model/train/recipe.js';
 import { simOptions } from '../src/model/train/dataset.js';
 import { KEYPOINT_NAMES, type PoseFrame } from '../src/pose/types.js';
 import { liveSettings } from '../src/service/service.js';
@@ -58,12 +60,17 @@ export interface AccuracyPlan {
   poseSeconds: number;
   fallScenarios: number;
   fallSeconds: number;
+  /**
+   * Feed each scenario's own site geometry (room size, radio positions: what an installer enters
+   * as `environment.site`) to models with the `site` input; default true. False: unknown site.
+   */
+  site?: boolean;
 }
 
 /** The full run: a few minutes on 2 cores. */
-export const FULL_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, split: 'test', poseScenarios: 60, poseSeconds: 30, fallScenarios: 48, fallSeconds: 25 });
+export const FULL_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, split: 'test', poseScenarios: 60, poseSeconds: 30, fallScenarios: 48, fallSeconds: 25, site: true });
 /** `--quick`: a handful of scenarios, well under a minute. */
-export const QUICK_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, split: 'test', poseScenarios: 6, poseSeconds: 12, fallScenarios: 4, fallSeconds: 25 });
+export const QUICK_PLAN: Readonly<AccuracyPlan> = Object.freeze({ seed: 4242, split: 'test', poseScenarios: 6, poseSeconds: 12, fallScenarios: 4, fallSeconds: 25, site: true });
 
 /** Largest distance (m) between a fall notice's floor location and a true person, when its track was never paired with one. */
 const FLOOR_ATTRIBUTION_M = 1.0;
@@ -227,7 +234,16 @@ interface PoseRun {
   csiFrames: number;
 }
 
-async function runPoseScenarios(model: PoseRunner, settings: LiveSettings, recipes: readonly ScenarioRecipe[], progress: (msg: string) => void): Promise<PoseRun> {
+/** The live settings of one scenario: with `site`, the scenario's own site geometry. */
+const scenarioSettings = (settings: LiveSettings, r: ScenarioRecipe, site: boolean): LiveSettings => (site ? { ...settings, site: recipeSite(r) } : settings);
+
+async function runPoseScenarios(
+  model: PoseRunner,
+  settings: LiveSettings,
+  site: boolean,
+  recipes: readonly ScenarioRecipe[],
+  progress: (msg: string) => void,
+): Promise<PoseRun> {
   const groups = Array.from({ length: MAX_TRUE_COUNT + 1 }, emptyGroup);
   const all = emptyGroup();
   const mot = emptyMotTotals();
@@ -238,7 +254,7 @@ async function runPoseScenarios(model: PoseRunner, settings: LiveSettings, recip
     g.scenarios = 1;
     const tracker = new ClearMot(MOT_THRESHOLD_PX);
     const frames = Math.round(r.seconds * sim.rateHz);
-    const s = await runLive(model, settings, sim, frames, (pose, truth) => {
+    const s = await runLive(model, scenarioSettings(settings, r, site), sim, frames, (pose, truth) => {
       g.frames++;
       addPoseCounts(g.pose, scorePoseFrame(pose.persons, truth.persons));
       addCount(g.count, truth.personCount, pose.persons.length);
@@ -293,7 +309,13 @@ export function planFallScenarios(recipes: readonly ScenarioRecipe[]): ScriptedP
   );
 }
 
-async function runFallScenarios(model: PoseRunner, settings: LiveSettings, recipes: readonly ScenarioRecipe[], progress: (msg: string) => void): Promise<FallRun> {
+async function runFallScenarios(
+  model: PoseRunner,
+  settings: LiveSettings,
+  site: boolean,
+  recipes: readonly ScenarioRecipe[],
+  progress: (msg: string) => void,
+): Promise<FallRun> {
   const delayS = settings.alerts.fallDetection?.notificationDelaySeconds ?? 5;
   const windowMs = (delayS + 5) * 1000;
   const plans = planFallScenarios(recipes);
@@ -315,7 +337,7 @@ async function runFallScenarios(model: PoseRunner, settings: LiveSettings, recip
     const frames = Math.round(r.seconds * sim.rateHz);
     const s = await runLive(
       model,
-      settings,
+      scenarioSettings(settings, r, site),
       sim,
       frames,
       (pose, truth) => {
@@ -435,8 +457,9 @@ export async function runAccuracy(
 ): Promise<AccuracyReport> {
   const t0 = performance.now();
   const recipes = benchRecipes(plan);
-  const pose = await runPoseScenarios(model, settings, recipes.pose, progress);
-  const falls = await runFallScenarios(model, settings, recipes.fall, progress);
+  const site = plan.site !== false;
+  const pose = await runPoseScenarios(model, settings, site, recipes.pose, progress);
+  const falls = await runFallScenarios(model, settings, site, recipes.fall, progress);
   const meta = model.metadata;
   const report: AccuracyReport = {
     plan,
@@ -528,6 +551,11 @@ export function markdown(r: AccuracyReport): string {
   lines.push(
     `- live settings (service defaults): confidence ${s.confidenceThreshold}, max persons ${s.maxPersons}, batch ${s.batchSize}, ` +
       `tracking min hits ${s.minHits} / max age ${s.maxAge}, fall sensitivity ${fd.sensitivity}, notification delay ${fd.notificationDelaySeconds} s`,
+  );
+  lines.push(
+    r.plan.site === false
+      ? `- site geometry: withheld (--no-site), as for a service whose environment.site is not known`
+      : `- site geometry: each scenario's own room size and radio positions (environment.site, what an installer enters), for models with the site input`,
   );
   lines.push(
     `- PCK@${PCK_ALPHA}: within ${PCK_ALPHA} x torso diameter (left shoulder to right hip; ${TORSO_FROM_BOX} x box diagonal when either is not visible), ` +
@@ -648,7 +676,7 @@ async function main(): Promise<void> {
   const asJson = process.argv.includes('--json');
   const splitArg = argValue('--split') ?? 'test';
   if (splitArg !== 'test' && splitArg !== 'val') throw new Error(`--split must be test or val, got ${splitArg}`);
-  const plan: AccuracyPlan = { ...(process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN), split: splitArg };
+  const plan: AccuracyPlan = { ...(process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN), split: splitArg, site: !process.argv.includes('--no-site') };
   const useOracle = process.argv.includes('--oracle');
   const modelPath = resolvePath(argValue('--model') ?? 'models/csipose-pose.onnx');
   if (!useOracle && !existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train, or pass --model PATH)`);

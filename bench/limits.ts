@@ -1,6 +1,6 @@
 /**
  * `npm run bench:limits [-- --quick] [-- --json] [-- --model PATH]`: WHY the pose model is far from
- * its accuracy targets. Five measurements on simulated VALIDATION scenarios (never TEST: the
+ * its accuracy targets. Six measurements on simulated VALIDATION scenarios (never TEST: the
  * held-out rooms and layouts stay unseen by anything that is tuned on these numbers):
  *
  * 1. bearing: do the features' rx-bearing values (OFFSETS.geometry, see `src/model/features.ts`)
@@ -17,6 +17,10 @@
  * 5. activity: a small classifier of the 5 activities and of "a fall in this window", from the
  *    features with and without a 5 s motion-energy history; and how far the motion energy of
  *    walking and falling frames rises above the still frames (the noise floor).
+ * 6. site input: measurement 2's floor and box errors and measurement 3's raw MPJPE / PCK with the
+ *    model told each scenario's own site (the default in 2 and 3, what an installer enters), no
+ *    site, the configuration's default site for every room, and its own site with a measurement
+ *    error: what `environment.site` buys and what a wrong one costs.
  *
  * All scenarios hold one person. They come from `makeRecipes(seed, { train: 0, val: N, ... })`
  * (VALIDATION stream of master seeds the shipped model was not trained with), in four pools with
@@ -38,11 +42,15 @@ import { PoseModel, type PoseRunner } from '../src/model/runtime.js';
 import { simOptions } from '../src/model/train/dataset.js';
 import { AdamW, Mlp } from '../src/model/train/mlp.js';
 import { mapJobs, serveJobs } from '../src/model/train/workerPool.js';
-import { isHeldOut, makeRecipes, PEOPLE_WEIGHTS, type ScenarioRecipe } from '../src/model/train/recipe.js';
+import { isHeldOut, makeRecipes, PEOPLE_WEIGHTS, recipeSite, type ScenarioRecipe } from '../src/model/train/recipe.js';
+import type { SiteGeometry } from '../src/model/contract.js';
+import { defaults } from '../src/config/schema.js';
+import { siteGeometry } from '../src/config/site.js';
+import type { ConfigSnapshot } from '../src/config/store.js';
 import { fillTargets, OUT, OUTPUT_DIM, VIEW } from '../src/model/train/targets.js';
 import { PCK_ALPHA, torsoDiameter } from '../src/eval/pose.js';
 import { N_KEYPOINTS } from '../src/pose/types.js';
-import { Rng } from '../src/sim/rng.js';
+import { deriveSeed, Rng } from '../src/sim/rng.js';
 import { ACTIVITIES } from '../src/sim/scenario.js';
 import { CsiSimulator, type GroundTruth } from '../src/sim/simulator.js';
 import { argValue, fixed, machine, percent } from './lib.js';
@@ -653,9 +661,11 @@ const tgt = (d: ScenarioRows, i: number, at: number): number => d.targets[i * OU
  * @param model the model
  * @param pool the scored pool (one person, windows in time order)
  * @param fit the fitting pool: its mean box size and floor position are the constant answer
+ * @param siteOf the site each scenario's windows run with (models with the `site` input); default
+ *   the scenario's own
  * @returns the error tables
  */
-export async function measureModelErrors(model: PoseRunner, pool: Pool, fit: Pool): Promise<ModelErrorsResult> {
+export async function measureModelErrors(model: PoseRunner, pool: Pool, fit: Pool, siteOf: SiteOf = (r) => recipeSite(r)): Promise<ModelErrorsResult> {
   const W = VIEW.width;
   const H = VIEW.height;
   const P = model.maxPersons;
@@ -718,9 +728,9 @@ export async function measureModelErrors(model: PoseRunner, pool: Pool, fit: Poo
   };
 
   let windows = 0;
-  for (const d of pool.rows) {
+  for (const [s, d] of pool.rows.entries()) {
     if (d.n === 0) continue;
-    const out = await model.run(d.features, d.n);
+    const out = await model.run(d.features, d.n, { site: siteOf(pool.recipes[s]!) });
     bias.fill(0);
     biasN.fill(0);
     const kp = out.keypoints;
@@ -802,6 +812,78 @@ export async function measureModelErrors(model: PoseRunner, pool: Pool, fit: Poo
     keypoints: sN[a]!,
   }));
   return { scenarios: pool.rows.length, windows, errors, smoothing };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Site input
+
+/** The site a scenario's windows run with. */
+export type SiteOf = (r: ScenarioRecipe) => SiteGeometry | null;
+
+/** The configuration's default site (the simulator's default room), as if switched on unmeasured. */
+function configDefaultSite(): SiteGeometry {
+  const c = defaults();
+  return siteGeometry({ ...c, environment: { ...c.environment, site: { ...c.environment.site, known: true } } } as ConfigSnapshot)!;
+}
+
+/** The scenario's own site with every value off by N(0, sd) metres (seeded per scenario). */
+function misMeasured(sd: number): SiteOf {
+  return (r) => {
+    const g = new Rng(deriveSeed(r.seed, 41));
+    const j = (v: number) => v + g.gaussian(0, sd);
+    const s = recipeSite(r);
+    return {
+      roomWidth: j(s.roomWidth),
+      roomDepth: j(s.roomDepth),
+      receiver: { x: j(s.receiver.x), y: j(s.receiver.y), z: j(s.receiver.z) },
+      transmitter: { x: j(s.transmitter.x), y: j(s.transmitter.y), z: j(s.transmitter.z) },
+    };
+  };
+}
+
+/** The site variants of measurement 6, the first being what measurements 2 and 3 use. */
+export const SITE_VARIANTS: ReadonlyArray<{ label: string; siteOf: SiteOf }> = Object.freeze([
+  { label: "own site (what an installer enters; measurements 2 and 3)", siteOf: (r: ScenarioRecipe) => recipeSite(r) },
+  { label: 'unknown (environment.site.known false)', siteOf: () => null },
+  { label: "the configuration's default site (6 x 5 m room) for every room", siteOf: () => configDefaultSite() },
+  { label: 'own site, each value off by N(0, 0.25 m)', siteOf: misMeasured(0.25) },
+  { label: 'own site, each value off by N(0, 0.5 m)', siteOf: misMeasured(0.5) },
+  { label: 'own site, each value off by N(0, 1 m)', siteOf: misMeasured(1) },
+]);
+
+/** One row of measurement 6. */
+export interface SiteRow {
+  label: string;
+  floor: Summary;
+  boxU: Summary;
+  mpjpePx: number;
+  pck: number;
+}
+
+/** Measurement 6; `rows` is empty for a model without the `site` input. */
+export interface SiteResult {
+  siteInput: boolean;
+  rows: SiteRow[];
+}
+
+/**
+ * Measurement 2's floor and box-centre errors and measurement 3's raw keypoint scores, once per
+ * site variant (`SITE_VARIANTS`).
+ * @param model the model
+ * @param pool the scored pool
+ * @param fit the fitting pool (measurement 2's constants; not reported here)
+ * @returns one row per variant, or none when the model has no `site` input
+ */
+export async function measureSite(model: PoseRunner, pool: Pool, fit: Pool): Promise<SiteResult> {
+  if (!model.metadata.site_dim) return { siteInput: false, rows: [] };
+  const rows: SiteRow[] = [];
+  for (const v of SITE_VARIANTS) {
+    const e = await measureModelErrors(model, pool, fit, v.siteOf);
+    const err = (q: string) => e.errors.find((x) => x.quantity === q)!.model;
+    const raw = e.smoothing[0]!;
+    rows.push({ label: v.label, floor: err('floor distance'), boxU: err('box centre u'), mpjpePx: raw.mpjpePx, pck: raw.pck });
+  }
+  return { siteInput: true, rows };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1078,6 +1160,7 @@ export interface LimitsReport {
   model: ModelErrorsResult;
   geometry: GeometryResult;
   activity: ActivityResult;
+  site: SiteResult;
   /** Set by the command: the model's training report rebuilt and compared (see `checkSidecar`). */
   seedCheck?: { trainAndValScenarios: number; sharedSeeds: number };
 }
@@ -1093,7 +1176,7 @@ export interface RunOptions {
 const POOL_ORDER: readonly PoolName[] = ['pose', 'fit', 'activityFit', 'activityScore'];
 
 /**
- * Runs the five measurements.
+ * Runs the six measurements.
  * @param plan pools and fit settings
  * @param model the pose model (the caller loads and releases it)
  * @param modelPath where it came from, for the report
@@ -1123,6 +1206,9 @@ export async function runLimits(plan: LimitsPlan, model: PoseRunner, modelPath: 
   t = performance.now();
   const activity = measureActivity(pools.activityFit, pools.activityScore, plan.activityFit);
   say(`activity: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  t = performance.now();
+  const site = await measureSite(model, pools.pose, pools.fit);
+  say(`site input: ${((performance.now() - t) / 1000).toFixed(1)} s`);
   const meta = model.metadata;
   return {
     plan,
@@ -1150,6 +1236,7 @@ export async function runLimits(plan: LimitsPlan, model: PoseRunner, modelPath: 
     model: modelErrors,
     geometry,
     activity,
+    site,
   };
 }
 
@@ -1162,6 +1249,7 @@ export const SECTIONS = Object.freeze({
   geometry: '4. Floor position: what antenna geometry would buy',
   activity: '5. Activity and falls from the features',
   energy: '5b. Motion energy per activity',
+  site: '6. The site input: what the installer\'s geometry buys',
 });
 
 /**
@@ -1311,6 +1399,19 @@ export function markdown(r: LimitsReport): string {
     ],
     `How: motion energy per frame, sum |H(t) - H(t - ${ENERGY_LAG * 10} ms)|^2 / sum |H(t)|^2 of the sanitised CSI, in dB relative to the median of the same scenario's ` +
       `still frames (standing, sitting, lying); ${a.energyScenarios} scenarios of both activity pools; "above the still p95": share of frames above the 95th percentile of all still frames.`,
+  );
+  const si = r.site;
+  section(
+    SECTIONS.site,
+    'how much the shipped model gains from being told the room and where the radios hang (`environment.site`), and what a wrong or roughly measured site costs.',
+    si.siteInput
+      ? [
+          row(['site fed to the model', 'floor median m', 'floor mean m', 'box centre u median px', 'MPJPE px', 'PCK@0.2 torso']),
+          align(1, 5),
+          ...si.rows.map((x) => row([x.label, fixed(x.floor.median, 2), fixed(x.floor.mean, 2), fixed(x.boxU.median, 1), fixed(x.mpjpePx, 1), fixed(x.pck)])),
+        ]
+      : ['The model has no `site` input: nothing to measure.'],
+    'How: measurement 2 and 3 repeated on pool pose with each site variant (slot 0 against the one true person; errors of a variant are seeded per scenario).',
   );
   return L.join('\n') + '\n';
 }

@@ -2,6 +2,7 @@ import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, 
 import type { OperatorSpec } from '../src/engine/spec.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
+import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
 
 /** One feature row for the model: the features of one CSI window and where it came from. */
 export interface FeatureRow {
@@ -58,6 +59,11 @@ export interface InferOptions {
   /** Reference view in pixels; default 640 x 480. Live (per batch). */
   viewWidth?: number;
   viewHeight?: number;
+  /**
+   * The installation's geometry, fed to models with the `site` input (see `src/model/contract.ts`);
+   * null or absent = unknown. Live (per batch).
+   */
+  site?: SiteGeometry | null;
   /** Attach DensePose parts to each person; default true. Live (per batch). */
   includeDensePose?: boolean;
   /** Scheduler for the `maxWaitMs` timer; default asyncScheduler. Read at subscription. */
@@ -76,6 +82,7 @@ interface Resolved {
   maxWaitMs: number;
   maxQueue: number;
   decode: DecodeOptions;
+  site: SiteGeometry | null;
 }
 
 /** Reads and checks the live options; throws RangeError naming a bad one. */
@@ -95,7 +102,11 @@ function resolve(o: InferOptions): Resolved {
     throw new RangeError(`infer: confidenceThreshold must be in [0, 1], got ${confidenceThreshold}`);
   if (!Number.isInteger(maxPersons) || maxPersons < 0) throw new RangeError(`infer: maxPersons must be an integer >= 0, got ${maxPersons}`);
   if (!(width > 0 && height > 0)) throw new RangeError(`infer: view must be positive, got ${width}x${height}`);
+  const site = o.site ?? null;
+  const problem = site ? siteProblem(site) : null;
+  if (problem) throw new RangeError(`infer: site: ${problem}`);
   return {
+    site,
     batchSize,
     maxWaitMs,
     maxQueue,
@@ -266,7 +277,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         }
       };
 
-      const launch = (m: PoseRunner, k: number, decode: DecodeOptions) => {
+      const launch = (m: PoseRunner, k: number, decode: DecodeOptions, site: SiteGeometry | null) => {
         const F = m.featureDim;
         const rows: FeatureRow[] = new Array(k);
         const batch = new Float32Array(k * F);
@@ -282,7 +293,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         const t0 = performance.now();
         let pending: Promise<ModelOutputs>;
         try {
-          pending = m.run(batch, k, { transfer: true });
+          pending = m.run(batch, k, { transfer: true, site });
         } catch (e) {
           inFlight--;
           throw e;
@@ -317,7 +328,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
           while (inFlight < concurrency && queue.length > 0 && !closed) {
             const due = queue.headTime() + o.maxWaitMs;
             if (queue.length >= o.batchSize || sourceDone || due <= scheduler.now())
-              launch(model, Math.min(queue.length, o.batchSize), o.decode);
+              launch(model, Math.min(queue.length, o.batchSize), o.decode, o.site);
             else break;
           }
           if (closed) return;
@@ -462,6 +473,13 @@ export const spec: OperatorSpec = {
     { name: 'maxPersons', type: 'int', default: 10, min: 0, max: 1000, description: 'At most this many persons per frame' },
     { name: 'viewWidth', type: 'int', default: 640, min: 1, max: 100_000, description: 'Reference view width in pixels' },
     { name: 'viewHeight', type: 'int', default: 480, min: 1, max: 100_000, description: 'Reference view height in pixels' },
+    {
+      name: 'site',
+      type: 'string',
+      default: '',
+      description:
+        'Site geometry for models with the site input: width,depth,rx_x,rx_y,rx_z,tx_x,tx_y,tx_z in metres (empty = unknown)',
+    },
   ],
   create: (params, ctx) => {
     const opts: InferOptions = {
@@ -473,6 +491,7 @@ export const spec: OperatorSpec = {
       maxPersons: Number(params.maxPersons ?? 10),
       viewWidth: Number(params.viewWidth ?? 640),
       viewHeight: Number(params.viewHeight ?? 480),
+      site: parseSite(String(params.site ?? '')),
     };
     if (ctx.scheduler) opts.scheduler = ctx.scheduler;
     return infer(opts);

@@ -3,6 +3,7 @@ import type { CsiFrame } from '../src/csi/frame.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import type { PipelineDef } from '../src/engine/pipeline.js';
 import type { PoseRunner } from '../src/model/runtime.js';
+import type { SiteGeometry } from '../src/model/contract.js';
 import type { MultiPersonTracker } from '../src/pose/tracker.js';
 import { HOP, WINDOW_FRAMES } from '../src/model/features.js';
 import { sanitizePhase } from '../operators/sanitizePhase.js';
@@ -40,6 +41,8 @@ export interface LiveSettings {
   maxWaitMs: number;
   viewWidth: number;
   viewHeight: number;
+  /** The installation's geometry for models with the `site` input; null = unknown. */
+  site: SiteGeometry | null;
   minHits: number;
   maxAge: number;
   alerts: AlertsConfig;
@@ -74,6 +77,7 @@ export function livePipeline(o: LiveOptions): OperatorFunction<CsiFrame, PoseFra
         maxPersons: v.maxPersons,
         viewWidth: v.viewWidth,
         viewHeight: v.viewHeight,
+        site: v.site,
         ...(o.inferStats ? { stats: o.inferStats } : {}),
         ...(o.scheduler ? { scheduler: o.scheduler } : {}),
       };

@@ -12,7 +12,9 @@
  * GET /config answers with the form's fields in the spec's order followed by every canonical
  * setting the form has no name for, at its canonical path ("extended"; `strict: true` gives the
  * spec's fields only). So every setting appears exactly once in either form, and a client can PUT
- * back what it read.
+ * back what it read. Settings of our own that neither form of the spec has (`environment.view`,
+ * `environment.zones`, `environment.site`, `rate_limits`, ...) are such extras in both forms,
+ * under the same canonical names, read and written alike.
  */
 
 import {
@@ -155,8 +157,8 @@ function build(config: Config, fields: readonly FormField[], extras: readonly st
  * `calibration_timestamp`}, `detection` {`confidence_threshold`, `max_persons`,
  * `tracking_enabled`}, `alerts` {`fall_detection`, `inactivity_detection`}, `streaming`; unless
  * strict, followed by every other setting at its canonical path (`environment.view`,
- * `environment.zones`, `detection.tracking_max_age`, `neural_network`, `hardware`, `rate_limits`,
- * ...; see FORM_EXTRAS.a).
+ * `environment.zones`, `environment.site`, `detection.tracking_max_age`, `neural_network`,
+ * `hardware`, `rate_limits`, ...; see FORM_EXTRAS.a).
  * @param config the canonical configuration
  * @param opts `strict` for the spec's fields only
  * @returns a new plain object
@@ -172,7 +174,7 @@ export function toFormA(config: Config, opts: FormOptions = {}): Record<string, 
  * {`model_version`, `batch_size`, `enable_gpu`, `inference_timeout`}, `hardware`, `analytics`
  * {`enable_fall_detection`, `enable_activity_recognition`, `alert_thresholds` {`fall_confidence`,
  * `inactivity_timeout` (seconds)}}, `privacy`; unless strict, followed by every other setting at
- * its canonical path (`environment` {`name`, `calibration_timestamp`, `view`, `zones`},
+ * its canonical path (`environment` {`name`, `calibration_timestamp`, `view`, `zones`, `site`},
  * `alerts.fall_detection.notification_delay_seconds`, `alerts.inactivity_detection.enabled`,
  * `streaming`, `rate_limits`, ...; see FORM_EXTRAS.b).
  * @param config the canonical configuration

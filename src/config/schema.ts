@@ -8,8 +8,9 @@
  * Form A and Form B names onto these canonical paths lives).
  *
  * Canonical names are Form A's where Form A has the setting, Form B's otherwise; settings of our
- * own (`environment.view`, `environment.zones`, `rate_limits`, `server`, ...) use the same
- * snake_case style. A field is addressed by its dotted path, e.g. `detection.confidence_threshold`.
+ * own (`environment.view`, `environment.zones`, `environment.site`, `rate_limits`, `server`, ...)
+ * use the same snake_case style. A field is addressed by its dotted path, e.g.
+ * `detection.confidence_threshold`.
  */
 
 import type { AlertSeverity } from '../pose/types.js';
@@ -127,6 +128,17 @@ export interface ServiceConfig {
     calibration_timestamp: string | null;
     view: { width: number; height: number };
     zones: ZoneConfig[];
+    site: {
+      known: boolean;
+      room_width: number;
+      room_depth: number;
+      receiver_x: number;
+      receiver_y: number;
+      receiver_z: number;
+      transmitter_x: number;
+      transmitter_y: number;
+      transmitter_z: number;
+    };
   };
   detection: {
     confidence_threshold: number;
@@ -174,6 +186,24 @@ export type DeepReadonly<T> = T extends (infer U)[]
 
 function group(description: string, children: Record<string, ConfigNode>): GroupDef {
   return { group: true, description, children };
+}
+
+/** One coordinate of a radio in `environment.site`, in metres. */
+function siteCoordinate(radio: 'receiver' | 'transmitter', axis: 'x' | 'y' | 'z', fallback: number): NumberField {
+  const what = {
+    x: "across the room from its left wall (seen from the receiver's wall); at most environment.site.room_width",
+    y: "in depth away from the receiver's (front) wall; at most environment.site.room_depth",
+    z: 'height above the floor',
+  }[axis];
+  return {
+    type: 'number',
+    default: fallback,
+    minimum: 0,
+    maximum: axis === 'z' ? 20 : 100,
+    unit: 'm',
+    description: `The ${radio}'s ${axis}: ${what} (default ${fallback}, the simulator's)`,
+    restart: false,
+  };
 }
 
 function rateLimit(what: string, points: number, durationSeconds: number): GroupDef {
@@ -253,6 +283,47 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
         'an update replaces the whole list',
       restart: false,
     },
+    site: group(
+      "Where the radios hang in which room: the pose model's optional `site` input. Metres, in the floor plan " +
+        "of the model's `floor` output and of the zones: x across the room from its left wall as seen from the " +
+        "receiver's (front) wall, y in depth away from that wall, z above the floor. The defaults are the " +
+        "simulator's default room (DEFAULT_ROOM in src/sim/scenario.ts, 6 x 5 m, the radios 0.2 m off the front " +
+        'and back walls at 1.2 m); both radios must lie inside the room (0 <= x <= room_width, 0 <= y <= room_depth)',
+      {
+        known: {
+          type: 'boolean',
+          default: false,
+          description:
+            'Feed this geometry to models that take the `site` input (the shipped model does); ' +
+            'false = the site is unknown and the model works from the CSI alone',
+          restart: false,
+        },
+        room_width: {
+          type: 'number',
+          default: 6,
+          minimum: 1,
+          maximum: 100,
+          unit: 'm',
+          description: "Room width across, left wall to right wall seen from the receiver's wall (default 6, the simulator's)",
+          restart: false,
+        },
+        room_depth: {
+          type: 'number',
+          default: 5,
+          minimum: 1,
+          maximum: 100,
+          unit: 'm',
+          description: "Room depth, from the receiver's (front) wall to the opposite wall (default 5, the simulator's)",
+          restart: false,
+        },
+        receiver_x: siteCoordinate('receiver', 'x', 3),
+        receiver_y: siteCoordinate('receiver', 'y', 0.2),
+        receiver_z: siteCoordinate('receiver', 'z', 1.2),
+        transmitter_x: siteCoordinate('transmitter', 'x', 3),
+        transmitter_y: siteCoordinate('transmitter', 'y', 4.8),
+        transmitter_z: siteCoordinate('transmitter', 'z', 1.2),
+      },
+    ),
   }),
   detection: group('Person detection and tracking', {
     confidence_threshold: {

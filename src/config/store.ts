@@ -13,11 +13,17 @@
  * crash leaves either the old or the new file. A file that cannot be parsed or does not validate
  * is moved aside to `config.json.bad-<timestamp>` and the service starts without it (a warning,
  * not a failure); a bad `--config` file is a startup error naming the field.
+ *
+ * Besides each field's own rules, the whole configuration must keep the rules across fields
+ * (`CONFIG_RULES` in validate.ts, e.g. the radios inside the room). They are checked on what an
+ * update would produce, merged with the values already held, inside the update queue; an update
+ * that would break one is refused and changes nothing.
  */
 
 import { access, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
+import { ApiError } from '../server/errors.js';
 import { parseUpdate } from './forms.js';
 import {
   FIELDS,
@@ -31,7 +37,7 @@ import {
   type DeepReadonly,
   type ServiceConfig,
 } from './schema.js';
-import { validateChange, validateUpdate, type ConfigChange, type FieldError } from './validate.js';
+import { validateChange, validateConfig, validateUpdate, type ConfigChange, type FieldError } from './validate.js';
 
 export const CONFIG_FILE_NAME = 'config.json';
 
@@ -87,12 +93,18 @@ export class ConfigStartupError extends Error {
   }
 }
 
-/** An update whose changes do not validate (callers should run `validateUpdate` first). */
-export class ConfigUpdateError extends Error {
-  readonly code = 'VALIDATION_ERROR';
-  /** @param errors the field errors */
+/**
+ * An update that does not validate: a change with a bad value (callers should run
+ * `validateUpdate` first), or changes that are each valid but break a rule across fields together
+ * with the values already held (which only the store, holding those values, can see).
+ *
+ * It is an ApiError (VALIDATION_ERROR, 422, `details.field_errors`), so a handler that lets it
+ * through answers exactly as for a field error caught by `parseUpdate`, in either response form.
+ */
+export class ConfigUpdateError extends ApiError {
+  /** @param errors the field errors, each naming its field by its canonical dotted path */
   constructor(readonly errors: readonly FieldError[]) {
-    super(errors.map((e) => e.message).join('; '));
+    super('VALIDATION_ERROR', errors.map((e) => e.message).join('; '), { field_errors: errors.map((e) => ({ ...e })) });
     this.name = 'ConfigUpdateError';
   }
 }
@@ -148,7 +160,8 @@ export class ConfigStore {
    * Loads the configuration: defaults, then `<dataDir>/config.json`, then the `--config` overlay.
    * @param opts data directory, optional overlay file, optional clock
    * @returns the store; `store.warnings` lists what was set aside or overridden
-   * @throws ConfigStartupError when the overlay file cannot be read, is not JSON or does not validate
+   * @throws ConfigStartupError when the overlay file cannot be read, is not JSON or does not
+   *   validate, alone or together with the saved settings (a rule across fields)
    */
   static async open(opts: ConfigStoreOptions): Promise<ConfigStore> {
     const now = opts.now ?? Date.now;
@@ -168,6 +181,9 @@ export class ConfigStore {
           );
         setPath(config as unknown as Record<string, unknown>, c.path, c.value);
       }
+      // config.json alone keeps the rules (loadSaved checks it); what breaks one now is the overlay.
+      const broken = validateConfig(config);
+      if (broken.length) throw new ConfigStartupError(`--config ${opts.configFile}: ${errorText(broken)}`, opts.configFile, broken);
     }
     return new ConfigStore(file, now, config, loaded.saved, loaded.version, warnings);
   }
@@ -217,7 +233,9 @@ export class ConfigStore {
    * configuration stays as it was and the promise rejects.
    * @param changes changes from `validateUpdate` / `parseUpdate` (each is checked again)
    * @returns the changes that altered a value, whether a restart is needed, the new version
-   * @throws ConfigUpdateError (as a rejection) when a change names no field or has a bad value
+   * @throws ConfigUpdateError (as a rejection) when a change names no field or has a bad value, or
+   *   when the configuration it would produce breaks a rule across fields (checked in the queue,
+   *   against the result of the updates before it); nothing is stored then
    */
   update(changes: readonly Pick<ConfigChange, 'path' | 'value'>[]): Promise<UpdateResult> {
     const checked: ConfigChange[] = [];
@@ -247,6 +265,9 @@ export class ConfigStore {
       saved.set(c.path, cloneValue(c.value));
       setPath(next, c.path, cloneValue(c.value));
     }
+    // Before anything is persisted or announced: a refused update leaves no trace.
+    const broken = validateConfig(next as unknown as ServiceConfig);
+    if (broken.length) throw new ConfigUpdateError(broken);
     // Compared after all are applied: the same path twice counts once, with its last value, and a
     // value equal to the current one is no change.
     const changed: ConfigChange[] = [...new Set(changes.map((c) => c.path))]
@@ -345,7 +366,14 @@ async function loadSaved(file: string, now: () => number, warnings: string[]): P
     const r = validateUpdate(settings);
     if (!r.ok) return errorText(r.errors);
     const saved = new Map<string, unknown>();
-    for (const c of r.changes) saved.set(c.path, c.value);
+    const merged = defaults() as unknown as Record<string, unknown>;
+    for (const c of r.changes) {
+      saved.set(c.path, c.value);
+      setPath(merged, c.path, cloneValue(c.value));
+    }
+    // Saved settings over the defaults they were saved against (a hand-edited file may break this).
+    const broken = validateConfig(merged as unknown as ServiceConfig);
+    if (broken.length) return errorText(broken);
     return { saved, version };
   };
   const r = problem();

@@ -5,6 +5,11 @@
  * Types are checked strictly: no coercion ("5" is not 5, 1 is not true), integers must be
  * integers, NaN and Infinity are refused. Every error names the field by its dotted path (array
  * items as `environment.zones[0].polygon[2]`) and says what the field must be.
+ *
+ * Two levels: field by field (`validateUpdate`, `validateChange`: a value against its own field)
+ * and across fields (`validateConfig`: the rules of `CONFIG_RULES` on a whole configuration, e.g.
+ * the radios inside the room). An update's field checks need only the update; the rules need the
+ * configuration it would produce, so `ConfigStore` runs them on the merged result.
  */
 
 import { compileSchedule } from '../pose/zones.js';
@@ -18,9 +23,11 @@ import {
   fieldAt,
   isGroup,
   type ConfigNode,
+  type DeepReadonly,
   type FieldDef,
   type GroupDef,
   type NumberField,
+  type ServiceConfig,
   type StringField,
   type ZonesField,
 } from './schema.js';
@@ -361,6 +368,78 @@ export function validateChange(path: string, value: unknown): { ok: true; change
   if (!def) return { ok: false, errors: [{ field: path, message: `${path} is not a configuration field`, received_value: value }] };
   const r = checkField(def, path, value);
   return r.ok ? { ok: true, change: { path, value: r.value, restart: def.restart } } : r;
+}
+
+/** A whole configuration as the rules read it: the store's frozen snapshot or a mutable draft. */
+export type WholeConfig = ServiceConfig | DeepReadonly<ServiceConfig>;
+
+/**
+ * A rule across fields: something no single field's bounds can say. Rules see a whole
+ * configuration (never a partial update), so that a change to one field is checked against the
+ * values the others already hold.
+ */
+export interface ConfigRule {
+  /** What the rule requires, for docs and error reports. */
+  readonly description: string;
+  /**
+   * Checks a whole configuration.
+   * @param config the configuration an update would produce
+   * @returns one error per field that breaks the rule, naming it by its canonical dotted path, in
+   *   the shape of the field errors; empty when the rule holds
+   */
+  check(config: WholeConfig): FieldError[];
+}
+
+/** One decimal at least, as `rangeText` writes the bounds of number fields ("between 0.0 and 6.0"). */
+function metres(v: number): string {
+  return Number.isInteger(v) ? v.toFixed(1) : String(v);
+}
+
+/**
+ * Both radios of `environment.site` lie on the room's floor plan: 0 <= x <= room_width and
+ * 0 <= y <= room_depth. Checked whether or not `known` is set, so that switching it on later can
+ * never switch on a geometry that cannot be. The error names the radio's coordinate (the
+ * offending point), also when the update only moved a wall, and says which wall bounds it.
+ */
+const RADIOS_INSIDE_ROOM: ConfigRule = {
+  description: 'environment.site: the receiver and the transmitter lie inside the room (0 <= x <= room_width, 0 <= y <= room_depth)',
+  check(config) {
+    const site = config.environment.site;
+    const errors: FieldError[] = [];
+    for (const radio of ['receiver', 'transmitter'] as const) {
+      for (const [axis, size, sizeName] of [
+        ['x', site.room_width, 'room_width'],
+        ['y', site.room_depth, 'room_depth'],
+      ] as const) {
+        const field = `environment.site.${radio}_${axis}`;
+        const v = site[`${radio}_${axis}`];
+        if (!(v >= 0 && v <= size))
+          errors.push({
+            field,
+            message: `${field} must be between 0.0 and ${metres(size)} (environment.site.${sizeName}: the ${radio} must be inside the room), got ${v}`,
+            received_value: v,
+          });
+      }
+    }
+    return errors;
+  },
+};
+
+/** Every rule across fields, checked in this order. Add new ones here. */
+export const CONFIG_RULES: readonly ConfigRule[] = Object.freeze([RADIOS_INSIDE_ROOM]);
+
+/**
+ * Checks the rules across fields (`CONFIG_RULES`) on a whole configuration. The fields
+ * themselves are assumed valid (the store checks each change with `validateChange` first).
+ * @param config a whole configuration: the merged result of an update, or one loaded at start
+ * @returns every broken rule's field errors, in rule order; empty when all hold
+ * @example
+ * const c = defaults();
+ * c.environment.site.room_width = 2; // the default receiver hangs at x = 3
+ * validateConfig(c)[0]?.field // 'environment.site.receiver_x'
+ */
+export function validateConfig(config: WholeConfig): FieldError[] {
+  return CONFIG_RULES.flatMap((r) => r.check(config));
 }
 
 type JsonSchema = Record<string, unknown>;

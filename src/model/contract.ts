@@ -2,9 +2,12 @@
  * The model contract: what any pose model dropped in through config `neural_network.model_path`
  * must accept and return. Models are ONNX files run by onnxruntime-node (CPU).
  *
- * Input (one tensor):
+ * Inputs:
  *   `features`  float32 [N, FEATURE_DIM]  one row per CSI window, built by `src/model/features.ts`
  *               (layout, order and normalisation documented there and in docs/model.md).
+ *   `site`      float32 [N, SITE_DIM]     optional: the installation's geometry (`siteVector`), the
+ *               same row repeated for every window. A model declares this input or not; the
+ *               service feeds it to models that do (an unknown site is the all-zero row).
  * Outputs (all float32; P = the model's person slots, metadata `max_persons`):
  *   `presence`  [N, P]            probability that slot p holds a person (0..1)
  *   `keypoints` [N, P, 17, 3]     COCO-17 x, y normalised to the reference view (0..1, x / width,
@@ -16,11 +19,13 @@
  * the slot order, gives identities.
  *
  * ONNX metadata_props the service reads (all strings): `csipose_contract` (= CONTRACT_VERSION),
- * `model_version`, `feature_dim`, `max_persons`, `window_frames`, `trained_on`.
+ * `model_version`, `feature_dim`, `max_persons`, `window_frames`, `trained_on`, and `site_dim` on
+ * models with the `site` input.
  */
 export const CONTRACT_VERSION = 'csipose-pose-v1';
 
 export const INPUT_FEATURES = 'features';
+export const INPUT_SITE = 'site';
 export const OUTPUT_PRESENCE = 'presence';
 export const OUTPUT_KEYPOINTS = 'keypoints';
 export const OUTPUT_BOXES = 'boxes';
@@ -37,4 +42,111 @@ export interface ModelMetadata {
   max_persons: number;
   window_frames: number;
   trained_on: string;
+  /** Width of the optional `site` input (SITE_DIM); absent on models without it. */
+  site_dim?: number;
+}
+
+/** A point in the room, metres: x across the room, y in depth from the receiver's wall, z height. */
+export interface SitePoint {
+  x: number;
+  y: number;
+  z: number;
+}
+
+/**
+ * Where the radios hang in which room: what an installer measures. The frame is the floor plan of
+ * the model's `floor` output and of the zones: x across the room from its left wall as seen from
+ * the receiver's (front) wall, y in depth away from that wall, z above the floor.
+ */
+export interface SiteGeometry {
+  roomWidth: number;
+  roomDepth: number;
+  receiver: SitePoint;
+  transmitter: SitePoint;
+}
+
+/** Width of the `site` input. */
+export const SITE_DIM = 8;
+
+/** The `site` input's columns, in order (metres; `known` is 1 for a known site, else the row is all 0). */
+export const SITE_COLUMNS: readonly string[] = Object.freeze([
+  'known',
+  'room_width',
+  'room_depth',
+  'receiver_x',
+  'receiver_z',
+  'transmitter_x - receiver_x',
+  'transmitter_y - receiver_y',
+  'transmitter_z - receiver_z',
+]);
+
+/**
+ * The `site` input row of a geometry (SITE_COLUMNS); null, an unknown site, gives the all-zero row.
+ * @param site the installation, or null when unknown
+ * @param out where to write SITE_DIM values (default a new array)
+ * @returns `out`
+ * @example siteVector({ roomWidth: 6, roomDepth: 5, receiver: { x: 3, y: 0.2, z: 1.2 }, transmitter: { x: 3, y: 4.8, z: 1.2 } })
+ */
+export function siteVector(site: SiteGeometry | null, out: Float32Array = new Float32Array(SITE_DIM)): Float32Array {
+  if (!site) {
+    out.fill(0, 0, SITE_DIM);
+    return out;
+  }
+  const { receiver: r, transmitter: t } = site;
+  out[0] = 1;
+  out[1] = site.roomWidth;
+  out[2] = site.roomDepth;
+  out[3] = r.x;
+  out[4] = r.z;
+  out[5] = t.x - r.x;
+  out[6] = t.y - r.y;
+  out[7] = t.z - r.z;
+  return out;
+}
+
+/**
+ * What is wrong with a site geometry, or null when it is usable: every value finite, the room at
+ * least 1 m each way, both radios on its floor plan (0..width, 0..depth) at a height of 0..20 m.
+ * @param site the geometry to check
+ * @returns a message naming the first bad value, or null
+ */
+export function siteProblem(site: SiteGeometry): string | null {
+  const { roomWidth: w, roomDepth: d } = site;
+  if (!(Number.isFinite(w) && w >= 1)) return `room width must be a number >= 1 m, got ${w}`;
+  if (!(Number.isFinite(d) && d >= 1)) return `room depth must be a number >= 1 m, got ${d}`;
+  for (const [name, p] of [
+    ['receiver', site.receiver],
+    ['transmitter', site.transmitter],
+  ] as const) {
+    if (!(Number.isFinite(p.x) && p.x >= 0 && p.x <= w)) return `${name} x must be in 0..${w} m (the room width), got ${p.x}`;
+    if (!(Number.isFinite(p.y) && p.y >= 0 && p.y <= d)) return `${name} y must be in 0..${d} m (the room depth), got ${p.y}`;
+    if (!(Number.isFinite(p.z) && p.z >= 0 && p.z <= 20)) return `${name} z must be in 0..20 m, got ${p.z}`;
+  }
+  return null;
+}
+
+/**
+ * Parses the compact form of a site, eight comma-separated metres:
+ * `width,depth,receiver_x,receiver_y,receiver_z,transmitter_x,transmitter_y,transmitter_z`
+ * (the `infer` stage's `site` parameter). An empty string is an unknown site.
+ * @param text the eight numbers, or ''
+ * @returns the geometry, or null for ''
+ * @throws RangeError naming what is wrong
+ * @example parseSite('6,5,3,0.2,1.2,3,4.8,1.2')
+ */
+export function parseSite(text: string): SiteGeometry | null {
+  if (text.trim() === '') return null;
+  const parts = text.split(',');
+  const v = parts.map((p) => (p.trim() === '' ? NaN : Number(p)));
+  if (v.length !== 8 || v.some((x) => !Number.isFinite(x)))
+    throw new RangeError(`site must be 8 comma-separated numbers (width,depth,rx_x,rx_y,rx_z,tx_x,tx_y,tx_z in metres), got "${text}"`);
+  const site: SiteGeometry = {
+    roomWidth: v[0]!,
+    roomDepth: v[1]!,
+    receiver: { x: v[2]!, y: v[3]!, z: v[4]! },
+    transmitter: { x: v[5]!, y: v[6]!, z: v[7]! },
+  };
+  const problem = siteProblem(site);
+  if (problem) throw new RangeError(`site: ${problem}`);
+  return site;
 }

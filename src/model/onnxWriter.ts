@@ -13,6 +13,7 @@ import onnxProto from 'onnx-proto';
 import {
   CONTRACT_VERSION,
   INPUT_FEATURES,
+  INPUT_SITE,
   OUTPUT_BOXES,
   OUTPUT_DENSEPOSE,
   OUTPUT_FLOOR,
@@ -461,6 +462,12 @@ export type PoseHeadName = 'presence' | 'keypoints' | 'boxes' | 'floor' | 'dense
 export interface MlpPoseWeights {
   layers: DenseWeights[];
   heads: Record<PoseHeadName, DenseWeights>;
+  /**
+   * Width of the optional `site` input (contract SITE_DIM). When set, the graph takes `site`
+   * [N, siteDim] beside `features` and the trunk reads the two side by side (features first), so
+   * `layers[0].in` = F + siteDim.
+   */
+  siteDim?: number;
 }
 
 interface HeadSpec {
@@ -492,9 +499,10 @@ function checkDense(what: string, d: DenseWeights, expectIn: number, expectOut?:
 
 /**
  * Writes a contract pose model (see `contract.ts`) from the weights of an MLP: input `features`
- * [N, feature_dim], a trunk of Gemm + ReLU layers, then one Gemm per head with the activation and
- * reshape that `MlpPoseWeights` documents. All six contract metadata keys are written from `meta`
- * (its `csipose_contract` as given, normally CONTRACT_VERSION).
+ * [N, feature_dim] (and `site` [N, site_dim], concatenated after it, when `weights.siteDim` is
+ * set), a trunk of Gemm + ReLU layers, then one Gemm per head with the activation and reshape that
+ * `MlpPoseWeights` documents. All six contract metadata keys are written from `meta` (its
+ * `csipose_contract` as given, normally CONTRACT_VERSION), and `site_dim` with the site input.
  *
  * @param weights trunk and head weights, row-major [in][out] (y = x W + b)
  * @param meta model metadata; `feature_dim` and `max_persons` must agree with the weights
@@ -511,10 +519,19 @@ export function buildMlpPoseModel(weights: MlpPoseWeights, meta: ModelMetadata):
   if (!Number.isInteger(F) || F < 1) throw new RangeError(`feature_dim must be a positive integer, got ${F}`);
   if (!Number.isInteger(P) || P < 1) throw new RangeError(`max_persons must be a positive integer, got ${P}`);
 
+  const S = weights.siteDim ?? 0;
+  if (!Number.isInteger(S) || S < 0) throw new RangeError(`siteDim must be a positive integer when set, got ${S}`);
+  if (meta.site_dim !== undefined && meta.site_dim !== S) throw new RangeError(`metadata site_dim ${meta.site_dim} does not match the weights' siteDim ${S}`);
+
   const g = new OnnxGraphBuilder('csipose_mlp_pose');
   g.addInput(INPUT_FEATURES, [BATCH_DIM, F]);
   let x = INPUT_FEATURES;
   let width = F;
+  if (S > 0) {
+    g.addInput(INPUT_SITE, [BATCH_DIM, S]);
+    x = g.concat([INPUT_FEATURES, INPUT_SITE], 1, 'trunk.input');
+    width = F + S;
+  }
   weights.layers.forEach((layer, i) => {
     checkDense(`trunk layer ${i}`, layer, width);
     const w = g.addInitializer(`trunk${i}.w`, layer.w, [layer.in, layer.out]);
@@ -544,5 +561,6 @@ export function buildMlpPoseModel(weights: MlpPoseWeights, meta: ModelMetadata):
   g.setMetadata('max_persons', P);
   g.setMetadata('window_frames', meta.window_frames);
   g.setMetadata('trained_on', meta.trained_on);
+  if (S > 0) g.setMetadata('site_dim', S);
   return g.toBytes({ docString: `csipose MLP pose model (${CONTRACT_VERSION} layout)` });
 }

@@ -16,13 +16,17 @@ import type { InferenceSession } from 'onnxruntime-node';
 import {
   CONTRACT_VERSION,
   INPUT_FEATURES,
+  INPUT_SITE,
   MODEL_OUTPUTS,
   OUTPUT_BOXES,
   OUTPUT_DENSEPOSE,
   OUTPUT_FLOOR,
   OUTPUT_KEYPOINTS,
   OUTPUT_PRESENCE,
+  SITE_DIM,
+  siteVector,
   type ModelMetadata,
+  type SiteGeometry,
 } from './contract.js';
 import { N_DENSE_PARTS, N_KEYPOINTS, type PersonPose } from '../pose/types.js';
 
@@ -66,6 +70,11 @@ export interface RunOptions {
    * `features` spans its whole buffer; otherwise it is copied anyway.
    */
   transfer?: boolean;
+  /**
+   * The installation's geometry for models with the `site` input (`siteVector` gives its row,
+   * repeated for every window); null or absent = unknown site. Models without the input ignore it.
+   */
+  site?: SiteGeometry | null;
 }
 
 /** What the `infer` operator needs of a model; `PoseModel` is the implementation. */
@@ -96,6 +105,13 @@ interface ValueInfo {
   shape?: ReadonlyArray<number | string>;
 }
 
+/** One input tensor of a run. */
+interface Feed {
+  name: string;
+  data: Float32Array;
+  dims: number[];
+}
+
 interface RawOutput {
   data: unknown;
   dims: readonly number[];
@@ -106,7 +122,8 @@ interface RawOutput {
 interface SessionLike {
   readonly inputs: readonly ValueInfo[];
   readonly outputs: readonly ValueInfo[];
-  run(input: string, data: Float32Array, dims: number[], transfer: boolean): Promise<Record<string, RawOutput>>;
+  /** Runs the inputs; with `transfer` the first feed's buffer may be handed over. */
+  run(feeds: readonly Feed[], transfer: boolean): Promise<Record<string, RawOutput>>;
   release(): Promise<void>;
 }
 
@@ -137,8 +154,10 @@ class InlineSession implements SessionLike {
     return new InlineSession(ort, session, describe(session.inputMetadata), describe(session.outputMetadata));
   }
 
-  async run(input: string, data: Float32Array, dims: number[]): Promise<Record<string, RawOutput>> {
-    const out = await this.session.run({ [input]: new this.ort.Tensor('float32', data, dims) });
+  async run(feeds: readonly Feed[]): Promise<Record<string, RawOutput>> {
+    const inputs: Record<string, import('onnxruntime-node').Tensor> = {};
+    for (const f of feeds) inputs[f.name] = new this.ort.Tensor('float32', f.data, f.dims);
+    const out = await this.session.run(inputs);
     const result: Record<string, RawOutput> = {};
     for (const [name, t] of Object.entries(out)) result[name] = { data: t.data, dims: t.dims, type: t.type };
     return result;
@@ -178,7 +197,9 @@ parentPort.on('message', async (m) => {
   } else if (m.type === 'run') {
     let out;
     try {
-      out = await session.run({ [m.input]: new ort.Tensor('float32', m.data, m.dims) });
+      const inputs = {};
+      for (const f of m.feeds) inputs[f.name] = new ort.Tensor('float32', f.data, f.dims);
+      out = await session.run(inputs);
     } catch (e) {
       parentPort.postMessage({ type: 'runError', id: m.id, message: msg(e) });
       return;
@@ -273,17 +294,20 @@ class WorkerSession implements SessionLike {
     });
   }
 
-  run(input: string, data: Float32Array, dims: number[], transfer: boolean): Promise<Record<string, RawOutput>> {
+  run(feeds: readonly Feed[], transfer: boolean): Promise<Record<string, RawOutput>> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
-    // Transferring moves the whole buffer: only do it when the array is all of it.
-    const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer;
-    const payload = transfer && whole ? data : data.slice();
+    // Transferring moves the whole buffer: only do it when the array is all of it. Only the first
+    // feed (the features) may be the caller's; the others are copied or built for this run.
+    const sent = feeds.map((f, i) => {
+      const whole = f.data.byteOffset === 0 && f.data.byteLength === f.data.buffer.byteLength && f.data.buffer instanceof ArrayBuffer;
+      return { name: f.name, dims: f.dims, data: (transfer || i > 0) && whole ? f.data : f.data.slice() };
+    });
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) this.worker.ref();
       try {
-        this.worker.postMessage({ type: 'run', id, input, data: payload, dims }, [payload.buffer as ArrayBuffer]);
+        this.worker.postMessage({ type: 'run', id, feeds: sent }, sent.map((f) => f.data.buffer as ArrayBuffer));
       } catch (e) {
         this.pending.delete(id);
         if (this.pending.size === 0) this.worker.unref();
@@ -316,6 +340,8 @@ const shapeText = (shape: ReadonlyArray<number | string> | undefined) => `[${(sh
 interface Validated {
   metadata: ModelMetadata;
   featureDim: number;
+  /** Width of the `site` input, 0 without it. */
+  siteDim: number;
   maxPersons: number;
   warning?: string;
 }
@@ -350,15 +376,26 @@ function validateContract(
   if (contract !== undefined && contract !== CONTRACT_VERSION)
     throw fail(`model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)}`);
 
-  if (inputs.length !== 1 || inputs[0].name !== INPUT_FEATURES) {
-    const names = inputs.map((i) => `'${i.name}'`).join(', ');
+  const names = inputs.map((i) => `'${i.name}'`).join(', ');
+  const input = inputs.find((i) => i.name === INPUT_FEATURES);
+  const other = inputs.filter((i) => i.name !== INPUT_FEATURES && i.name !== INPUT_SITE);
+  if (!input || other.length > 0 || inputs.length > 2)
     throw fail(
       inputs.length === 1
         ? `model input is named ${names}, expected '${INPUT_FEATURES}'`
-        : `model must have exactly one input '${INPUT_FEATURES}', it has ${inputs.length}: ${names}`,
+        : `model inputs must be '${INPUT_FEATURES}' and optionally '${INPUT_SITE}', it has ${inputs.length}: ${names || 'none'}`,
     );
-  }
-  const input = inputs[0];
+  const site = inputs.find((i) => i.name === INPUT_SITE);
+  const metaSiteDim = metadataNumber(props, 'site_dim', fail);
+  if (site) {
+    const sshape = site.shape ?? [];
+    if (!site.isTensor || site.type !== 'float32') throw fail(`model input '${INPUT_SITE}' is ${site.type ?? 'not a tensor'}, expected float32`);
+    if (sshape.length !== 2 || (typeof sshape[0] === 'number' && sshape[0] !== 0) || (typeof sshape[1] === 'number' && sshape[1] !== SITE_DIM))
+      throw fail(`model input '${INPUT_SITE}' has shape ${shapeText(sshape)}, expected [N, ${SITE_DIM}]`);
+    if (metaSiteDim !== undefined && metaSiteDim !== SITE_DIM)
+      throw fail(`model metadata site_dim ${metaSiteDim}, this service builds site rows of ${SITE_DIM}`);
+  } else if (metaSiteDim !== undefined && metaSiteDim > 0) throw fail(`model metadata site_dim is ${metaSiteDim} but the model has no '${INPUT_SITE}' input`);
+  const siteDim = site ? SITE_DIM : 0;
   if (!input.isTensor || input.type !== 'float32')
     throw fail(`model input '${INPUT_FEATURES}' is ${input.type ?? 'not a tensor'}, expected float32`);
   const ishape = input.shape ?? [];
@@ -411,15 +448,17 @@ function validateContract(
     max_persons: maxPersons,
     window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
     trained_on: props.get('trained_on') ?? '',
+    ...(siteDim > 0 ? { site_dim: siteDim } : {}),
   };
   return contract === undefined
     ? {
         metadata,
         featureDim,
+        siteDim,
         maxPersons,
         warning: `model has no csipose_contract metadata; accepted on its input and output names and shapes (assumed ${CONTRACT_VERSION})`,
       }
-    : { metadata, featureDim, maxPersons };
+    : { metadata, featureDim, siteDim, maxPersons };
 }
 
 /**
@@ -427,8 +466,9 @@ function validateContract(
  * optimisations), checked against the contract at load.
  *
  * Load refuses, with a ModelError saying why: a missing or unreadable file, bytes that are not
- * ONNX or that onnxruntime cannot load, a `csipose_contract` other than CONTRACT_VERSION, an input
- * that is not exactly one float32 `features` [N, feature_dim], a feature_dim that differs from
+ * ONNX or that onnxruntime cannot load, a `csipose_contract` other than CONTRACT_VERSION, inputs
+ * other than one float32 `features` [N, feature_dim] and optionally `site` [N, SITE_DIM] (fed from
+ * `RunOptions.site`), a feature_dim that differs from
  * `opts.featureDim` or from the model's own metadata, a missing contract output or one with the
  * wrong shape. A model without `csipose_contract` metadata but with the right names and shapes is
  * accepted, with `warning` saying so (its missing metadata strings are '' and `window_frames` 0).
@@ -449,6 +489,8 @@ export class PoseModel implements PoseRunner {
     readonly metadata: ModelMetadata,
     /** Width of one feature row. */
     readonly featureDim: number,
+    /** Width of the `site` input (SITE_DIM), 0 when the model has none. */
+    readonly siteDim: number,
     /** P, the model's person slots. */
     readonly maxPersons: number,
     /** Set when the model was accepted without contract metadata. */
@@ -489,7 +531,7 @@ export class PoseModel implements PoseRunner {
     }
     try {
       const v = validateContract(session.inputs, session.outputs, props, opts.featureDim, where);
-      return new PoseModel(session, v.metadata, v.featureDim, v.maxPersons, v.warning, where);
+      return new PoseModel(session, v.metadata, v.featureDim, v.siteDim, v.maxPersons, v.warning, where);
     } catch (e) {
       await session.release().catch(() => undefined);
       throw e;
@@ -500,7 +542,8 @@ export class PoseModel implements PoseRunner {
    * Runs the model on `n` feature rows.
    * @param features n x featureDim values, row-major
    * @param n number of rows (>= 1)
-   * @param opts `transfer`: hand the array over instead of copying it (worker thread only)
+   * @param opts `transfer`: hand the array over instead of copying it (worker thread only);
+   *   `site`: the installation's geometry, for models with the `site` input
    * @returns the five contract outputs
    * @throws RangeError when `features` does not hold n rows; ModelError (as a rejection) when
    *   inference fails, the outputs break the contract, or the model was released
@@ -512,7 +555,14 @@ export class PoseModel implements PoseRunner {
     if (this.released) throw new ModelError(`model released (${this.source})`);
     let raw: Record<string, RawOutput>;
     try {
-      raw = await this.session.run(INPUT_FEATURES, features, [n, this.featureDim], opts.transfer === true);
+      const feeds: Feed[] = [{ name: INPUT_FEATURES, data: features, dims: [n, this.featureDim] }];
+      if (this.siteDim > 0) {
+        const row = siteVector(opts.site ?? null);
+        const rows = new Float32Array(n * this.siteDim);
+        for (let r = 0; r < n; r++) rows.set(row, r * this.siteDim);
+        feeds.push({ name: INPUT_SITE, data: rows, dims: [n, this.siteDim] });
+      }
+      raw = await this.session.run(feeds, opts.transfer === true);
     } catch (e) {
       if (e instanceof ModelError) throw e;
       throw new ModelError(`inference failed: ${message(e)}`, { cause: e });

@@ -8,7 +8,8 @@ import type { PoseService } from '../service/service.js';
 import { VERSION } from '../service/service.js';
 import { memoryMiB, memoryPercent } from '../service/metrics.js';
 import { toForm, formPaths, parseUpdate } from '../config/forms.js';
-import { schemaDocument } from '../config/validate.js';
+import { schemaDocument, type FieldError } from '../config/validate.js';
+import { ConfigUpdateError } from '../config/store.js';
 import { defaults } from '../config/schema.js';
 import { isRole, type Role } from '../auth/roles.js';
 import { processCsi } from '../service/process.js';
@@ -384,11 +385,20 @@ async function applyStartConfiguration(svc: PoseService, ctx: Ctx): Promise<stri
   if (calibration_required !== undefined && typeof calibration_required !== 'boolean')
     throw ApiError.fields([{ field: 'configuration.calibration_required', message: 'configuration.calibration_required must be true or false', received_value: calibration_required }]);
   const parsed = parseUpdate(rest, { modelVersion: svc.model?.metadata.model_version ?? null });
-  if (!parsed.ok) throw ApiError.fields(parsed.errors.map((e) => ({ ...e, field: `configuration.${e.field}`, message: `configuration.${e.message}` })) as never);
+  // Errors name the fields as the request does: under `configuration.`.
+  const inRequest = (errors: readonly FieldError[]) =>
+    ApiError.fields(errors.map((e) => ({ ...e, field: `configuration.${e.field}`, message: `configuration.${e.message}` })) as never);
+  if (!parsed.ok) throw inRequest(parsed.errors);
   if (svc.system.state === 'starting' || svc.system.state === 'running' || svc.system.state === 'restarting' || svc.system.state === 'stopping')
     conflict(new StateConflict(svc.system.state, 'start'));
-  const r = await svc.config.update(parsed.changes);
-  return r.changes.map((ch) => ch.path);
+  try {
+    const r = await svc.config.update(parsed.changes);
+    return r.changes.map((ch) => ch.path);
+  } catch (e) {
+    // A rule across fields (checked by the store on the merged configuration).
+    if (e instanceof ConfigUpdateError) throw inRequest(e.errors);
+    throw e;
+  }
 }
 
 function transitionReply(t: Transition, form: 'a' | 'b', kind: 'start' | 'stop', applied: string[] = []): Record<string, unknown> {
@@ -468,6 +478,9 @@ export function systemStatus(svc: PoseService, form: 'a' | 'b'): Record<string, 
         status: comp.nn,
         model_loaded: !!svc.model,
         model_version: svc.model?.metadata.model_version ?? null,
+        // Whether the model takes the site geometry, and whether the configuration gives it one.
+        site_input: (svc.model?.siteDim ?? 0) > 0,
+        site_known: svc.settings().site !== null,
         inference_queue_size: svc.inferStats.queue ?? 0,
         dropped_windows: svc.inferStats.dropped ?? 0,
       },

@@ -4,6 +4,7 @@ import { tap, type Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
 import { ConfigStore, type ConfigSnapshot } from '../config/store.js';
+import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Store } from '../store/store.js';
 import { PoseSink, sinkOperator } from '../store/poseSink.js';
@@ -273,6 +274,7 @@ export function liveSettings(c: ConfigSnapshot): LiveSettings {
     maxWaitMs: c.neural_network.max_wait_ms,
     viewWidth: c.environment.view.width,
     viewHeight: c.environment.view.height,
+    site: siteGeometry(c),
     minHits: c.detection.tracking_min_hits,
     maxAge: c.detection.tracking_max_age,
     alerts: {

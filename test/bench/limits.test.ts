@@ -12,11 +12,15 @@ import {
   HISTORY_DIM,
   json,
   markdown,
+  measureModelErrors,
+  measureSite,
   poolRecipes,
   QUICK_PLAN,
   runLimits,
   SECTIONS,
+  simulatePool,
   simulateScenario,
+  SITE_VARIANTS,
   SMOOTHING_ALPHAS,
   type LimitsPlan,
   type PoolName,
@@ -26,7 +30,9 @@ import { PoseModel } from '../../src/model/runtime.js';
 import { isHeldOut } from '../../src/model/train/recipe.js';
 import { OUTPUT_DIM } from '../../src/model/train/targets.js';
 import { ACTIVITIES } from '../../src/sim/scenario.js';
-import { contractModel, tempDir } from '../helpers/poseModels.js';
+import { contractModel, tempDir, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
+import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
+import { SITE_DIM } from '../../src/model/contract.js';
 
 /** The quick plan's seeds, a few short scenarios per pool, one epoch per fit. */
 const TINY: LimitsPlan = {
@@ -133,11 +139,14 @@ describe('bench:limits', () => {
         }
         expect(report.activity.energy.map((e) => e.activity)).toEqual([...ACTIVITIES]);
         expect(Number.isFinite(report.activity.energy[ACTIVITIES.indexOf('standing')]!.medianDb)).toBe(true);
+        // The contract model has no site input: measurement 6 says so instead of a table.
+        expect(report.site).toEqual({ siteInput: false, rows: [] });
 
         const md = markdown(report);
         expect(md).toContain('simulated VALIDATION scenarios');
         expect(md.match(/\*\*Shows:\*\* /g)).toHaveLength(Object.keys(SECTIONS).length);
         expect(md).toContain('CONTRACT TEST MODEL');
+        expect(md).toContain('The model has no `site` input');
         for (const title of Object.values(SECTIONS)) expect(md).toContain(`## ${title}`);
         for (const row of ['| slow (offset 428) |', '| fast (offset 432) |', '| static (offset 436) |', '| box centre u |', '| floor distance |', '| raw (no smoothing) |', '| alpha 0.95 |', '| features + geometry |', '| features + 5 s motion history |', '| falling |']) {
           expect(md).toContain(row);
@@ -149,5 +158,26 @@ describe('bench:limits', () => {
       }
     }
     expect(docs[1]).toBe(docs[0]);
+  });
+
+  it('measures a site-input model once per site variant; the own-site row is measurement 2 and 3', async () => {
+    const weights = { ...tinyWeights(FEATURE_DIM + SITE_DIM, [16], 4), siteDim: SITE_DIM };
+    const model = await PoseModel.load(buildMlpPoseModel(weights, { ...tinyMeta(FEATURE_DIM, 4), site_dim: SITE_DIM }), { thread: 'inline' });
+    try {
+      const pose = await simulatePool('pose', TINY.pools.pose, 0);
+      const fit = await simulatePool('fit', TINY.pools.fit, 0);
+      const site = await measureSite(model, pose, fit);
+      expect(site.siteInput).toBe(true);
+      expect(site.rows.map((r) => r.label)).toEqual(SITE_VARIANTS.map((v) => v.label));
+      const own = await measureModelErrors(model, pose, fit);
+      const floor = own.errors.find((e) => e.quantity === 'floor distance')!.model;
+      expect(site.rows[0]!.floor).toEqual(floor);
+      expect(site.rows[0]!.mpjpePx).toBe(own.smoothing[0]!.mpjpePx);
+      // The site reaches the model: withholding it or measuring it badly changes the answers.
+      for (const row of site.rows.slice(1)) expect(row.floor.mean).not.toBe(floor.mean);
+      for (const row of site.rows) expect(Number.isFinite(row.floor.median) && Number.isFinite(row.boxU.median) && Number.isFinite(row.mpjpePx)).toBe(true);
+    } finally {
+      await model.release();
+    }
   });
 });

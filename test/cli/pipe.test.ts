@@ -241,6 +241,13 @@ describe('csipose pipe: a bad pipeline is refused with a caret under the bad sta
     { pipeline: 'file:/tmp/x.dat?speed=fast | ndjson', stage: 1, bad: 'file:/tmp/x.dat?speed=fast', message: /speed must be a number >= 0, got "fast"/, cli: true },
     { pipeline: 'udp://0.0.0.0:5500 | ndjson', stage: 1, bad: 'udp://0.0.0.0:5500', message: /needs \?format=/ },
     { pipeline: 'file:/tmp/capture.bin | sanitize | ndjson', stage: 2, bad: 'sanitize', message: /takes frame but the previous stage gives bytes \(add a decoder stage first/ },
+    {
+      pipeline: 'sim | sanitize | window size=128 | features | infer site=6,5,7,0.2,1.2,3,4.8,1.2 | ndjson',
+      stage: 5,
+      bad: 'infer site=6,5,7,0.2,1.2,3,4.8,1.2',
+      message: /"infer": site: receiver x must be in 0..6 m \(the room width\), got 7/,
+      cli: true,
+    },
   ];
   for (const { pipeline, stage, bad, message, cli } of cases) {
     it(`"${pipeline}"`, async () => {

@@ -211,5 +211,31 @@ describe('buildMlpPoseModel', () => {
     expect(() => buildMlpPoseModel(nan, meta)).toThrow(/head boxes: b\[2\] is NaN/);
     const skipped = { ...w, layers: [w.layers[1]] };
     expect(() => buildMlpPoseModel(skipped, meta)).toThrow(/trunk layer 0: in is 16, expected 12/);
+    // With a site input the first layer reads features and site side by side.
+    expect(() => buildMlpPoseModel({ ...w, siteDim: 8 }, meta)).toThrow(/trunk layer 0: in is 12, expected 20/);
+    expect(() => buildMlpPoseModel({ ...tinyWeights(F + 8, [4], P), siteDim: 8 }, { ...meta, site_dim: 4 })).toThrow(/site_dim 4 does not match the weights' siteDim 8/);
+  });
+
+  it('declares the site input and concatenates it after the features', async () => {
+    const w = { ...tinyWeights(F + 8, [16], P), siteDim: 8 };
+    const bytes = buildMlpPoseModel(w, { ...tinyMeta(F, P), site_dim: 8 });
+    const m = onnx.ModelProto.decode(bytes);
+    expect(Object.fromEntries(m.metadataProps.map((p) => [p.key, p.value])).site_dim).toBe('8');
+    const s = await session(bytes);
+    expect(s.inputMetadata.map((i) => (i.isTensor ? [i.name, i.shape] : null))).toEqual([
+      ['features', ['N', F]],
+      ['site', ['N', 8]],
+    ]);
+    const x = featureBatch(3, F);
+    const site = featureBatch(3, 8, 9);
+    const joined = new Float32Array(3 * (F + 8));
+    for (let r = 0; r < 3; r++) {
+      joined.set(x.subarray(r * F, (r + 1) * F), r * (F + 8));
+      joined.set(site.subarray(r * 8, (r + 1) * 8), r * (F + 8) + F);
+    }
+    const out = await s.run({ features: new ort.Tensor('float32', x, [3, F]), site: new ort.Tensor('float32', site, [3, 8]) });
+    const ref = forward(w, joined, 3);
+    for (const name of MODEL_OUTPUTS) expectClose(out[name].data as Float32Array, ref[name], 1e-5);
+    await s.release();
   });
 });

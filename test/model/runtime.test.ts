@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
-import { CONTRACT_VERSION, MODEL_OUTPUTS } from '../../src/model/contract.js';
+import { CONTRACT_VERSION, MODEL_OUTPUTS, parseSite, SITE_COLUMNS, SITE_DIM, siteProblem, siteVector } from '../../src/model/contract.js';
 import { decodeOutputs, ModelError, PoseModel, type ModelOutputs } from '../../src/model/runtime.js';
 import { contractModel, featureBatch, forward, tempDir, tinyMeta, tinyWeights, type Malformation } from '../helpers/poseModels.js';
 
@@ -104,6 +104,67 @@ describe('PoseModel: loading a valid model', () => {
   });
 });
 
+describe('PoseModel: the optional site input', () => {
+  const site = { roomWidth: 6, roomDepth: 5, receiver: { x: 2.5, y: 0.2, z: 1.2 }, transmitter: { x: 4, y: 4.8, z: 1.5 } };
+  const weights = { ...tinyWeights(F + SITE_DIM, [8], P), siteDim: SITE_DIM };
+  const bytes = buildMlpPoseModel(weights, { ...tinyMeta(F, P), site_dim: SITE_DIM });
+  /** Rows of the features followed by a site row, as the network reads them. */
+  const joined = (x: Float32Array, n: number, row: Float32Array) => {
+    const out = new Float32Array(n * (F + SITE_DIM));
+    for (let r = 0; r < n; r++) {
+      out.set(x.subarray(r * F, (r + 1) * F), r * (F + SITE_DIM));
+      out.set(row, r * (F + SITE_DIM) + F);
+    }
+    return out;
+  };
+
+  it.each(['worker', 'inline'] as const)('feeds the site row to every window, and the all-zero row when unknown (%s thread)', async (thread) => {
+    const model = await PoseModel.load(bytes, { thread, featureDim: F });
+    expect(model.siteDim).toBe(SITE_DIM);
+    expect(model.metadata.site_dim).toBe(SITE_DIM);
+    const x = featureBatch(3, F);
+    const known = await model.run(x, 3, { site });
+    const unknown = await model.run(x, 3);
+    const refKnown = forward(weights, joined(x, 3, siteVector(site)), 3);
+    const refUnknown = forward(weights, joined(x, 3, new Float32Array(SITE_DIM)), 3);
+    for (const name of MODEL_OUTPUTS) {
+      known[name].forEach((v, i) => expect(v).toBeCloseTo(refKnown[name][i], 5));
+      unknown[name].forEach((v, i) => expect(v).toBeCloseTo(refUnknown[name][i], 5));
+    }
+    // The site reaches the network: the floor output moves with it.
+    expect(Array.from(known.floor)).not.toEqual(Array.from(unknown.floor));
+    await model.release();
+  });
+
+  it('a features-only model ignores the site', async () => {
+    const plain = await PoseModel.load(buildMlpPoseModel(tinyWeights(F, [8], P), tinyMeta(F, P)), { thread: 'inline' });
+    expect(plain.siteDim).toBe(0);
+    const x = featureBatch(2, F);
+    const a = await plain.run(x, 2, { site });
+    const b = await plain.run(x, 2);
+    expect(Array.from(a.keypoints)).toEqual(Array.from(b.keypoints));
+    await plain.release();
+  });
+
+  it('siteVector: the documented columns, relative to the receiver', () => {
+    expect(Array.from(siteVector(site))).toEqual([1, 6, 5, 2.5, 1.2, 1.5, 4.6, 0.3].map((v) => Math.fround(v)));
+    expect(Array.from(siteVector(null))).toEqual(new Array(SITE_DIM).fill(0));
+    expect(SITE_COLUMNS).toHaveLength(SITE_DIM);
+  });
+
+  it('parseSite and siteProblem: eight numbers, radios on the floor plan', () => {
+    expect(parseSite('')).toBeNull();
+    expect(parseSite('6,5,2.5,0.2,1.2,4,4.8,1.5')).toEqual(site);
+    expect(() => parseSite('6,5,2.5')).toThrow(/8 comma-separated numbers/);
+    expect(() => parseSite('6,5,2.5,0.2,1.2,4,x,1.5')).toThrow(/8 comma-separated numbers/);
+    expect(() => parseSite('6,5,7,0.2,1.2,4,4.8,1.5')).toThrow(/receiver x must be in 0..6 m/);
+    expect(() => parseSite('6,5,2.5,0.2,1.2,4,5.5,1.5')).toThrow(/transmitter y must be in 0..5 m/);
+    expect(siteProblem({ ...site, roomWidth: 0.5 })).toMatch(/room width must be a number >= 1 m/);
+    expect(siteProblem({ ...site, transmitter: { x: 4, y: 4.8, z: -1 } })).toMatch(/transmitter z must be in 0..20 m/);
+    expect(siteProblem(site)).toBeNull();
+  });
+});
+
 describe('PoseModel: contract validation', () => {
   it('a missing file', () => refused('/nonexistent/dir/model.onnx', /^model file not found: \/nonexistent\/dir\/model\.onnx$/));
 
@@ -129,7 +190,16 @@ describe('PoseModel: contract validation', () => {
 
   it('the wrong input name', () => refused(malformed('name', { inputName: 'x' }), /^model input is named 'x', expected 'features' \(.*name\.onnx\)$/));
 
-  it('two inputs', () => refused(malformed('two', { extraInput: true }), /exactly one input 'features', it has 2: 'features', 'extra'/));
+  it('an input other than features and site', () =>
+    refused(malformed('two', { extraInput: true }), /inputs must be 'features' and optionally 'site', it has 2: 'features', 'extra'/));
+
+  it('a site input of the wrong width', () => {
+    const w = { ...tinyWeights(F + 5, [4], P), siteDim: 5 };
+    return refused(buildMlpPoseModel(w, tinyMeta(F, P)), /model input 'site' has shape \[N, 5\], expected \[N, 8\]/);
+  });
+
+  it('site_dim metadata on a model without the site input', () =>
+    refused(malformed('site-meta', { metadata: { ...tinyMeta(F, P), site_dim: SITE_DIM } }), /site_dim is 8 but the model has no 'site' input/));
 
   it('a feature_dim other than the features have', () =>
     refused(malformed('dim', {}), /^model expects feature_dim 6, the features have 1080/, { featureDim: 1080 }));

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONTRACT_VERSION } from '../../src/model/contract.js';
+import { CONTRACT_VERSION, SITE_DIM, siteVector } from '../../src/model/contract.js';
 import { FEATURE_DIM, WINDOW_FRAMES } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import { Rng } from '../../src/sim/rng.js';
@@ -12,10 +12,10 @@ import { gemm, gemmNaive, transpose } from '../../src/model/train/matmul.js';
 import { AdamW, Mlp } from '../../src/model/train/mlp.js';
 import { poseLoss } from '../../src/model/train/loss.js';
 import { fillTargets, mirrorTargets, MAX_PERSONS, OUT, OUTPUT_DIM } from '../../src/model/train/targets.js';
-import { isHeldOut, makeRecipes } from '../../src/model/train/recipe.js';
-import { generateScenario, simOptions } from '../../src/model/train/dataset.js';
+import { isHeldOut, makeRecipes, recipeSite } from '../../src/model/train/recipe.js';
+import { concatScenarios, generateScenario, simOptions, withSiteInputs } from '../../src/model/train/dataset.js';
 import { predict } from '../../src/model/train/trainer.js';
-import { runTraining, type RunResult } from '../../src/model/train/run.js';
+import { QUICK, runTraining, type RunResult } from '../../src/model/train/run.js';
 import { outputsFromFlat, scoreOutputs } from '../../src/model/train/evaluate.js';
 
 const rand = (rng: Rng, n: number, scale = 1) => Float32Array.from({ length: n }, () => rng.uniform(-scale, scale));
@@ -245,6 +245,24 @@ describe('recipe', () => {
     for (let i = 0; i < OUTPUT_DIM; i++) expect(d.targets[OUTPUT_DIM + i]).toBeCloseTo(t[i]!, 6);
     // The simulator options of the recipe build the same scenario again.
     expect(new CsiSimulator(simOptions(r!, d.people)).scenario.persons.length).toBe(d.people);
+    expect(Array.from(d.mirrored.subarray(0, 4))).toEqual([0, 1, 0, 1]);
+
+    // The network's rows: features, then the scene's site row (mirrored for mirrored rows), or the
+    // all-zero row for a scene whose site is withheld.
+    const data = concatScenarios([d]);
+    const recipes = new Map([[r!.id, r!]]);
+    const W = FEATURE_DIM + SITE_DIM;
+    const known = withSiteInputs(data, recipes);
+    expect(known.features.length).toBe(d.n * W);
+    expect(Array.from(known.features.subarray(W, W + FEATURE_DIM))).toEqual(Array.from(d.features.subarray(FEATURE_DIM, 2 * FEATURE_DIM)));
+    expect(Array.from(known.features.subarray(FEATURE_DIM, W))).toEqual(Array.from(siteVector(recipeSite(r!))));
+    const mirroredSite = Array.from(known.features.subarray(W + FEATURE_DIM, 2 * W));
+    expect(mirroredSite).toEqual(Array.from(siteVector(recipeSite(r!, true))));
+    expect(mirroredSite[3]).toBeCloseTo(r!.room.width - r!.rx.x, 5);
+    expect(mirroredSite[5]).toBeCloseTo(-(r!.tx.x - r!.rx.x), 5);
+    const withheld = withSiteInputs(data, recipes, new Set([r!.id]));
+    expect(Array.from(withheld.features.subarray(W + FEATURE_DIM, 2 * W))).toEqual(new Array(SITE_DIM).fill(0));
+    expect(() => withSiteInputs(data, new Map())).toThrow(/no recipe for scenario/);
   });
 });
 
@@ -273,9 +291,22 @@ describe('quick training run', () => {
       expect(model.metadata.window_frames).toBe(WINDOW_FRAMES);
       expect(model.maxPersons).toBe(MAX_PERSONS);
       expect(model.metadata.model_version).toMatch(/^csipose-pose-1\.0\.0\+[0-9a-f]{10}$/);
-      const row = run.train.features.slice(5 * FEATURE_DIM, 6 * FEATURE_DIM);
-      const out = await model.run(row, 1);
-      const ts = outputsFromFlat(predict(run.net, run.norm, row, 1), 1);
+      expect(model.siteDim).toBe(SITE_DIM);
+      expect(model.metadata.site_dim).toBe(SITE_DIM);
+      // A mirrored row (odd rows of a mirrored scenario), with its scene's mirrored site.
+      const i = 5;
+      expect(run.train.mirrored[i]).toBe(1);
+      const recipes = new Map(makeRecipes(2, QUICK.counts).map((r) => [r.id, r]));
+      const site = recipeSite(recipes.get(run.train.scenario[i]!)!, true);
+      const row = run.train.features.slice(i * FEATURE_DIM, (i + 1) * FEATURE_DIM);
+      const out = await model.run(row, 1, { site });
+      const x = new Float32Array(FEATURE_DIM + SITE_DIM);
+      x.set(row);
+      x.set(siteVector(site), FEATURE_DIM);
+      const ts = outputsFromFlat(predict(run.net, run.norm, x, 1), 1);
+      // The site is part of the answer: an unknown site gives another one.
+      const blind = await model.run(row.slice(), 1);
+      expect(Array.from(blind.floor)).not.toEqual(Array.from(out.floor));
       for (const k of ['presence', 'keypoints', 'boxes', 'floor', 'densepose'] as const) {
         expect(out[k].length).toBe(ts[k].length);
         for (let i = 0; i < ts[k].length; i++) expect(Math.abs(out[k][i]! - ts[k][i]!)).toBeLessThanOrEqual(1e-4);

@@ -4,6 +4,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { infer, spec, type FeatureRow, type InferOptions, type InferStats } from '../../operators/infer.js';
 import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
 import { ModelError, PoseModel, type PoseRunner } from '../../src/model/runtime.js';
+import { parseSite, SITE_DIM, siteVector, type SiteGeometry } from '../../src/model/contract.js';
 import { resolveParams } from '../../src/engine/params.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import { contractModel, featureRows, forward, tempDir, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
@@ -335,6 +336,7 @@ describe('infer: lag, live options, errors, teardown', () => {
       maxPersons: 10,
       viewWidth: 640,
       viewHeight: 480,
+      site: '',
     });
     const path = tmp.file('model.onnx', modelBytes);
     const op = spec.create(resolveParams(spec.params, { modelPath: path, batchSize: 2, viewWidth: 100, viewHeight: 50 }), {});
@@ -355,5 +357,35 @@ describe('infer: lag, live options, errors, teardown', () => {
     expect(() => infer({ maxQueue: 0 })).toThrow(RangeError);
     expect(() => infer({ confidenceThreshold: 1.5 })).toThrow(RangeError);
     expect(() => infer({ maxWaitMs: -1 })).toThrow(RangeError);
+    const site = { roomWidth: 4, roomDepth: 4, receiver: { x: 2, y: 0.2, z: 1 }, transmitter: { x: 5, y: 3.8, z: 1 } };
+    expect(() => infer({ site })).toThrow(/infer: site: transmitter x must be in 0..4 m/);
+    expect(() => spec.create(resolveParams(spec.params, { site: '4,4,2' }), {})).toThrow(/site must be 8 comma-separated numbers/);
+  });
+
+  it('feeds the site to a model with the site input, live, from the options or the site parameter', async () => {
+    const siteWeights = { ...tinyWeights(F + SITE_DIM, [8], P), siteDim: SITE_DIM };
+    const bytes = buildMlpPoseModel(siteWeights, { ...tinyMeta(F, P), site_dim: SITE_DIM });
+    const siteModel = await PoseModel.load(bytes);
+    const site = parseSite('6,5,2.5,0.2,1.2,4,4.8,1.5')!;
+    const rows = featureRows(2, F);
+    const floorOf = (frames: PoseFrame[]) => frames.map((f) => f.persons.map((p) => [p.slot, p.floor?.x, p.floor?.y]));
+    /** The model's own answer for a row with a site row (null = unknown). */
+    const expected = (row: FeatureRow, siteRow: Float32Array) => {
+      const x = new Float32Array(F + SITE_DIM);
+      x.set(row.features);
+      x.set(siteRow, F);
+      return forward(siteWeights, x, 1).floor;
+    };
+    let current: SiteGeometry | null = site;
+    const live = await lastValueFrom(from(rows).pipe(infer(() => ({ model: siteModel, batchSize: 1, confidenceThreshold: 0, site: current })), toArray()));
+    live[0].persons.forEach((p) => expect(p.floor?.x).toBeCloseTo(expected(rows[0], siteVector(site))[p.slot * 2], 4));
+    current = null;
+    const unknown = await lastValueFrom(from(rows).pipe(infer(() => ({ model: siteModel, batchSize: 1, confidenceThreshold: 0, site: current })), toArray()));
+    unknown[0].persons.forEach((p) => expect(p.floor?.x).toBeCloseTo(expected(rows[0], siteVector(null))[p.slot * 2], 4));
+    expect(floorOf(live)).not.toEqual(floorOf(unknown));
+    const path = tmp.file('site-model.onnx', bytes);
+    const op = spec.create(resolveParams(spec.params, { modelPath: path, confidenceThreshold: 0, site: '6,5,2.5,0.2,1.2,4,4.8,1.5' }), {});
+    expect(floorOf(await lastValueFrom(from(rows).pipe(op, toArray())))).toEqual(floorOf(live));
+    await siteModel.release();
   });
 });

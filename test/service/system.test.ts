@@ -48,7 +48,7 @@ describe('system lifecycle', () => {
     expect(typeof d.performance.cpu_usage).toBe('number');
     expect(typeof d.performance.average_latency_ms).toBe('number');
     expect(d.components.csi_processor).toEqual({ status: 'stopped', last_heartbeat: null });
-    expect(d.components.neural_network).toMatchObject({ status: 'not_loaded', model_loaded: false, inference_queue_size: 0 });
+    expect(d.components.neural_network).toMatchObject({ status: 'not_loaded', model_loaded: false, inference_queue_size: 0, site_input: false, site_known: false });
     expect(d.components.tracker).toEqual({ status: 'stopped', active_tracks: 0 });
     expect(d.components.database.status).toBe('healthy');
     expect(d.components.database.connection_pool).toMatch(/^\d+\/\d+$/);
@@ -86,6 +86,8 @@ describe('system lifecycle', () => {
 
     const running = await waitForStatus(s, token, 'running');
     expect(running.session_id).toBe(sd.session_id);
+    // The shipped model takes the site geometry; the default configuration gives none.
+    expect(running.components.neural_network).toMatchObject({ model_loaded: true, site_input: true, site_known: false });
     expect(running.started_at).toMatch(ISO);
     expect(running.steps.map((x: { status: string }) => x.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
     expect(running.components.neural_network).toMatchObject({ status: 'active', model_loaded: true });
@@ -162,6 +164,8 @@ describe('system lifecycle', () => {
       [{ configuration: { calibration_required: 'yes' } }, 'configuration.calibration_required'],
       [{ configuration: 'all' }, 'configuration'],
       [{ config: {} }, 'config'],
+      // A rule across fields, checked on the merged configuration: the receiver outside the room.
+      [{ configuration: { environment: { site: { room_width: 2, receiver_x: 2.5 } } } }, 'configuration.environment.site.receiver_x'],
     ];
     for (const [body, field] of bad) {
       const r = await s.api('POST', '/system/start', { token, body });

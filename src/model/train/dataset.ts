@@ -12,7 +12,8 @@ import { sanitizePhase } from '../../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../../operators/slidingWindow.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../../sim/simulator.js';
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../features.js';
-import type { ScenarioRecipe } from './recipe.js';
+import { SITE_DIM, siteVector } from '../contract.js';
+import { recipeSite, type ScenarioRecipe } from './recipe.js';
 import { fillTargets, mirrorTargets, OUTPUT_DIM } from './targets.js';
 import { mapJobs } from './workerPool.js';
 
@@ -27,6 +28,8 @@ export interface ScenarioData {
   targets: Float32Array;
   /** True person count of each window (may exceed the slots). */
   personCounts: Uint8Array;
+  /** 1 where the row is of the left-right mirrored scene. */
+  mirrored: Uint8Array;
   /** People actually placed (a cramped room may take fewer than the recipe asked for). */
   people: number;
 }
@@ -102,6 +105,7 @@ export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false)
   const features = new Float32Array(cap * FEATURE_DIM);
   const targets = new Float32Array(cap * OUTPUT_DIM);
   const personCounts = new Uint8Array(cap);
+  const mirrored = new Uint8Array(cap);
   const camera = sim.scenario.camera;
   const flipTx = r.tx.wall === 'back';
   let n = 0;
@@ -118,6 +122,7 @@ export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false)
         fillTargets(truth, camera, t);
         if (c === 1) mirrorTargets(t, r.room.width);
         personCounts[n] = truth.personCount;
+        mirrored[n] = c;
         n++;
       },
       error(e: unknown) {
@@ -144,6 +149,7 @@ export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false)
     features: features.slice(0, n * FEATURE_DIM),
     targets: targets.slice(0, n * OUTPUT_DIM),
     personCounts: personCounts.slice(0, n),
+    mirrored: mirrored.slice(0, n),
     people,
   };
 }
@@ -154,6 +160,8 @@ export interface Dataset {
   features: Float32Array;
   targets: Float32Array;
   personCounts: Uint8Array;
+  /** 1 where the row is of the left-right mirrored scene. */
+  mirrored: Uint8Array;
   /** Scenario id of each window. */
   scenario: Int32Array;
 }
@@ -168,16 +176,42 @@ export function concatScenarios(parts: readonly ScenarioData[]): Dataset {
   const features = new Float32Array(n * FEATURE_DIM);
   const targets = new Float32Array(n * OUTPUT_DIM);
   const personCounts = new Uint8Array(n);
+  const mirrored = new Uint8Array(n);
   const scenario = new Int32Array(n);
   let at = 0;
   for (const p of parts) {
     features.set(p.features, at * FEATURE_DIM);
     targets.set(p.targets, at * OUTPUT_DIM);
     personCounts.set(p.personCounts, at);
+    mirrored.set(p.mirrored, at);
     scenario.fill(p.id, at, at + p.n);
     at += p.n;
   }
-  return { n, features, targets, personCounts, scenario };
+  return { n, features, targets, personCounts, mirrored, scenario };
+}
+
+/**
+ * The network's input rows: each window's features followed by its scenario's `site` row
+ * (`siteVector` of `recipeSite`, mirrored for mirrored rows), FEATURE_DIM + SITE_DIM wide. Rows of
+ * the scenarios in `unknown` get the all-zero row of an unknown site, so one model serves both.
+ * @param d the dataset (FEATURE_DIM wide)
+ * @param recipes recipe of each scenario id
+ * @param unknown scenario ids whose site is withheld
+ * @returns a dataset sharing `d`'s targets, with wider features
+ */
+export function withSiteInputs(d: Dataset, recipes: ReadonlyMap<number, ScenarioRecipe>, unknown: ReadonlySet<number> = new Set()): Dataset {
+  const W = FEATURE_DIM + SITE_DIM;
+  const features = new Float32Array(d.n * W);
+  const row = new Float32Array(SITE_DIM);
+  for (let i = 0; i < d.n; i++) {
+    const id = d.scenario[i]!;
+    const r = recipes.get(id);
+    if (!r) throw new RangeError(`withSiteInputs: no recipe for scenario ${id}`);
+    features.set(d.features.subarray(i * FEATURE_DIM, (i + 1) * FEATURE_DIM), i * W);
+    siteVector(unknown.has(id) ? null : recipeSite(r, d.mirrored[i] === 1), row);
+    features.set(row, i * W + FEATURE_DIM);
+  }
+  return { ...d, features };
 }
 
 /** One scenario to generate (what `genWorker.ts` is sent). */

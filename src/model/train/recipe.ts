@@ -22,6 +22,7 @@
  * (same walls, same camera convention), not a different kind of installation, and it is simulated:
  * real CSI will score lower.
  */
+import type { SiteGeometry } from '../contract.js';
 import type { CameraSpec } from '../../sim/camera.js';
 import { deriveSeed, Rng } from '../../sim/rng.js';
 import type { SubcarrierLayout } from '../../sim/simulator.js';
@@ -237,6 +238,22 @@ export function makeRecipes(masterSeed: number, counts: RecipeCounts): ScenarioR
     }
   }
   return out;
+}
+
+/**
+ * The site geometry an installer would enter for a recipe's room (the model's `site` input).
+ * @param r the recipe
+ * @param mirrored the geometry of the left-right mirrored scene (x -> width - x), for mirrored rows
+ * @returns room size and where the receiver and the transmitter hang
+ */
+export function recipeSite(r: ScenarioRecipe, mirrored = false): SiteGeometry {
+  const x = (v: number) => (mirrored ? r.room.width - v : v);
+  return {
+    roomWidth: r.room.width,
+    roomDepth: r.room.depth,
+    receiver: { x: x(r.rx.x), y: r.rx.y, z: r.rx.z },
+    transmitter: { x: x(r.tx.x), y: r.tx.y, z: r.tx.z },
+  };
 }
 
 /** True when the recipe's room and layout fall in the held-out bands (the TEST family). */

@@ -9,16 +9,17 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { CONTRACT_VERSION, type ModelMetadata } from '../contract.js';
+import { CONTRACT_VERSION, SITE_COLUMNS, SITE_DIM, type ModelMetadata } from '../contract.js';
+import { deriveSeed, Rng } from '../../sim/rng.js';
 import { FEATURE_DIM, HOP, WINDOW_FRAMES } from '../features.js';
 import { buildMlpPoseModel, type MlpPoseWeights } from '../onnxWriter.js';
 import { PoseModel, type ModelOutputs } from '../runtime.js';
-import { concatScenarios, generateAll, type Dataset, type ScenarioData } from './dataset.js';
+import { concatScenarios, generateAll, withSiteInputs, type Dataset, type ScenarioData } from './dataset.js';
 import { outputsFromFlat, scoreOutputs, type Scores } from './evaluate.js';
 import { LOSS_WEIGHTS } from './loss.js';
 import type { Mlp } from './mlp.js';
 import { bar, formatSeconds, Progress, type ProgressStream } from './progress.js';
-import { HELD_OUT, makeRecipes, PEOPLE_WEIGHTS, TEST_PEOPLE_WEIGHTS, type RecipeCounts, type ScenarioRecipe } from './recipe.js';
+import { HELD_OUT, makeRecipes, PEOPLE_WEIGHTS, recipeSite, TEST_PEOPLE_WEIGHTS, type RecipeCounts, type ScenarioRecipe } from './recipe.js';
 import { MAX_PERSONS } from './targets.js';
 import { fitNormalizer, predict, prepare, toPoseWeights, train, type EpochRecord, type Normalizer, type TrainSettings } from './trainer.js';
 
@@ -34,6 +35,12 @@ export interface RunConfig {
   trainHop: number;
   /** Mirror augmentation of TRAIN (see dataset.ts). */
   mirror: boolean;
+  /**
+   * Give the network the `site` input (room size, where the radios hang): the share of TRAIN
+   * scenarios whose site is withheld (all-zero row), so the model also works where the installer
+   * entered nothing. Null: a features-only model.
+   */
+  site: { unknownShare: number } | null;
   train: Omit<TrainSettings, 'seed'>;
 }
 
@@ -43,6 +50,7 @@ export const FULL: RunConfig = {
   hop: 16,
   trainHop: 32,
   mirror: true,
+  site: { unknownShare: 0.25 },
   train: { hidden: [256, 256], epochs: 6, batch: 128, lr: 1e-3, lrMin: 2e-5, warmupSteps: 300, weightDecay: 1e-2, inputNoise: 0, inputDropout: 0, dropout: 0.2 },
 };
 
@@ -52,6 +60,7 @@ export const QUICK: RunConfig = {
   hop: 16,
   trainHop: 16,
   mirror: true,
+  site: { unknownShare: 0.25 },
   train: { hidden: [32], epochs: 3, batch: 32, lr: 2e-3, lrMin: 1e-4, warmupSteps: 5, weightDecay: 1e-4, inputNoise: 0, inputDropout: 0, dropout: 0 },
 };
 
@@ -109,8 +118,12 @@ function roundScores(s: unknown): unknown {
   return s;
 }
 
-/** Runs the model on a dataset in batches and gathers the outputs of every row. */
-async function runModel(model: PoseModel, d: Dataset, batch = 1024): Promise<ModelOutputs> {
+/**
+ * Runs the model on a dataset in batches and gathers the outputs of every row. A batch never spans
+ * two scenarios, so each runs with its own site (`recipeSite`) when `recipes` is given, or with an
+ * unknown site when it is not.
+ */
+async function runModel(model: PoseModel, d: Dataset, recipes?: ReadonlyMap<number, ScenarioRecipe>, batch = 1024): Promise<ModelOutputs> {
   const P = model.maxPersons;
   const all: ModelOutputs = {
     n: d.n,
@@ -121,14 +134,18 @@ async function runModel(model: PoseModel, d: Dataset, batch = 1024): Promise<Mod
     floor: new Float32Array(d.n * P * 2),
     densepose: new Float32Array(d.n * P * 72),
   };
-  for (let s = 0; s < d.n; s += batch) {
-    const b = Math.min(batch, d.n - s);
-    const out = await model.run(d.features.subarray(s * FEATURE_DIM, (s + b) * FEATURE_DIM), b);
+  for (let s = 0; s < d.n; ) {
+    const id = d.scenario[s]!;
+    let b = 1;
+    while (b < batch && s + b < d.n && d.scenario[s + b] === id) b++;
+    const r = recipes?.get(id);
+    const out = await model.run(d.features.subarray(s * FEATURE_DIM, (s + b) * FEATURE_DIM), b, { site: r ? recipeSite(r) : null });
     all.presence.set(out.presence, s * P);
     all.keypoints.set(out.keypoints, s * P * 51);
     all.boxes.set(out.boxes, s * P * 4);
     all.floor.set(out.floor, s * P * 2);
     all.densepose.set(out.densepose, s * P * 72);
+    s += b;
   }
   return all;
 }
@@ -175,12 +192,23 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
     `simulated ${recipes.length} scenarios in ${formatSeconds(genSeconds)}: ${trainSet.n} train rows${cfg.mirror ? ' (half of them mirrored)' : ''}, ${valSet.n} validation, ${testSet.n} test windows`,
   );
 
-  // 2. Training.
+  // 2. Training. With the site input the network reads each window's features and its scene's
+  // site row side by side; a seeded share of TRAIN scenes is shown as an unknown site.
+  const recipeById = new Map(recipes.map((r) => [r.id, r]));
+  const siteDim = cfg.site ? SITE_DIM : 0;
+  const inDim = FEATURE_DIM + siteDim;
+  const unknownSite = new Set<number>();
+  if (cfg.site) {
+    const rng = new Rng(deriveSeed(seed, 31));
+    for (const r of recipes) if (r.split === 'train' && rng.chance(cfg.site.unknownShare)) unknownSite.add(r.id);
+  }
+  const netRows = (d: Dataset, unknown?: ReadonlySet<number>) => (cfg.site ? withSiteInputs(d, recipeById, unknown) : d);
+  const netTrain = netRows(trainSet, unknownSite);
   const settings: TrainSettings = { ...cfg.train, seed };
-  const norm = fitNormalizer(trainSet, FEATURE_DIM);
-  const ptr = prepare(trainSet, norm, FEATURE_DIM);
-  const pva = prepare(valSet, norm, FEATURE_DIM);
-  const result = train({ ...ptr, n: trainSet.n }, { ...pva, n: valSet.n }, FEATURE_DIM, settings, (p) => {
+  const norm = fitNormalizer(netTrain, inDim);
+  const ptr = prepare(netTrain, norm, inDim);
+  const pva = prepare(netRows(valSet), norm, inDim);
+  const result = train({ ...ptr, n: trainSet.n }, { ...pva, n: valSet.n }, inDim, settings, (p) => {
     const frac = ((p.epoch - 1) * p.batches + p.batch) / (p.epochs * p.batches);
     progress.update(
       `training epoch ${p.epoch}/${p.epochs} batch ${p.batch}/${p.batches} ${bar(frac)} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSecond)} samples/s ETA ${formatSeconds(p.etaSeconds)}`,
@@ -193,8 +221,9 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
 
   // 3. Export.
   const weights = toPoseWeights(result.net, norm);
+  if (siteDim > 0) weights.siteDim = siteDim;
   const hash = weightsHash(weights);
-  const trainedOn = `csipose-sim seed=${seed}: ${cfg.counts.train} train scenarios x ${cfg.counts.seconds} s${cfg.mirror ? ' (+mirrored)' : ''}, rooms 3-9 m, rx+camera on the front wall, tx on back/side walls, 0-4 people; held-out TEST rooms and layouts`;
+  const trainedOn = `csipose-sim seed=${seed}: ${cfg.counts.train} train scenarios x ${cfg.counts.seconds} s${cfg.mirror ? ' (+mirrored)' : ''}, rooms 3-9 m, rx+camera on the front wall, tx on back/side walls, 0-4 people${cfg.site ? `, site geometry input (withheld for ${Math.round(cfg.site.unknownShare * 100)} % of training scenes)` : ''}; held-out TEST rooms and layouts`;
   const metadata: ModelMetadata = {
     csipose_contract: CONTRACT_VERSION,
     model_version: `csipose-pose-${MODEL_VERSION}+${hash}`,
@@ -202,6 +231,7 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
     max_persons: MAX_PERSONS,
     window_frames: WINDOW_FRAMES,
     trained_on: trainedOn,
+    ...(siteDim > 0 ? { site_dim: siteDim } : {}),
   };
   const bytes = buildMlpPoseModel(weights, metadata);
   await mkdir(outDir, { recursive: true });
@@ -212,13 +242,14 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
   const model = await PoseModel.load(onnxPath, { thread: 'inline', featureDim: FEATURE_DIM });
   let scores: Scores;
   let valScores: Scores;
+  let unknownSiteScores: Scores | undefined;
   const byGroup: Record<string, Scores> = {};
   let exportCheck = 0;
   try {
-    valScores = scoreOutputs(await runModel(model, valSet), valSet.targets, valSet.personCounts);
-    const outputs = await runModel(model, testSet);
+    valScores = scoreOutputs(await runModel(model, valSet, recipeById), valSet.targets, valSet.personCounts);
+    const outputs = await runModel(model, testSet, recipeById);
     scores = scoreOutputs(outputs, testSet.targets, testSet.personCounts);
-    const recipeById = new Map(recipes.map((r) => [r.id, r]));
+    if (siteDim > 0) unknownSiteScores = scoreOutputs(await runModel(model, testSet), testSet.targets, testSet.personCounts);
     const groups: Array<[string, (r: ScenarioRecipe) => boolean]> = [
       ['antennas_3x3', (r) => r.nRx === 3 && r.nTx === 3],
       ['antennas_other', (r) => !(r.nRx === 3 && r.nTx === 3)],
@@ -235,7 +266,7 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
     // The ONNX model must compute what the TypeScript network computes.
     const n = Math.min(testSet.n, 256);
     if (n > 0) {
-      const ts = outputsFromFlat(predict(result.net, norm, testSet.features, n), n);
+      const ts = outputsFromFlat(predict(result.net, norm, netRows(testSet).features, n), n);
       for (const k of ['presence', 'keypoints', 'boxes', 'floor', 'densepose'] as const) {
         const a = ts[k];
         const b = outputs[k];
@@ -250,6 +281,14 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
   const count = (split: string, people?: number) => recipes.filter((r) => r.split === split && (people === undefined || r.people === people)).length;
   const report: Record<string, unknown> = {
     model: { path: 'csipose-pose.onnx', bytes: bytes.length, ...metadata, hidden: settings.hidden, parameters: countParameters(weights) },
+    site_input: cfg.site
+      ? {
+          columns: SITE_COLUMNS,
+          unknown_share_of_train_scenes: cfg.site.unknownShare,
+          train_scenes_without_site: unknownSite.size,
+          note: 'Validation and the main TEST scores feed each scenario its own site (what an installer enters); test_scores.site_unknown feeds none.',
+        }
+      : null,
     pipeline: {
       stages: 'sanitize(method=phasor, scope=packet) -> window(size=WINDOW_FRAMES, hop=HOP) -> features -> infer',
       window_frames: WINDOW_FRAMES,
@@ -294,6 +333,7 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
       note: 'Held-out SIMULATED scenarios (rooms, antenna layouts and seeds never seen in training); real CSI will score lower. Scored from the exported ONNX file run by PoseModel (onnxruntime-node), decoded at presence >= 0.5. PCK@0.2 = share of visible true keypoints within 0.2 x max(box width, height) of the matched prediction (unmatched true persons count as misses).',
       all: roundScores(scores),
       by_group: roundScores(byGroup),
+      ...(unknownSiteScores ? { site_unknown: roundScores(unknownSiteScores) } : {}),
     },
   };
   const jsonPath = join(outDir, 'csipose-pose.json');
