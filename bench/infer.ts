@@ -1,5 +1,5 @@
 import { from, lastValueFrom, count } from 'rxjs';
-import { CONTRACT_VERSION } from '../src/model/contract.js';
+import { CONTRACT_VERSION, SITE_DIM } from '../src/model/contract.js';
 import { buildMlpPoseModel, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName } from '../src/model/onnxWriter.js';
 import { PoseModel } from '../src/model/runtime.js';
 import { Rng } from '../src/sim/rng.js';
@@ -21,18 +21,21 @@ function dense(rng: Rng, inN: number, outN: number): DenseWeights {
   return { w, b, in: inN, out: outN };
 }
 
-/** A contract MLP of the production size: 1080 -> 512 -> 256 -> heads for 4 persons. */
-export function benchModelBytes(seed = 1): Uint8Array {
+/**
+ * A contract MLP of the production size: 1080 -> 512 -> 256 -> heads for 4 persons; with
+ * `siteDim` it also takes the `site` input (the first layer reads 1080 + siteDim values).
+ */
+export function benchModelBytes(seed = 1, siteDim = 0): Uint8Array {
   const rng = new Rng(seed);
   const layers: DenseWeights[] = [];
-  let width = FEATURE_DIM;
+  let width = FEATURE_DIM + siteDim;
   for (const h of TRUNK) {
     layers.push(dense(rng, width, h));
     width = h;
   }
   const heads = {} as Record<PoseHeadName, DenseWeights>;
   for (const head of POSE_HEADS) heads[head.name] = dense(rng, width, PERSONS * PER_PERSON[head.name]);
-  const weights: MlpPoseWeights = { layers, heads };
+  const weights: MlpPoseWeights = siteDim > 0 ? { layers, heads, siteDim } : { layers, heads };
   return buildMlpPoseModel(weights, {
     csipose_contract: CONTRACT_VERSION,
     model_version: 'bench-random',
@@ -40,6 +43,7 @@ export function benchModelBytes(seed = 1): Uint8Array {
     max_persons: PERSONS,
     window_frames: 64,
     trained_on: 'none (seeded random weights, speed only)',
+    ...(siteDim > 0 ? { site_dim: siteDim } : {}),
   });
 }
 
@@ -86,6 +90,27 @@ export async function run(): Promise<BenchResult[]> {
       out.push(r);
     }
     out[out.length - 2].note += `; ${(perBatch[32] / perBatch[1]).toFixed(1)}x batch 1`;
+    await model.release();
+  }
+
+  // The same with the site input: the site row is repeated per window and sent beside the batch.
+  {
+    const model = await PoseModel.load(benchModelBytes(1, SITE_DIM));
+    const x = features(32, 32);
+    const site = { roomWidth: 6, roomDepth: 5, receiver: { x: 3, y: 0.2, z: 1.2 }, transmitter: { x: 3, y: 4.8, z: 1.2 } };
+    const runs = 600;
+    const r = await throughput(
+      'infer.batch32.site',
+      'windows/s',
+      async () => {
+        let last;
+        for (let i = 0; i < runs; i++) last = await model.run(x, 32, { site });
+        return last;
+      },
+      { items: runs * 32, rounds: 7 },
+    );
+    r.note = note(`session in a worker thread; with the site input (${SITE_DIM} more inputs, the site rows built per batch)`);
+    out.push(r);
     await model.release();
   }
 

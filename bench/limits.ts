@@ -1,6 +1,6 @@
 /**
  * `npm run bench:limits [-- --quick] [-- --json] [-- --model PATH]`: WHY the pose model is far from
- * its accuracy targets. Six measurements on simulated VALIDATION scenarios (never TEST: the
+ * its accuracy targets. Seven measurements on simulated VALIDATION scenarios (never TEST: the
  * held-out rooms and layouts stay unseen by anything that is tuned on these numbers):
  *
  * 1. bearing: do the features' rx-bearing values (OFFSETS.geometry, see `src/model/features.ts`)
@@ -21,6 +21,10 @@
  *    model told each scenario's own site (the default in 2 and 3, what an installer enters), no
  *    site, the configuration's default site for every room, and its own site with a measurement
  *    error: what `environment.site` buys and what a wrong one costs.
+ * 7. calibration: could a short session in the room (one person standing at, or walking across,
+ *    three known places) learn the room's floor-position bias? Its mean error is removed from the
+ *    scenario's later windows, next to the same correction measured on the scenario's own first
+ *    quarter (an oracle that knows the episode).
  *
  * All scenarios hold one person. They come from `makeRecipes(seed, { train: 0, val: N, ... })`
  * (VALIDATION stream of master seeds the shipped model was not trained with), in four pools with
@@ -51,7 +55,7 @@ import { fillTargets, OUT, OUTPUT_DIM, VIEW } from '../src/model/train/targets.j
 import { PCK_ALPHA, torsoDiameter } from '../src/eval/pose.js';
 import { N_KEYPOINTS } from '../src/pose/types.js';
 import { deriveSeed, Rng } from '../src/sim/rng.js';
-import { ACTIVITIES } from '../src/sim/scenario.js';
+import { ACTIVITIES, type PersonSpec } from '../src/sim/scenario.js';
 import { CsiSimulator, type GroundTruth } from '../src/sim/simulator.js';
 import { argValue, fixed, machine, percent } from './lib.js';
 
@@ -219,11 +223,13 @@ function motionEnergy(cur: Float32Array, prev: Float32Array): number {
  * @param r the recipe (one person)
  * @param hop frames between window starts
  * @param history keep the motion energy and the history columns
+ * @param people instead of the recipe's generated person, these (measurement 7's calibration)
+ * @param seed replaces the recipe's simulator seed
  * @returns the scenario's windows
  * @example simulateScenario(poolRecipes(FULL_PLAN.pools.fit)[0], 16, false).n // 43 for 8 s
  */
-export function simulateScenario(r: ScenarioRecipe, hop: number, history: boolean): ScenarioRows {
-  const sim = new CsiSimulator(simOptions(r, 1));
+export function simulateScenario(r: ScenarioRecipe, hop: number, history: boolean, people?: PersonSpec[], seed?: number): ScenarioRows {
+  const sim = new CsiSimulator({ ...simOptions(r, 1), ...(people ? { people } : {}), ...(seed !== undefined ? { seed } : {}) });
   const frames = Math.round(r.seconds * sim.rateHz);
   const cap = Math.max(0, Math.floor((frames - WINDOW_FRAMES) / hop) + 1);
   const features = new Float32Array(cap * FEATURE_DIM);
@@ -887,6 +893,118 @@ export async function measureSite(model: PoseRunner, pool: Pool, fit: Pool): Pro
 }
 
 // ---------------------------------------------------------------------------------------------
+// 7. Calibration
+
+/** Seconds the calibrating person spends at each place. */
+export const CALIBRATION_SECONDS = 6;
+/** The calibration places, as fractions of the room width and depth. */
+export const CALIBRATION_SPOTS: ReadonlyArray<readonly [number, number]> = Object.freeze([
+  [0.5, 0.5],
+  [0.3, 0.35],
+  [0.7, 0.65],
+]);
+/** Half the walk across a calibration place, metres (walking from x - this to x + this and back). */
+const CALIBRATION_SWING_M = 0.6;
+
+/** One row of measurement 7: floor errors of the scored windows after a correction. */
+export interface CalibrationRow {
+  label: string;
+  floor: Summary;
+}
+
+export interface CalibrationResult {
+  scenarios: number;
+  /** Windows scored (the last three quarters of each scenario, with the person). */
+  windows: number;
+  /** Windows of the calibration sessions. */
+  calibrationWindows: number;
+  rows: CalibrationRow[];
+}
+
+/**
+ * Measurement 7. Per scenario of the pool: calibration sessions in the same room and layout (a
+ * simulated person of its own seed standing still at each CALIBRATION_SPOTS place, or walking
+ * across it and back, for CALIBRATION_SECONDS); the mean of (model floor - known place) over their
+ * windows is the room's offset. The scored windows are the last three quarters of the scenario's
+ * windows with the person; the first quarter gives the oracle's offset (model floor - true floor).
+ * Slot 0 against the one person, the model told the room's own site, as in measurement 2.
+ * @param model the model
+ * @param pool the scored pool (one person)
+ * @returns floor errors raw and after each correction
+ */
+export async function measureCalibration(model: PoseRunner, pool: Pool): Promise<CalibrationResult> {
+  const P = model.maxPersons;
+  const hop = pool.spec.hop;
+  const kinds = ['raw', 'stand', 'walk', 'episode'] as const;
+  const errors: Record<(typeof kinds)[number], number[]> = { raw: [], stand: [], walk: [], episode: [] };
+  let calibrationWindows = 0;
+  for (const [s, d] of pool.rows.entries()) {
+    const r = pool.recipes[s]!;
+    const site = recipeSite(r);
+    const session = async (walk: boolean): Promise<[number, number]> => {
+      let sx = 0;
+      let sy = 0;
+      let n = 0;
+      for (const [j, [fx, fy]] of CALIBRATION_SPOTS.entries()) {
+        const x = fx * r.room.width;
+        const y = fy * r.room.depth;
+        const w = CALIBRATION_SWING_M;
+        const person: PersonSpec = walk
+          ? {
+              x: x - w,
+              y,
+              script: [
+                { at: 0.2, action: 'walk', to: { x: x + w, y } },
+                { at: 2.5, action: 'walk', to: { x: x - w, y } },
+                { at: 4.8, action: 'walk', to: { x: x + w, y } },
+              ],
+            }
+          : { x, y, script: [] };
+        const c = simulateScenario({ ...r, seconds: CALIBRATION_SECONDS }, hop, false, [person], deriveSeed(r.seed, (walk ? 60 : 50) + j));
+        if (c.n === 0) continue;
+        const out = await model.run(c.features, c.n, { site });
+        for (let i = 0; i < c.n; i++) {
+          sx += out.floor[i * P * 2]! - x;
+          sy += out.floor[i * P * 2 + 1]! - y;
+          n++;
+        }
+      }
+      calibrationWindows += n;
+      return n > 0 ? [sx / n, sy / n] : [0, 0];
+    };
+    const stand = await session(false);
+    const walk = await session(true);
+    if (d.n === 0) continue;
+    const out = await model.run(d.features, d.n, { site });
+    const rows: number[] = [];
+    for (let i = 0; i < d.n; i++) if (tgt(d, i, OUT.presence) >= 0.5) rows.push(i);
+    const q = Math.floor(rows.length / 4);
+    const ex = (i: number) => out.floor[i * P * 2]! - tgt(d, i, OUT.floor);
+    const ey = (i: number) => out.floor[i * P * 2 + 1]! - tgt(d, i, OUT.floor + 1);
+    let ox = 0;
+    let oy = 0;
+    for (const i of rows.slice(0, q)) {
+      ox += ex(i) / q;
+      oy += ey(i) / q;
+    }
+    const offsets: Record<(typeof kinds)[number], readonly [number, number]> = { raw: [0, 0], stand, walk, episode: [ox, oy] };
+    for (const i of rows.slice(q)) for (const k of kinds) errors[k].push(Math.hypot(ex(i) - offsets[k][0], ey(i) - offsets[k][1]));
+  }
+  const labels: Record<(typeof kinds)[number], string> = {
+    raw: 'none (the model as it is, own site)',
+    stand: `offset from a person standing still ${CALIBRATION_SECONDS} s at each of ${CALIBRATION_SPOTS.length} known places`,
+    walk: `offset from a person walking ${2 * CALIBRATION_SWING_M} m across each place and back, ${CALIBRATION_SECONDS} s each`,
+    episode: "offset from the scenario's own first quarter, true positions known (oracle)",
+  };
+  return {
+    scenarios: pool.rows.length,
+    windows: errors.raw.length,
+    calibrationWindows,
+    rows: kinds.map((k) => ({ label: labels[k], floor: summarize(errors[k]) })),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // 4. Geometry ablation
 
 /** One input set of measurement 4. */
@@ -1161,6 +1279,7 @@ export interface LimitsReport {
   geometry: GeometryResult;
   activity: ActivityResult;
   site: SiteResult;
+  calibration: CalibrationResult;
   /** Set by the command: the model's training report rebuilt and compared (see `checkSidecar`). */
   seedCheck?: { trainAndValScenarios: number; sharedSeeds: number };
 }
@@ -1176,7 +1295,7 @@ export interface RunOptions {
 const POOL_ORDER: readonly PoolName[] = ['pose', 'fit', 'activityFit', 'activityScore'];
 
 /**
- * Runs the six measurements.
+ * Runs the seven measurements.
  * @param plan pools and fit settings
  * @param model the pose model (the caller loads and releases it)
  * @param modelPath where it came from, for the report
@@ -1209,6 +1328,9 @@ export async function runLimits(plan: LimitsPlan, model: PoseRunner, modelPath: 
   t = performance.now();
   const site = await measureSite(model, pools.pose, pools.fit);
   say(`site input: ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  t = performance.now();
+  const calibration = await measureCalibration(model, pools.pose);
+  say(`calibration: ${((performance.now() - t) / 1000).toFixed(1)} s`);
   const meta = model.metadata;
   return {
     plan,
@@ -1237,6 +1359,7 @@ export async function runLimits(plan: LimitsPlan, model: PoseRunner, modelPath: 
     geometry,
     activity,
     site,
+    calibration,
   };
 }
 
@@ -1250,6 +1373,7 @@ export const SECTIONS = Object.freeze({
   activity: '5. Activity and falls from the features',
   energy: '5b. Motion energy per activity',
   site: '6. The site input: what the installer\'s geometry buys',
+  calibration: '7. Calibration: can a short session learn a room\'s bias?',
 });
 
 /**
@@ -1412,6 +1536,20 @@ export function markdown(r: LimitsReport): string {
         ]
       : ['The model has no `site` input: nothing to measure.'],
     'How: measurement 2 and 3 repeated on pool pose with each site variant (slot 0 against the one true person; errors of a variant are seeded per scenario).',
+  );
+
+  const c = r.calibration;
+  section(
+    SECTIONS.calibration,
+    "whether the floor-position bias of measurement 3 belongs to the room (a calibration session could learn it) or to the episode (only knowing the scenario's own true positions removes it).",
+    [
+      row(['correction', 'floor median m', 'floor mean m', 'windows']),
+      align(1, 3),
+      ...c.rows.map((x) => row([x.label, fixed(x.floor.median, 2), fixed(x.floor.mean, 2), x.floor.n])),
+    ],
+    `How: per scenario of pool pose (${c.scenarios}), calibration sessions simulated in its room and layout with a person of their own seed ` +
+      `(${c.calibrationWindows} windows in all); the mean of (model floor - known place) is subtracted from the model's floor positions in the last three ` +
+      `quarters of the scenario's windows with the person (${c.windows}); slot 0, the room's own site, as in measurement 2.`,
   );
   return L.join('\n') + '\n';
 }

@@ -141,6 +141,15 @@ describe('bench:limits', () => {
         expect(Number.isFinite(report.activity.energy[ACTIVITIES.indexOf('standing')]!.medianDb)).toBe(true);
         // The contract model has no site input: measurement 6 says so instead of a table.
         expect(report.site).toEqual({ siteInput: false, rows: [] });
+        // Measurement 7: three places x 2 sessions per scenario; every correction scores the same windows.
+        expect(report.calibration.scenarios).toBe(TINY.pools.pose.scenarios);
+        expect(report.calibration.calibrationWindows).toBeGreaterThan(0);
+        expect(report.calibration.rows).toHaveLength(4);
+        for (const row of report.calibration.rows) {
+          expect(row.floor.n).toBe(report.calibration.windows);
+          expect(Number.isFinite(row.floor.median)).toBe(true);
+        }
+        expect(report.calibration.rows[0]!.floor).not.toEqual(report.calibration.rows[3]!.floor);
 
         const md = markdown(report);
         expect(md).toContain('simulated VALIDATION scenarios');
@@ -148,7 +157,7 @@ describe('bench:limits', () => {
         expect(md).toContain('CONTRACT TEST MODEL');
         expect(md).toContain('The model has no `site` input');
         for (const title of Object.values(SECTIONS)) expect(md).toContain(`## ${title}`);
-        for (const row of ['| slow (offset 428) |', '| fast (offset 432) |', '| static (offset 436) |', '| box centre u |', '| floor distance |', '| raw (no smoothing) |', '| alpha 0.95 |', '| features + geometry |', '| features + 5 s motion history |', '| falling |']) {
+        for (const row of ['| slow (offset 428) |', '| fast (offset 432) |', '| static (offset 436) |', '| box centre u |', '| floor distance |', '| raw (no smoothing) |', '| alpha 0.95 |', '| features + geometry |', '| features + 5 s motion history |', '| falling |', "| offset from the scenario's own first quarter, true positions known (oracle) |"]) {
           expect(md).toContain(row);
         }
         for (const name of NAMES) expect(md).toMatch(new RegExp(`\\| ${name} \\| [^|]+ \\| ${TINY.pools[name].seed} \\| ${TINY.pools[name].scenarios} \\|`));
