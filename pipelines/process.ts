@@ -3,6 +3,7 @@ import type { CsiFrame } from '../src/csi/frame.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import type { PipelineDef } from '../src/engine/pipeline.js';
 import type { PoseRunner } from '../src/model/runtime.js';
+import type { SiteGeometry } from '../src/model/contract.js';
 import { HOP, WINDOW_FRAMES } from '../src/model/features.js';
 import { sanitizePhase } from '../operators/sanitizePhase.js';
 import { slidingWindow } from '../operators/slidingWindow.js';
@@ -35,6 +36,8 @@ export interface ProcessOptions {
   viewHeight: number;
   includeDensePose: boolean;
   tracking: boolean;
+  /** The installation's geometry for models with the `site` input; null or absent = unknown. */
+  site?: SiteGeometry | null;
 }
 
 /** The process pipeline as one operator over a submission's frames. */
@@ -52,6 +55,7 @@ export function processPipeline(o: ProcessOptions): OperatorFunction<CsiFrame, P
       viewWidth: o.viewWidth,
       viewHeight: o.viewHeight,
       includeDensePose: o.includeDensePose,
+      site: o.site ?? null,
     }),
   );
   return o.tracking ? pipe(core, track({ minHits: 1 }), activity()) : core;

@@ -4,6 +4,7 @@ import type { CsiFrame } from '../csi/frame.js';
 import { SUBCARRIERS } from '../sim/simulator.js';
 import { WINDOW_FRAMES } from '../model/features.js';
 import { processPipeline } from '../../pipelines/process.js';
+import { siteGeometry } from '../config/site.js';
 import { ApiError } from '../server/errors.js';
 import { Checker } from '../server/validate.js';
 import { renderFrame } from '../server/render.js';
@@ -159,6 +160,8 @@ export async function processCsi(svc: PoseService, body: unknown, form: Form): P
           viewHeight: cfg.environment.view.height,
           includeDensePose: dense,
           tracking,
+          // The configured site, as the live pipeline has it.
+          site: siteGeometry(cfg),
         }),
         toArray(),
       ),

@@ -315,11 +315,17 @@ describe('environment.site through the server', () => {
     const b = await s.api('GET', '/config', { token, form: 'b' });
     expect(b.body.data.environment.site).toEqual(MEASURED);
     expect(siteGeometry(s.svc.config.get())).toEqual({ roomWidth: 8.5, roomDepth: 4, receiver: { x: 0.5, y: 0.1, z: 2.1 }, transmitter: { x: 8, y: 4, z: 0.9 } });
+    // The live pipeline's settings (read by infer on its next batch) carry it, and the status says so.
+    expect(s.svc.settings().site).toEqual(siteGeometry(s.svc.config.get()));
+    const status = async () => (await s.api('GET', '/system/status', { token })).body.data.components.neural_network.site_known;
+    expect(await status()).toBe(true);
 
     const partial = await s.api('PUT', '/config', { token, form: 'a', body: { environment: { site: { known: false } } } });
     expect(partial.body).toEqual({ status: 'updated', changes_applied: [`${SITE}.known`], restart_required: false, validation_warnings: [] });
     expect((await s.api('GET', '/config', { token, form: 'a' })).body.environment.site).toEqual({ ...MEASURED, known: false });
     expect(siteGeometry(s.svc.config.get())).toBeNull();
+    expect(s.svc.settings().site).toBeNull();
+    expect(await status()).toBe(false);
   });
 
   it('refuses a bad site with 422 VALIDATION_ERROR naming the field, in both forms, and changes nothing', async () => {

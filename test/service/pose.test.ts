@@ -273,6 +273,21 @@ describe('pose endpoints', () => {
       expect(a.body.poses[0].persons.map((p: { confidence: number }) => p.confidence).sort()).toEqual([...confs].sort());
     });
 
+    it('POST /pose/process feeds the configured site to the model, as the live pipeline does', async () => {
+      const body = { csi_data: { antenna_data: packet(5) }, processing_options: { confidence_threshold: 0, enable_tracking: false } };
+      const persons = async () => (await s.api('POST', '/pose/process', { token, body })).body.data.poses[0].persons;
+      const blind = await persons();
+      expect((await s.api('PUT', '/config', { token, body: { environment: { site: { known: true } } } })).status).toBe(200);
+      try {
+        const told = await persons();
+        expect(told).toHaveLength(blind.length);
+        expect(JSON.stringify(told)).not.toBe(JSON.stringify(blind));
+      } finally {
+        expect((await s.api('PUT', '/config', { token, body: { environment: { site: { known: false } } } })).status).toBe(200);
+      }
+      expect(JSON.stringify(await persons())).toBe(JSON.stringify(blind));
+    });
+
     /** Windows the model reads from n packets: a short submission is padded to one window. */
     const windows = (n: number) => (n <= WINDOW_FRAMES ? 1 : 1 + Math.floor((n - WINDOW_FRAMES) / HOP));
 
