@@ -44,7 +44,7 @@ export interface RunConfig {
   train: Omit<TrainSettings, 'seed'>;
 }
 
-/** The full run: about 11 minutes on two idle cores (16 when they are shared). */
+/** The full run: about 9 minutes on two idle cores (11-16 when they are shared). */
 export const FULL: RunConfig = {
   counts: { train: 3200, val: 160, test: 120, seconds: 8 },
   hop: 16,
