@@ -11,7 +11,8 @@ import { Subject } from 'rxjs';
 import type { CsiFrame } from '../src/csi/frame.js';
 import { FEATURE_DIM, HOP, WINDOW_FRAMES } from '../src/model/features.js';
 import type { ModelOutputs, PoseRunner } from '../src/model/runtime.js';
-import { fillTargets, MAX_PERSONS, OUT, OUTPUT_DIM } from '../src/model/train/targets.js';
+import { fillTargets, MAX_PERSONS, OUTPUT_DIM } from '../src/model/train/targets.js';
+import { outputsFromFlat } from '../src/model/train/evaluate.js';
 import { CsiSimulator, type GroundTruth } from '../src/sim/simulator.js';
 import { sanitizePhase } from '../operators/sanitizePhase.js';
 import { slidingWindow } from '../operators/slidingWindow.js';
@@ -40,7 +41,8 @@ function indexWindows(sim: CsiSimulator, frames: number, table: Map<string, Floa
 /**
  * Builds the oracle for a benchmark plan (simulates every scenario of the plan once).
  * @param plan the plan the benchmark will run
- * @returns a PoseRunner whose outputs are the ground truth (keypoint confidence = visibility)
+ * @returns a PoseRunner whose outputs are the ground truth (keypoint confidence = visibility;
+ *   dense pose as the training targets have it)
  * @example
  * const report = await runAccuracy(plan, oracleRunner(plan), 'oracle');
  */
@@ -62,24 +64,14 @@ export function oracleRunner(plan: AccuracyPlan): PoseRunner {
     featureDim: FEATURE_DIM,
     maxPersons: P,
     async run(f: Float32Array, n: number): Promise<ModelOutputs> {
-      const o: ModelOutputs = {
-        n,
-        maxPersons: P,
-        presence: new Float32Array(n * P),
-        keypoints: new Float32Array(n * P * 51),
-        boxes: new Float32Array(n * P * 4),
-        floor: new Float32Array(n * P * 2),
-        densepose: new Float32Array(n * P * 72),
-      };
+      const flat = new Float32Array(n * OUTPUT_DIM);
       for (let r = 0; r < n; r++) {
         const t = table.get(key(f.subarray(r * FEATURE_DIM, (r + 1) * FEATURE_DIM)));
         if (!t) throw new Error('oracle: a window of a scenario it was not built for');
-        o.presence.set(t.subarray(OUT.presence, OUT.presence + P), r * P);
-        o.keypoints.set(t.subarray(OUT.keypoints, OUT.keypoints + P * 51), r * P * 51);
-        o.boxes.set(t.subarray(OUT.boxes, OUT.boxes + P * 4), r * P * 4);
-        o.floor.set(t.subarray(OUT.floor, OUT.floor + P * 2), r * P * 2);
+        flat.set(t, r * OUTPUT_DIM);
       }
-      return o;
+      // The targets are in the layout of the training network's outputs, activations applied.
+      return outputsFromFlat(flat, n);
     },
   };
 }
