@@ -1,6 +1,6 @@
 import FFT from 'fft.js';
 import { Observable, type OperatorFunction } from 'rxjs';
-import type { CsiWindow, DopplerSpectrum } from '../src/csi/frame.js';
+import { windowShift, type CsiWindow, type DopplerSpectrum } from '../src/csi/frame.js';
 import type { OperatorSpec } from '../src/engine/spec.js';
 
 export interface DopplerOptions {
@@ -43,23 +43,12 @@ interface Plan {
 }
 
 /**
- * How many frames `w` moved on from `prev` when the two overlap (consecutive windows of one
- * `window` operator with hop < size), or 0 when they do not. Checked on the times of the whole
- * overlap and on the samples of its first frame, so a window from another stream is never mixed in.
+ * `windowShift` for consecutive windows of one `window` operator subscription (same source, the
+ * next window index), else 0.
  */
 function overlapShift(prev: CsiWindow | undefined, w: CsiWindow, frameLen: number): number {
   if (!prev || prev.sourceId !== w.sourceId || w.windowIndex !== prev.windowIndex + 1) return 0;
-  const size = w.size;
-  const t0 = w.times[0]!;
-  let k = 1;
-  while (k < size && prev.times[k] !== t0) k++;
-  if (k >= size) return 0;
-  for (let t = 0; t < size - k; t++) if (prev.times[t + k] !== w.times[t]) return 0;
-  const a = prev.data;
-  const b = w.data;
-  const off = k * frameLen;
-  for (let i = 0; i < frameLen; i++) if (a[off + i] !== b[i]) return 0;
-  return k;
+  return windowShift(prev, w, frameLen);
 }
 
 /** Periodic Hann (the DFT-even form): unlike the symmetric one it is not all zeros for n = 2. */

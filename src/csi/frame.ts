@@ -101,6 +101,35 @@ export interface CsiWindow {
 }
 
 /**
+ * How many frames `w` moved on from `prev` when `w` continues `prev` (consecutive overlapping
+ * windows of one stream, hop < size), else 0. Checked on the times of the whole overlap and on
+ * every sample of `w`'s first frame (NaN matching NaN), so frames of another stream, or rewritten
+ * data, are never taken for shared ones. Callers that keep per-frame state across windows (the
+ * features and doppler operators) reuse the overlap's share of it; they check first that the
+ * windows come from the same source and have the same shape.
+ * @param prev the previous window, if any
+ * @param w the new window (same frameLen as `prev`)
+ * @param frameLen values per frame (nSub x nRx x nTx x 2)
+ * @returns frames shifted, 1..size-1, or 0 when the windows do not overlap
+ */
+export function windowShift(prev: CsiWindow | undefined, w: CsiWindow, frameLen: number): number {
+  if (!prev || prev.size !== w.size) return 0;
+  const size = w.size;
+  const t0 = w.times[0]!;
+  let k = 1;
+  while (k < size && prev.times[k] !== t0) k++;
+  if (k >= size) return 0;
+  for (let t = 0; t < size - k; t++) if (prev.times[t + k] !== w.times[t]) return 0;
+  const off = k * frameLen;
+  for (let i = 0; i < frameLen; i++) {
+    const a = prev.data[off + i]!;
+    const b = w.data[i]!;
+    if (a !== b && !(a !== a && b !== b)) return 0;
+  }
+  return k;
+}
+
+/**
  * A Doppler spectrum: power per (stream, frequency bin) over one window.
  * `power` is stream-major: power[s * nBins + b]; bins run from -rateHz/2 up (fftshifted),
  * bin b has frequency (b - nBins/2) * binHz.

@@ -107,7 +107,7 @@
  * noise, the channel itself being smooth over ~1 MHz), over every frame; SNR = (1 - sigma^2)
  * / sigma^2 since frames have unit power. A proxy: channel curvature caps it near 35-40 dB.
  */
-import type { CsiWindow } from '../csi/frame.js';
+import { windowShift, type CsiWindow } from '../csi/frame.js';
 
 /** Frames per window the model is trained on (1.28 s at 100 Hz). */
 export const WINDOW_FRAMES = 128;
@@ -979,9 +979,8 @@ function jacobiEigenvalues(a: Float64Array, n: number, out: Float64Array): void 
 }
 
 /**
- * How many frames `w` moved on from `prev` when the two are consecutive overlapping windows of one
- * stream, else 0. Checked on the times of the whole overlap and on every sample of its first frame,
- * so frames from another stream (or rewritten data) are never taken for shared ones.
+ * `windowShift` for windows of the same stream, shape and subcarrier list (else 0): the extractor
+ * keeps per-frame values of the overlap only when all of these match.
  */
 function overlapShift(prev: CsiWindow | undefined, w: CsiWindow, frameLen: number): number {
   if (!prev || prev.sourceId !== w.sourceId || prev.size !== w.size || prev.nRx !== w.nRx || prev.nTx !== w.nTx || prev.nSub !== w.nSub) return 0;
@@ -989,19 +988,7 @@ function overlapShift(prev: CsiWindow | undefined, w: CsiWindow, frameLen: numbe
     if (prev.subcarriers.length !== w.subcarriers.length) return 0;
     for (let i = 0; i < w.subcarriers.length; i++) if (prev.subcarriers[i] !== w.subcarriers[i]) return 0;
   }
-  const size = w.size;
-  const t0 = w.times[0]!;
-  let k = 1;
-  while (k < size && prev.times[k] !== t0) k++;
-  if (k >= size) return 0;
-  for (let t = 0; t < size - k; t++) if (prev.times[t + k] !== w.times[t]) return 0;
-  const off = k * frameLen;
-  for (let i = 0; i < frameLen; i++) {
-    const a = prev.data[off + i]!;
-    const b = w.data[i]!;
-    if (a !== b && !(a !== a && b !== b)) return 0;
-  }
-  return k;
+  return windowShift(prev, w, frameLen);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { from, lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import type { CsiFrame, CsiWindow } from '../../src/csi/frame.js';
+import { windowShift, type CsiFrame, type CsiWindow } from '../../src/csi/frame.js';
 import { slidingWindow, spec } from '../../operators/slidingWindow.js';
 import { makeFrame } from '../helpers/frames.js';
 
@@ -194,5 +194,27 @@ describe('window: golden', () => {
     expect(() => slidingWindow({ size: 1 })).toThrow(RangeError);
     expect(() => slidingWindow({ size: 4, hop: 5 })).toThrow(RangeError);
     expect(() => slidingWindow({ size: 4, hop: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('windowShift', () => {
+  it('finds the hop between consecutive windows of one stream and refuses anything else', async () => {
+    const many = Array.from({ length: 12 }, (_, k) => frame(k));
+    const w = await windows(many, { size: 6, hop: 2 });
+    const frameLen = w[0]!.data.length / w[0]!.size;
+    expect(windowShift(w[0], w[1]!, frameLen)).toBe(2);
+    expect(windowShift(w[0], w[2]!, frameLen)).toBe(4);
+    expect(windowShift(undefined, w[1]!, frameLen)).toBe(0);
+    expect(windowShift(w[1], w[0]!, frameLen)).toBe(0);
+    // The same times but other samples in the first frame: not the same stream.
+    const data = Float32Array.from(w[1]!.data);
+    data[3] += 1;
+    expect(windowShift(w[0], { ...w[1]!, data }, frameLen)).toBe(0);
+    // NaN samples match NaN samples at the same place.
+    const a = Float32Array.from(w[0]!.data);
+    const b = Float32Array.from(w[1]!.data);
+    a[2 * frameLen] = NaN;
+    b[0] = NaN;
+    expect(windowShift({ ...w[0]!, data: a }, { ...w[1]!, data: b }, frameLen)).toBe(2);
   });
 });
