@@ -6,6 +6,7 @@ import { decode } from '../../operators/decode.js';
 import { fileBytes, stdinBytes } from './bytes.js';
 import { replayFile } from './replayFile.js';
 import { udpSource } from './udp.js';
+import { mqttSource, parseMqttUri } from './mqtt.js';
 import { simSource, parseSimParams } from './sim.js';
 import { SourceError } from './errors.js';
 
@@ -56,6 +57,10 @@ function speedParam(q: URLSearchParams): number | undefined {
  * - `sim` or `sim?seed=7&people=2&nsub=30&band=5&speed=1`: the built-in simulator
  * - `file:PATH[?format=F&speed=N&loop=K]`: a capture file (format guessed from the name if absent)
  * - `udp://HOST:PORT?format=esp32|nexmon|intel5300`: live packets
+ * - `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon[&qos=0|1&client_id=ID]` (or `mqtts://`):
+ *   live messages from a broker, one CSI line or Nexmon payload each; `+` and `#` (written `%23` or
+ *   as is) in TOPIC; default port 1883 (mqtts 8883); credentials else from `CSIPOSE_MQTT_USERNAME` /
+ *   `CSIPOSE_MQTT_PASSWORD`
  * - `stdin[?format=F]` or `-`: bytes on standard input
  * @param uri the URI as written
  * @returns its definition; opening it happens later
@@ -115,6 +120,14 @@ export function parseSource(uri: string): SourceDef {
       open: (_k, ctx) => udpSource({ host, port, format, environmentId: ctx.environmentId ?? 'default' }),
     };
   }
+  if (base.startsWith('mqtt://') || base.startsWith('mqtts://')) {
+    const m = parseMqttUri(uri);
+    return {
+      uri,
+      emits: ['frame'],
+      open: (_k, ctx) => mqttSource({ ...m, environmentId: ctx.environmentId ?? 'default' }),
+    };
+  }
   if (base === 'stdin' || base === '-') {
     const format = formatParam(q, uri);
     return {
@@ -130,5 +143,5 @@ export function parseSource(uri: string): SourceDef {
       },
     };
   }
-  throw new SourceError(`unknown source "${uri}" (sources: sim, file:PATH, udp://HOST:PORT?format=F, stdin)`);
+  throw new SourceError(`unknown source "${uri}" (sources: sim, file:PATH, udp://HOST:PORT?format=F, stdin, mqtt://HOST:PORT/TOPIC?format=F)`);
 }

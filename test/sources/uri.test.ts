@@ -82,7 +82,7 @@ describe('parseSource: malformed forms raise SourceError with a useful message',
     ['sim?band=3', /band must be 2\.4 or 5, got "3"/],
     ['sim?seed=abc', /seed must be an integer/],
     ['http://example.com/csi', /unknown source "http:\/\/example\.com\/csi".*sim, file:PATH, udp:\/\/HOST:PORT\?format=F, stdin/],
-    ['mqtt://broker:1883', /unknown source/],
+    ['mqtt://broker:1883', /mqtt source needs a topic/],
     ['', /unknown source/],
   ];
   for (const [uri, message] of cases) {
