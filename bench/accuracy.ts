@@ -29,19 +29,20 @@ import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Subject } from 'rxjs';
 import type { CsiFrame } from '../src/csi/frame.js';
-import { defaults } from '../src/config/schema.js';
+import { deepFreeze, defaults } from '../src/config/schema.js';
 import { FEATURE_DIM } from '../src/model/features.js';
 import { PoseModel, type ModelOutputs, type PoseRunner, type RunOptions } from '../src/model/runtime.js';
 import { isHeldOut, makeRecipes, recipeSite, type ScenarioRecipe } from '../src/model/train/recipe.js';
 import { simOptions } from '../src/model/train/dataset.js';
 import { KEYPOINT_NAMES, type PoseFrame } from '../src/pose/types.js';
-import { liveSettings } from '../src/service/service.js';
 import type { ConfigSnapshot } from '../src/config/store.js';
 import { deriveSeed, Rng } from '../src/sim/rng.js';
 import { Camera } from '../src/sim/camera.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../src/sim/simulator.js';
 import type { InferStats } from '../operators/infer.js';
-import { livePipeline, type LiveSettings } from '../pipelines/live.js';
+import { livePipeline } from '../pipelines/build.js';
+import { liveParams, type LiveParams } from '../pipelines/settings.js';
+import { formatSite } from '../src/model/contract.js';
 import { addConfusion, addCount, countScores, emptyConfusion, MAX_REPORTED_COLUMN, MAX_TRUE_COUNT, type CountConfusion } from '../src/eval/count.js';
 import { addPoseCounts, emptyPoseCounts, PCK_ALPHA, poseScores, scorePoseFrame, TORSO_FROM_BOX, type PoseCounts } from '../src/eval/pose.js';
 import { addMotTotals, boxCentre, ClearMot, emptyMotTotals, MOT_THRESHOLD_PX, motScores, type MotPoint, type MotTotals } from '../src/eval/mot.js';
@@ -80,11 +81,10 @@ const NOTES = {
   val: 'simulated VALIDATION scenarios (training rooms and layouts, unseen seeds): for choosing settings, not the reported scores',
 } as const;
 
-/** The live settings of a service running on the default configuration (`liveSettings`). */
-export function defaultLiveSettings(): LiveSettings {
-  const cfg = defaults();
-  // The service's own mapping from configuration to live settings, on the default configuration.
-  return liveSettings(cfg as ConfigSnapshot);
+/** The live parameters of a service running on the default configuration (`liveParams`). */
+export function defaultLiveParams(): LiveParams {
+  // The service's own mapping from configuration to operator parameters, on the default configuration.
+  return liveParams(deepFreeze(defaults()) as ConfigSnapshot);
 }
 
 /**
@@ -129,7 +129,7 @@ interface RunStats {
  */
 async function runLive(
   model: PoseRunner,
-  settings: LiveSettings,
+  settings: LiveParams,
   sim: CsiSimulator,
   frames: number,
   visit: (pose: PoseFrame, truth: GroundTruth) => void,
@@ -142,7 +142,7 @@ async function runLive(
   let failure: unknown;
   let poseFrames = 0;
   const done = new Promise<void>((resolveDone, reject) => {
-    input.pipe(livePipeline({ model: runner, settings: () => settings, inferStats: stats })).subscribe({
+    input.pipe(livePipeline({ model: runner, inferStats: stats }, () => settings)).subscribe({
       next(pose) {
         try {
           const truth = truths.get(pose.time);
@@ -172,7 +172,7 @@ async function runLive(
     onSample?.(s.truth);
     input.next(s.frame);
     // Back-pressure: with a batch in flight, queue at most one more batch of windows.
-    while (failure === undefined && runner.inFlight > 0 && stats.queue >= settings.batchSize) await runner.pending;
+    while (failure === undefined && runner.inFlight > 0 && stats.queue >= Number(settings.infer.batchSize)) await runner.pending;
   }
   input.complete();
   await done.catch(() => undefined);
@@ -235,11 +235,12 @@ interface PoseRun {
 }
 
 /** The live settings of one scenario: with `site`, the scenario's own site geometry. */
-const scenarioSettings = (settings: LiveSettings, r: ScenarioRecipe, site: boolean): LiveSettings => (site ? { ...settings, site: recipeSite(r) } : settings);
+const scenarioSettings = (settings: LiveParams, r: ScenarioRecipe, site: boolean): LiveParams =>
+  site ? { ...settings, infer: { ...settings.infer, site: formatSite(recipeSite(r)) } } : settings;
 
 async function runPoseScenarios(
   model: PoseRunner,
-  settings: LiveSettings,
+  settings: LiveParams,
   site: boolean,
   recipes: readonly ScenarioRecipe[],
   progress: (msg: string) => void,
@@ -311,12 +312,12 @@ export function planFallScenarios(recipes: readonly ScenarioRecipe[]): ScriptedP
 
 async function runFallScenarios(
   model: PoseRunner,
-  settings: LiveSettings,
+  settings: LiveParams,
   site: boolean,
   recipes: readonly ScenarioRecipe[],
   progress: (msg: string) => void,
 ): Promise<FallRun> {
-  const delayS = settings.alerts.fallDetection?.notificationDelaySeconds ?? 5;
+  const delayS = Number(settings.alerts.notificationDelaySeconds);
   const windowMs = (delayS + 5) * 1000;
   const plans = planFallScenarios(recipes);
   const allFalls: TrueFall[] = [];
@@ -411,7 +412,7 @@ export interface AccuracyReport {
   modelVersion: string;
   trainedOn: string;
   contractTestModel: boolean;
-  settings: LiveSettings;
+  settings: LiveParams;
   pose: PoseRun;
   falls: FallRun;
   seconds: number;
@@ -453,7 +454,7 @@ export async function runAccuracy(
   model: PoseRunner,
   modelPath: string,
   progress: (msg: string) => void = () => undefined,
-  settings: LiveSettings = defaultLiveSettings(),
+  settings: LiveParams = defaultLiveParams(),
 ): Promise<AccuracyReport> {
   const t0 = performance.now();
   const recipes = benchRecipes(plan);
@@ -523,8 +524,7 @@ function resultsOf(r: AccuracyReport): BenchResult[] {
  */
 export function markdown(r: AccuracyReport): string {
   const m = machine();
-  const s = r.settings;
-  const fd = s.alerts.fallDetection ?? {};
+  const { infer: si, track: st, alerts: sa } = r.settings;
   const lines: string[] = [];
   const tag = r.plan.split === 'test' ? 'held out' : 'VALIDATION';
   lines.push('# csipose accuracy');
@@ -549,8 +549,8 @@ export function markdown(r: AccuracyReport): string {
       `seed ${r.plan.seed}; ${r.pose.csiFrames + r.falls.csiFrames} CSI frames through the live pipeline`,
   );
   lines.push(
-    `- live settings (service defaults): confidence ${s.confidenceThreshold}, max persons ${s.maxPersons}, batch ${s.batchSize}, ` +
-      `tracking min hits ${s.minHits} / max age ${s.maxAge}, fall sensitivity ${fd.sensitivity}, notification delay ${fd.notificationDelaySeconds} s`,
+    `- live settings (service defaults): confidence ${si.confidenceThreshold}, max persons ${si.maxPersons}, batch ${si.batchSize}, ` +
+      `tracking min hits ${st.minHits} / max age ${st.maxAge}, fall sensitivity ${sa.sensitivity}, notification delay ${sa.notificationDelaySeconds} s`,
   );
   lines.push(
     r.plan.site === false

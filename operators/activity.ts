@@ -1,5 +1,6 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import type { OperatorSpec } from '../src/engine/spec.js';
+import type { OperatorSpec, ParamValues } from '../src/engine/spec.js';
+import { configParam } from '../src/config/params.js';
 import {
   activityOf,
   createPostureEstimate,
@@ -12,6 +13,8 @@ import {
 import type { Activity, ActivityEvent, PersonPose, PoseFrame } from '../src/pose/types.js';
 
 export interface ActivityOptions {
+  /** False passes frames through unlabelled (config `analytics.enable_activity_recognition`); default true. Live. */
+  enabled?: boolean;
   /** A new activity must persist this long (ms) before it is reported; `falling` is reported at once. Default 300. */
   minDurationMs?: number;
   /**
@@ -29,6 +32,7 @@ export interface ActivityOptions {
 }
 
 interface Resolved {
+  enabled: boolean;
   minDurationMs: number;
   historyMs: number;
   forgetAfterMs: number;
@@ -53,7 +57,8 @@ function resolve(o: ActivityOptions): Resolved {
   if (!(forgetAfterMs >= 1000 && forgetAfterMs <= 3_600_000)) throw new RangeError(`activity: forgetAfterMs must be in [1000, 3600000], got ${forgetAfterMs}`);
   if (!(walkSpeed > 0 && walkSpeed <= 5)) throw new RangeError(`activity: walkSpeed must be in (0, 5] m/s, got ${walkSpeed}`);
   if (!(walkBoxRate > 0 && walkBoxRate <= 5)) throw new RangeError(`activity: walkBoxRate must be in (0, 5], got ${walkBoxRate}`);
-  return { minDurationMs, historyMs, forgetAfterMs, thresholds: { ...DEFAULT_ACTIVITY_THRESHOLDS, walkSpeed, walkBoxRate } };
+  if (o.enabled !== undefined && typeof o.enabled !== 'boolean') throw new RangeError(`activity: enabled must be true or false, got ${JSON.stringify(o.enabled)}`);
+  return { enabled: o.enabled !== false, minDurationMs, historyMs, forgetAfterMs, thresholds: { ...DEFAULT_ACTIVITY_THRESHOLDS, walkSpeed, walkBoxRate } };
 }
 
 interface TrackState {
@@ -170,7 +175,7 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
           let out: PoseFrame;
           try {
             cfg = fixed ?? resolve(dynamic!());
-            if (!frame || !Array.isArray(frame.persons) || !Number.isFinite(frame.time)) {
+            if (!cfg.enabled || !frame || !Array.isArray(frame.persons) || !Number.isFinite(frame.time)) {
               subscriber.next(frame);
               return;
             }
@@ -199,12 +204,24 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
     });
 }
 
+function optionsOf(params: ParamValues): ActivityOptions {
+  return {
+    enabled: params.enabled !== false,
+    minDurationMs: Number(params.minDurationMs),
+    historyMs: Number(params.historyMs),
+    forgetAfterMs: Number(params.forgetAfterMs),
+    walkSpeed: Number(params.walkSpeed),
+    walkBoxRate: Number(params.walkBoxRate),
+  };
+}
+
 export const spec: OperatorSpec = {
   name: 'activity',
   summary: 'Activity per person (standing, sitting, lying, walking, falling) from posture and a short per-track history',
   input: 'pose',
   output: 'pose',
   params: [
+    { name: 'enabled', ...configParam('analytics.enable_activity_recognition'), description: 'False passes frames through unlabelled (analytics.enable_activity_recognition)' },
     {
       name: 'minDurationMs',
       type: 'int',
@@ -232,12 +249,8 @@ export const spec: OperatorSpec = {
       description: 'Without floor positions: box-centre speed in box heights per second for walking',
     },
   ],
-  create: (params) =>
-    activity({
-      minDurationMs: Number(params.minDurationMs ?? 300),
-      historyMs: Number(params.historyMs ?? 5000),
-      forgetAfterMs: Number(params.forgetAfterMs ?? 10_000),
-      walkSpeed: Number(params.walkSpeed ?? 0.3),
-      walkBoxRate: Number(params.walkBoxRate ?? 0.25),
-    }),
+  create: (params, ctx) => {
+    const live = ctx.live;
+    return live ? activity(() => optionsOf({ ...params, ...live('activity') })) : activity(optionsOf(params));
+  },
 };

@@ -1,5 +1,6 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import type { OperatorSpec } from '../src/engine/spec.js';
+import type { OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
+import { configParam } from '../src/config/params.js';
 import { createPostureEstimate, estimatePosture, peakDescent, PoseHistory, referenceHeight } from '../src/pose/posture.js';
 import type { ActivityEvent, AlertSeverity, PersonPose, PoseAlert, PoseFrame } from '../src/pose/types.js';
 import { compileZone, distanceToBoundary, inZone, scheduleActive, type CompiledZone, type ZoneConfig } from '../src/pose/zones.js';
@@ -43,6 +44,13 @@ export interface AlertsConfig {
   /** Intrusion zones (metres on the floor plan); default none. */
   zones?: ZoneConfig[];
 }
+
+/** The parameters a configuration field sets: type, default and range come from the config schema. */
+const FALL_ENABLED = configParam('alerts.fall_detection.enabled');
+const SENSITIVITY = configParam('alerts.fall_detection.sensitivity');
+const DELAY = configParam('alerts.fall_detection.notification_delay_seconds');
+const INACTIVITY_ENABLED = configParam('alerts.inactivity_detection.enabled');
+const INACTIVITY_MINUTES = configParam('alerts.inactivity_detection.threshold_minutes');
 
 /** A person must move this far (metres) from where they settled to re-arm inactivity. */
 export const INACTIVITY_RADIUS_M = 0.3;
@@ -97,18 +105,18 @@ function resolveConfig(c: AlertsConfig, compiled: (zones: ZoneConfig[]) => Compi
   const i: InactivityConfig = c.inactivity ?? {};
   if (typeof f !== 'object' || f === null) throw new RangeError('alerts: fallDetection must be an object');
   if (typeof i !== 'object' || i === null) throw new RangeError('alerts: inactivity must be an object');
-  const sensitivity = num(f.sensitivity, 0.8, 'fallDetection.sensitivity', (x) => x >= 0 && x <= 1, '[0, 1]');
-  const delay = num(f.notificationDelaySeconds, 5, 'fallDetection.notificationDelaySeconds', (x) => x >= 0 && x <= 3600, '[0, 3600]');
+  const sensitivity = num(f.sensitivity, SENSITIVITY.default as number, 'fallDetection.sensitivity', (x) => x >= 0 && x <= 1, '[0, 1]');
+  const delay = num(f.notificationDelaySeconds, DELAY.default as number, 'fallDetection.notificationDelaySeconds', (x) => x >= 0 && x <= 3600, '[0, 3600]');
   const recovery = num(f.recoveryWindowSeconds, 60, 'fallDetection.recoveryWindowSeconds', (x) => x >= 0 && x <= 86_400, '[0, 86400]');
-  const minutes = num(i.thresholdMinutes, 30, 'inactivity.thresholdMinutes', (x) => x > 0 && x <= 10_080, '(0, 10080]');
+  const minutes = num(i.thresholdMinutes, INACTIVITY_MINUTES.default as number, 'inactivity.thresholdMinutes', (x) => x > 0 && x <= 10_080, '(0, 10080]');
   const zones = c.zones ?? [];
   if (!Array.isArray(zones)) throw new RangeError('alerts: zones must be an array');
   return {
-    fallEnabled: bool(f.enabled, true, 'fallDetection.enabled'),
+    fallEnabled: bool(f.enabled, FALL_ENABLED.default as boolean, 'fallDetection.enabled'),
     required: requiredFallConfidence(sensitivity),
     delayMs: delay * 1000,
     recoveryMs: recovery * 1000,
-    inactivityEnabled: bool(i.enabled, true, 'inactivity.enabled'),
+    inactivityEnabled: bool(i.enabled, INACTIVITY_ENABLED.default as boolean, 'inactivity.enabled'),
     thresholdMinutes: minutes,
     zones: compiled(zones),
   };
@@ -544,43 +552,68 @@ function parseZones(raw: unknown): ZoneConfig[] {
   return v as ZoneConfig[];
 }
 
+const PARAMS: readonly ParamSpec[] = [
+  { name: 'fallDetection', ...FALL_ENABLED, description: 'Raise fall alerts (alerts.fall_detection.enabled)' },
+  {
+    name: 'sensitivity',
+    ...SENSITIVITY,
+    description: 'Fall sensitivity: required fall confidence = 0.95 - 0.45 * sensitivity (alerts.fall_detection.sensitivity)',
+  },
+  {
+    name: 'notificationDelaySeconds',
+    ...DELAY,
+    description: 'Alert when the person is still down this long after the fall, critical at 3x (alerts.fall_detection.notification_delay_seconds)',
+  },
+  { name: 'recoveryWindowSeconds', type: 'number', default: 60, min: 0, max: 86_400, description: 'Watch for a recovery this long after a fall' },
+  { name: 'inactivity', ...INACTIVITY_ENABLED, description: 'Raise inactivity alerts (alerts.inactivity_detection.enabled)' },
+  {
+    name: 'thresholdMinutes',
+    ...INACTIVITY_MINUTES,
+    description: 'Inactivity threshold, minutes within 0.3 m (alerts.inactivity_detection.threshold_minutes)',
+  },
+  {
+    name: 'zones',
+    type: 'string',
+    default: '',
+    description: 'Intrusion zones as a JSON array of {id, name, polygon: [[x, y], ...] metres, schedule?, severity?} (environment.zones)',
+  },
+];
+
+/** Parsed `zones` strings, by string: live zones are re-read per frame, parsed (and compiled) once. */
+function zonesParser(): (raw: unknown) => ZoneConfig[] {
+  let last: unknown;
+  let parsed: ZoneConfig[] = [];
+  return (raw) => {
+    if (raw !== last) {
+      parsed = parseZones(raw);
+      last = raw;
+    }
+    return parsed;
+  };
+}
+
+function configOf(params: ParamValues, zones: (raw: unknown) => ZoneConfig[]): AlertsConfig {
+  return {
+    fallDetection: {
+      enabled: params.fallDetection !== false,
+      sensitivity: Number(params.sensitivity),
+      notificationDelaySeconds: Number(params.notificationDelaySeconds),
+      recoveryWindowSeconds: Number(params.recoveryWindowSeconds),
+    },
+    inactivity: { enabled: params.inactivity !== false, thresholdMinutes: Number(params.thresholdMinutes) },
+    zones: zones(params.zones),
+  };
+}
+
 export const spec: OperatorSpec = {
   name: 'alerts',
   summary: 'Fall, inactivity and zone-intrusion alerts and activity events from labelled, tracked poses',
   input: 'pose',
   output: 'pose',
-  params: [
-    { name: 'fallDetection', type: 'boolean', default: true, description: 'Raise fall alerts' },
-    {
-      name: 'sensitivity',
-      type: 'number',
-      default: 0.8,
-      min: 0,
-      max: 1,
-      description: 'Fall sensitivity: required fall confidence = 0.95 - 0.45 * sensitivity',
-    },
-    {
-      name: 'notificationDelaySeconds',
-      type: 'number',
-      default: 5,
-      min: 0,
-      max: 3600,
-      description: 'Alert when the person is still down this long after the fall (critical at 3x)',
-    },
-    { name: 'recoveryWindowSeconds', type: 'number', default: 60, min: 0, max: 86_400, description: 'Watch for a recovery this long after a fall' },
-    { name: 'inactivity', type: 'boolean', default: true, description: 'Raise inactivity alerts' },
-    { name: 'thresholdMinutes', type: 'number', default: 30, min: 0.01, max: 10_080, description: 'Inactivity threshold, minutes within 0.3 m' },
-    { name: 'zones', type: 'string', default: '', description: 'Intrusion zones as a JSON array of {id, name, polygon: [[x, y], ...] metres, schedule?, severity?}' },
-  ],
-  create: (params) =>
-    alerts({
-      fallDetection: {
-        enabled: params.fallDetection !== false,
-        sensitivity: Number(params.sensitivity ?? 0.8),
-        notificationDelaySeconds: Number(params.notificationDelaySeconds ?? 5),
-        recoveryWindowSeconds: Number(params.recoveryWindowSeconds ?? 60),
-      },
-      inactivity: { enabled: params.inactivity !== false, thresholdMinutes: Number(params.thresholdMinutes ?? 30) },
-      zones: parseZones(params.zones),
-    }),
+  params: PARAMS,
+  create: (params, ctx) => {
+    const zones = zonesParser();
+    const live = ctx.live;
+    return live ? alerts(() => configOf({ ...params, ...live('alerts') }, zones)) : alerts(configOf(params, zones));
+  },
 };

@@ -1,5 +1,6 @@
 import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import type { OperatorSpec } from '../src/engine/spec.js';
+import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
+import { configParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
 import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
@@ -44,19 +45,19 @@ export interface InferOptions {
   modelPath?: string;
   /** Feature width the rows have; a model expecting another width fails to load. */
   featureDim?: number;
-  /** Rows per batch, 1..4096; default 32. Live. */
+  /** Rows per batch, 1..4096; default neural_network.batch_size's. Live. */
   batchSize?: number;
-  /** A partial batch runs once its oldest row has waited this long (scheduler ms); default 5. Live. */
+  /** A partial batch runs once its oldest row has waited this long (scheduler ms); default neural_network.max_wait_ms's. Live. */
   maxWaitMs?: number;
   /** Queued rows beyond this are dropped, oldest first; default 256. Live. */
   maxQueue?: number;
   /** Batches in flight at once; default 1. Read at subscription. */
   concurrency?: number;
-  /** Persons with presence below this are dropped; default 0.5. Live (per batch). */
+  /** Persons with presence below this are dropped; default detection.confidence_threshold's. Live (per batch). */
   confidenceThreshold?: number;
-  /** At most this many persons per frame; default 10. Live (per batch). */
+  /** At most this many persons per frame; default detection.max_persons'. Live (per batch). */
   maxPersons?: number;
-  /** Reference view in pixels; default 640 x 480. Live (per batch). */
+  /** Reference view in pixels; default environment.view's. Live (per batch). */
   viewWidth?: number;
   viewHeight?: number;
   /**
@@ -77,6 +78,23 @@ export interface InferOptions {
 export const DEFAULT_MODEL_PATH = 'models/csipose-pose.onnx';
 const MAX_BATCH = 4096;
 
+/** The parameters a configuration field sets: type, default and range come from the config schema. */
+const BATCH = configParam('neural_network.batch_size');
+const MAX_WAIT = configParam('neural_network.max_wait_ms');
+const CONFIDENCE = configParam('detection.confidence_threshold');
+const MAX_PERSONS = configParam('detection.max_persons');
+const VIEW_WIDTH = configParam('environment.view.width');
+const VIEW_HEIGHT = configParam('environment.view.height');
+const DEFAULT_QUEUE = 256;
+
+/** What the service lends the infer stage of a pipeline it composes (see `pipelines/build.ts`). */
+export interface InferContext extends OperatorContext {
+  /** The loaded model (the service owns it); without it the stage loads `modelPath` itself. */
+  readonly model?: PoseRunner;
+  /** Where the stage keeps its figures. */
+  readonly inferStats?: InferStats;
+}
+
 interface Resolved {
   batchSize: number;
   maxWaitMs: number;
@@ -87,13 +105,13 @@ interface Resolved {
 
 /** Reads and checks the live options; throws RangeError naming a bad one. */
 function resolve(o: InferOptions): Resolved {
-  const batchSize = o.batchSize ?? 32;
-  const maxWaitMs = o.maxWaitMs ?? 5;
-  const maxQueue = o.maxQueue ?? 256;
-  const confidenceThreshold = o.confidenceThreshold ?? 0.5;
-  const maxPersons = o.maxPersons ?? 10;
-  const width = o.viewWidth ?? 640;
-  const height = o.viewHeight ?? 480;
+  const batchSize = o.batchSize ?? (BATCH.default as number);
+  const maxWaitMs = o.maxWaitMs ?? (MAX_WAIT.default as number);
+  const maxQueue = o.maxQueue ?? DEFAULT_QUEUE;
+  const confidenceThreshold = o.confidenceThreshold ?? (CONFIDENCE.default as number);
+  const maxPersons = o.maxPersons ?? (MAX_PERSONS.default as number);
+  const width = o.viewWidth ?? (VIEW_WIDTH.default as number);
+  const height = o.viewHeight ?? (VIEW_HEIGHT.default as number);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH)
     throw new RangeError(`infer: batchSize must be an integer in [1, ${MAX_BATCH}], got ${batchSize}`);
   if (!(maxWaitMs >= 0 && Number.isFinite(maxWaitMs))) throw new RangeError(`infer: maxWaitMs must be >= 0, got ${maxWaitMs}`);
@@ -438,62 +456,68 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
     });
 }
 
+const PARAMS: readonly ParamSpec[] = [
+  { name: 'modelPath', type: 'string', default: DEFAULT_MODEL_PATH, description: 'ONNX model file (the model contract); the service lends its loaded model instead' },
+  { name: 'batchSize', ...BATCH, description: 'Rows per batch (neural_network.batch_size)' },
+  { name: 'maxWaitMs', ...MAX_WAIT, description: 'A partial batch runs once its oldest row has waited this long (neural_network.max_wait_ms)' },
+  { name: 'maxQueue', type: 'int', default: DEFAULT_QUEUE, min: 1, max: 1_000_000, description: 'Queued rows beyond this are dropped, oldest first' },
+  { name: 'confidenceThreshold', ...CONFIDENCE, description: 'Persons with presence below this are dropped (detection.confidence_threshold)' },
+  { name: 'maxPersons', ...MAX_PERSONS, description: 'At most this many persons per frame (detection.max_persons)' },
+  { name: 'viewWidth', ...VIEW_WIDTH, description: 'Reference view width in pixels (environment.view.width)' },
+  { name: 'viewHeight', ...VIEW_HEIGHT, description: 'Reference view height in pixels (environment.view.height)' },
+  {
+    name: 'site',
+    type: 'string',
+    default: '',
+    description:
+      'Site geometry for models with the site input: width,depth,rx_x,rx_y,rx_z,tx_x,tx_y,tx_z in metres (empty = unknown; environment.site)',
+  },
+  { name: 'includeDensePose', type: 'boolean', default: true, description: 'Attach the DensePose parts to each person' },
+];
+
+/** Parsed `site` strings, by string: a live site is re-read per batch, parsed once. */
+function siteParser(): (raw: unknown) => SiteGeometry | null {
+  let last: unknown;
+  let parsed: SiteGeometry | null = null;
+  return (raw) => {
+    if (raw !== last) {
+      parsed = parseSite(String(raw ?? ''));
+      last = raw;
+    }
+    return parsed;
+  };
+}
+
+/** Options from validated parameter values (every one present: defaults filled in). */
+function optionsOf(params: ParamValues, site: (raw: unknown) => SiteGeometry | null, ctx: InferContext): InferOptions {
+  const o: InferOptions = {
+    modelPath: String(params.modelPath),
+    batchSize: Number(params.batchSize),
+    maxWaitMs: Number(params.maxWaitMs),
+    maxQueue: Number(params.maxQueue),
+    confidenceThreshold: Number(params.confidenceThreshold),
+    maxPersons: Number(params.maxPersons),
+    viewWidth: Number(params.viewWidth),
+    viewHeight: Number(params.viewHeight),
+    site: site(params.site),
+    includeDensePose: params.includeDensePose !== false,
+  };
+  if (ctx.model) o.model = ctx.model;
+  if (ctx.inferStats) o.stats = ctx.inferStats;
+  if (ctx.scheduler) o.scheduler = ctx.scheduler;
+  return o;
+}
+
 export const spec: OperatorSpec = {
   name: 'infer',
   summary: 'Batched pose inference with the ONNX model (worker thread); drops the oldest rows under lag',
   input: 'features',
   output: 'pose',
-  params: [
-    { name: 'modelPath', type: 'string', default: DEFAULT_MODEL_PATH, description: 'ONNX model file (the model contract)' },
-    { name: 'batchSize', type: 'int', default: 32, min: 1, max: MAX_BATCH, description: 'Rows per batch' },
-    {
-      name: 'maxWaitMs',
-      type: 'number',
-      default: 5,
-      min: 0,
-      max: 60_000,
-      description: 'A partial batch runs once its oldest row has waited this long',
-    },
-    {
-      name: 'maxQueue',
-      type: 'int',
-      default: 256,
-      min: 1,
-      max: 1_000_000,
-      description: 'Queued rows beyond this are dropped, oldest first',
-    },
-    {
-      name: 'confidenceThreshold',
-      type: 'number',
-      default: 0.5,
-      min: 0,
-      max: 1,
-      description: 'Persons with presence below this are dropped',
-    },
-    { name: 'maxPersons', type: 'int', default: 10, min: 0, max: 1000, description: 'At most this many persons per frame' },
-    { name: 'viewWidth', type: 'int', default: 640, min: 1, max: 100_000, description: 'Reference view width in pixels' },
-    { name: 'viewHeight', type: 'int', default: 480, min: 1, max: 100_000, description: 'Reference view height in pixels' },
-    {
-      name: 'site',
-      type: 'string',
-      default: '',
-      description:
-        'Site geometry for models with the site input: width,depth,rx_x,rx_y,rx_z,tx_x,tx_y,tx_z in metres (empty = unknown)',
-    },
-  ],
-  create: (params, ctx) => {
-    const opts: InferOptions = {
-      modelPath: String(params.modelPath ?? DEFAULT_MODEL_PATH),
-      batchSize: Number(params.batchSize ?? 32),
-      maxWaitMs: Number(params.maxWaitMs ?? 5),
-      maxQueue: Number(params.maxQueue ?? 256),
-      confidenceThreshold: Number(params.confidenceThreshold ?? 0.5),
-      maxPersons: Number(params.maxPersons ?? 10),
-      viewWidth: Number(params.viewWidth ?? 640),
-      viewHeight: Number(params.viewHeight ?? 480),
-      site: parseSite(String(params.site ?? '')),
-    };
-    if (ctx.scheduler) opts.scheduler = ctx.scheduler;
-    return infer(opts);
+  params: PARAMS,
+  create: (params, ctx: InferContext) => {
+    const site = siteParser();
+    const live = ctx.live;
+    // Live parameters (the service's configuration) are read again for every row and batch.
+    return live ? infer(() => optionsOf({ ...params, ...live('infer') }, site, ctx)) : infer(optionsOf(params, site, ctx));
   },
 };

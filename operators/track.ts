@@ -1,5 +1,6 @@
 import { Observable, type OperatorFunction } from 'rxjs';
-import type { OperatorSpec } from '../src/engine/spec.js';
+import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
+import { configParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import {
   DEFAULT_TRACKER_OPTIONS,
@@ -10,6 +11,8 @@ import {
 
 /** Options of {@link track}: the tracker's, plus a hook to reach each environment's tracker. */
 export interface TrackOperatorOptions extends TrackerOptionsInput {
+  /** False passes frames through untracked (config `detection.tracking_enabled`); default true. Live. */
+  enabled?: boolean;
   /**
    * Called once per environment when its tracker is created (inside each subscription), so that
    * the service can read track records (`tracker.tracks()`, `tracker.track(id)`).
@@ -40,7 +43,10 @@ export interface TrackOperatorOptions extends TrackerOptionsInput {
 export function track(
   options: TrackOperatorOptions | (() => TrackOperatorOptions) = {},
 ): OperatorFunction<PoseFrame, PoseFrame> {
-  if (typeof options !== 'function') mergeOptions(DEFAULT_TRACKER_OPTIONS, options);
+  if (typeof options !== 'function') {
+    const { onTracker: _hook, enabled: _on, ...rest } = options;
+    mergeOptions(DEFAULT_TRACKER_OPTIONS, rest);
+  }
   const accessor = typeof options === 'function' ? options : () => options;
 
   return (source) =>
@@ -54,8 +60,12 @@ export function track(
           try {
             if (frame === null || typeof frame !== 'object') return;
             const next = accessor();
+            if (next.enabled === false) {
+              subscriber.next(frame);
+              return;
+            }
             if (current === undefined || !sameOptions(current, next)) {
-              const { onTracker: _ignored, ...rest } = next;
+              const { onTracker: _ignored, enabled: _on, ...rest } = next;
               // Complete options (defaults for what is left out), validated before any tracker
               // sees them, so that a bad change leaves every tracker as it was.
               settings = mergeOptions(DEFAULT_TRACKER_OPTIONS, rest);
@@ -90,51 +100,61 @@ function sameOptions(a: TrackOperatorOptions, b: TrackOperatorOptions): boolean 
   return true;
 }
 
+/** What the service lends the track stage of a pipeline it composes (see `pipelines/build.ts`). */
+export interface TrackContext extends OperatorContext {
+  readonly onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
+}
+
+const PARAMS: readonly ParamSpec[] = [
+  { name: 'enabled', ...configParam('detection.tracking_enabled'), description: 'False passes frames through untracked (detection.tracking_enabled)' },
+  {
+    name: 'minHits',
+    ...configParam('detection.tracking_min_hits'),
+    description: 'Consecutive matched frames before a new track is reported (detection.tracking_min_hits)',
+  },
+  {
+    name: 'maxAge',
+    ...configParam('detection.tracking_max_age'),
+    description: 'Frames an unmatched track is kept and predicted before it ends (detection.tracking_max_age)',
+  },
+  {
+    name: 'gate',
+    type: 'number',
+    default: DEFAULT_TRACKER_OPTIONS.gate,
+    min: 0.001,
+    max: 1000,
+    description: 'Largest assignment cost (weighted mean of box-normalised and floor-metre distances) for a match',
+  },
+  {
+    name: 'smoothKeypoints',
+    type: 'number',
+    default: DEFAULT_TRACKER_OPTIONS.smoothKeypoints,
+    min: 0,
+    max: 0.99,
+    description: 'Exponential smoothing factor of reported keypoints (weight of the previous value); 0 = off',
+  },
+];
+
+function optionsOf(params: ParamValues, ctx: TrackContext): TrackOperatorOptions {
+  return {
+    enabled: params.enabled !== false,
+    minHits: Number(params.minHits),
+    maxAge: Number(params.maxAge),
+    gate: Number(params.gate),
+    smoothKeypoints: Number(params.smoothKeypoints),
+    ...(ctx.onTracker ? { onTracker: ctx.onTracker } : {}),
+  };
+}
+
 /** Registry entry: `track minHits=3 maxAge=30 gate=1 smoothKeypoints=0` in a pipeline string. */
 export const spec: OperatorSpec = {
   name: 'track',
   summary: 'Stable person ids across pose frames: Hungarian assignment, Kalman prediction, SORT lifecycle',
   input: 'pose',
   output: 'pose',
-  params: [
-    {
-      name: 'minHits',
-      type: 'int',
-      default: DEFAULT_TRACKER_OPTIONS.minHits,
-      min: 1,
-      max: 1000,
-      description: 'Consecutive matched frames before a new track is reported (tracking_min_hits)',
-    },
-    {
-      name: 'maxAge',
-      type: 'int',
-      default: DEFAULT_TRACKER_OPTIONS.maxAge,
-      min: 0,
-      max: 100_000,
-      description: 'Frames an unmatched track is kept and predicted before it ends (tracking_max_age)',
-    },
-    {
-      name: 'gate',
-      type: 'number',
-      default: DEFAULT_TRACKER_OPTIONS.gate,
-      min: 0.001,
-      max: 1000,
-      description: 'Largest assignment cost (weighted mean of box-normalised and floor-metre distances) for a match',
-    },
-    {
-      name: 'smoothKeypoints',
-      type: 'number',
-      default: DEFAULT_TRACKER_OPTIONS.smoothKeypoints,
-      min: 0,
-      max: 0.99,
-      description: 'Exponential smoothing factor of reported keypoints (weight of the previous value); 0 = off',
-    },
-  ],
-  create: (params) =>
-    track({
-      minHits: Number(params.minHits ?? DEFAULT_TRACKER_OPTIONS.minHits),
-      maxAge: Number(params.maxAge ?? DEFAULT_TRACKER_OPTIONS.maxAge),
-      gate: Number(params.gate ?? DEFAULT_TRACKER_OPTIONS.gate),
-      smoothKeypoints: Number(params.smoothKeypoints ?? DEFAULT_TRACKER_OPTIONS.smoothKeypoints),
-    }),
+  params: PARAMS,
+  create: (params, ctx: TrackContext) => {
+    const live = ctx.live;
+    return live ? track(() => optionsOf({ ...params, ...live('track') }, ctx)) : track(optionsOf(params, ctx));
+  },
 };

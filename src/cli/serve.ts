@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { PoseService } from '../service/service.js';
+import { startApp, type App } from '../app.js';
 
 const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LEVELS)[number];
@@ -35,36 +35,37 @@ export function serveCommand(): Command {
       const log = (level: 'info' | 'warn' | 'error', msg: string) => {
         if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
       };
-      const svc = new PoseService({
-        host: o.host,
-        port: o.port,
-        dataDir: o.dataDir,
-        ...(o.config ? { configFile: o.config } : {}),
-        ...(o.source ? { source: o.source } : {}),
-        ...(o.form ? { form: o.form } : {}),
-        autostart: o.autostart,
-        rateLimitScale: o.rateLimitScale,
-        transport: o.http,
-        log,
-      });
+      let app: App;
       try {
-        await svc.start();
+        app = await startApp({
+          host: o.host,
+          port: o.port,
+          dataDir: o.dataDir,
+          ...(o.config ? { configFile: o.config } : {}),
+          ...(o.source ? { source: o.source } : {}),
+          ...(o.form ? { form: o.form } : {}),
+          autostart: o.autostart,
+          rateLimitScale: o.rateLimitScale,
+          transport: o.http,
+          log,
+        });
       } catch (e) {
         process.stderr.write(`csipose serve: ${(e as Error).message}\n`);
-        await svc.shutdown().catch(() => undefined);
         process.exitCode = 1;
         return;
       }
-      if (svc.generatedAdminPassword) {
-        process.stdout.write(`admin password (generated, shown once): ${svc.generatedAdminPassword}\n`);
+      if (app.svc.generatedAdminPassword) {
+        process.stdout.write(`admin password (generated, shown once): ${app.svc.generatedAdminPassword}\n`);
       }
-      process.stdout.write(`listening on http://${o.host}:${svc.server!.port}\n`);
+      process.stdout.write(`pose stream on ws://${o.host}:${app.server.port}/ws/pose\n`);
+      // Last, as DECISIONS has it: scripts wait for this line.
+      process.stdout.write(`listening on http://${o.host}:${app.server.port}\n`);
       let stopping = false;
       const stop = (sig: string) => {
         if (stopping) return;
         stopping = true;
         log('info', `${sig}: shutting down`);
-        svc.shutdown().then(
+        app.close().then(
           () => {
             log('info', 'stopped');
             process.exit(0);

@@ -169,8 +169,17 @@ export interface ServiceConfig {
   streaming: {
     restream_enabled: boolean;
     websocket_enabled: boolean;
-    mqtt_enabled: boolean;
     status_interval_seconds: number;
+    ws_max_connections_per_ip: number;
+    ws_max_subscriptions_per_account: number;
+    ws_max_message_bytes: number;
+    ws_slow_client_timeout_seconds: number;
+    ws_max_queued_alerts: number;
+    mqtt_enabled: boolean;
+    mqtt_url: string;
+    mqtt_topic_prefix: string;
+    mqtt_homeassistant: boolean;
+    mqtt_homeassistant_prefix: string;
   };
   privacy: { data_retention_days: number; anonymize_data: boolean; enable_encryption: boolean };
   rate_limits: Record<RateLimitCategory, RateLimit>;
@@ -504,7 +513,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       type: 'boolean',
       default: true,
       description: 'Label persons standing / sitting / lying / walking / falling; fall alerts need it',
-      restart: true,
+      restart: false,
     },
   }),
   streaming: group('Real-time outputs', {
@@ -519,16 +528,8 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
     websocket_enabled: {
       type: 'boolean',
       default: true,
-      description: 'Accept WebSocket connections on /ws/pose (false refuses new upgrades)',
+      description: 'Accept WebSocket connections on /ws/pose; false refuses new upgrades (503) and closes open connections (1001)',
       restart: false,
-    },
-    mqtt_enabled: {
-      type: 'boolean',
-      default: false,
-      enum: [false],
-      enumReason: 'this build has no MQTT output yet',
-      description: 'Publish poses and alerts over MQTT; only false is accepted: not in this build',
-      restart: true,
     },
     status_interval_seconds: {
       type: 'integer',
@@ -536,7 +537,94 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       minimum: 1,
       maximum: 3600,
       unit: 's',
-      description: 'Interval of the system_status push to every WebSocket connection',
+      description: 'Interval of the system_status push to every WebSocket connection and of the retained MQTT status',
+      restart: false,
+    },
+    ws_max_connections_per_ip: {
+      type: 'integer',
+      default: 100,
+      minimum: 1,
+      maximum: 100_000,
+      description: 'Open /ws/pose connections allowed per client IP; one more is refused at upgrade with 429',
+      restart: false,
+    },
+    ws_max_subscriptions_per_account: {
+      type: 'integer',
+      default: 10,
+      minimum: 1,
+      maximum: 10_000,
+      description: 'Concurrent subscriptions per account (API key or user) over all its connections; one more gets an error message',
+      restart: false,
+    },
+    ws_max_message_bytes: {
+      type: 'integer',
+      default: 65_536,
+      minimum: 1024,
+      maximum: 1_048_576,
+      unit: 'bytes',
+      description: 'Largest client message; a larger one gets an error message (beyond 1 MiB the server drops the connection unread)',
+      restart: false,
+    },
+    ws_slow_client_timeout_seconds: {
+      type: 'number',
+      default: 10,
+      minimum: 1,
+      maximum: 3600,
+      unit: 's',
+      description:
+        'A client whose unsent data stays over the backpressure limit this long is closed with 4008 "slow consumer" ' +
+        '(until then its stale pose frames are dropped, alerts queued)',
+      restart: false,
+    },
+    ws_max_queued_alerts: {
+      type: 'integer',
+      default: 1000,
+      minimum: 1,
+      maximum: 100_000,
+      description: 'Alerts held for a client that cannot take them yet; one more closes it with 4008 "slow consumer"',
+      restart: false,
+    },
+    mqtt_enabled: {
+      type: 'boolean',
+      default: false,
+      description: 'Publish pose frames, alerts, events and status to the MQTT broker at mqtt_url',
+      restart: false,
+    },
+    mqtt_url: {
+      type: 'string',
+      default: 'mqtt://127.0.0.1:1883',
+      minLength: 1,
+      maxLength: 2048,
+      pattern: '^mqtts?://[^/@\\s]+(:[0-9]+)?/?$',
+      patternHint: 'mqtt://HOST:PORT or mqtts://HOST:PORT, without credentials (CSIPOSE_MQTT_USERNAME and CSIPOSE_MQTT_PASSWORD give them)',
+      description: 'MQTT broker of the publisher',
+      restart: false,
+    },
+    mqtt_topic_prefix: {
+      type: 'string',
+      default: 'csipose/v1',
+      minLength: 1,
+      maxLength: 200,
+      pattern: '^[^/+#\\s]+(/[^/+#\\s]+)*$',
+      patternHint: 'topic levels separated by "/", without wildcards (+, #), spaces or a leading or trailing "/"',
+      description: 'Topics are {prefix}/{environment_id}/pose, alerts, events, status',
+      restart: false,
+    },
+    mqtt_homeassistant: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Also publish Home Assistant MQTT discovery: each environment as a device with person count, occupancy, fall alert and system status',
+      restart: false,
+    },
+    mqtt_homeassistant_prefix: {
+      type: 'string',
+      default: 'homeassistant',
+      minLength: 1,
+      maxLength: 200,
+      pattern: '^[^/+#\\s]+(/[^/+#\\s]+)*$',
+      patternHint: 'topic levels separated by "/", without wildcards (+, #), spaces or a leading or trailing "/"',
+      description: "Home Assistant's discovery prefix",
       restart: false,
     },
   }),

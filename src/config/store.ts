@@ -23,7 +23,7 @@
 import { access, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
-import { ApiError } from '../server/errors.js';
+import { ApiError } from '../errors.js';
 import { parseUpdate } from './forms.js';
 import {
   FIELDS,

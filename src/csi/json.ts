@@ -1,7 +1,8 @@
 import type { CsiFrame, CsiWindow, DopplerSpectrum } from './frame.js';
 import { isoTime } from './frame.js';
 import type { PoseFrame } from '../pose/types.js';
-import { renderFrame } from '../server/render.js';
+import { renderFrame } from '../render/frame.js';
+import { renderAlert, renderEvent } from '../render/events.js';
 
 /** NaN and infinities are not JSON: they print as null. */
 function num(v: number): number | null {
@@ -92,7 +93,10 @@ function isPose(v: object): v is PoseFrame {
   return 'persons' in v && 'frameId' in v;
 }
 
-/** A pose frame as NDJSON: the Form B pose frame, plus the alerts and events raised with it. */
+/**
+ * A pose frame as NDJSON: the Form B pose frame, plus the alerts (as the WebSocket `alert`
+ * message) and activity events (as `/analytics/events` items) raised with it, all snake_case.
+ */
 export function poseToJson(f: PoseFrame): Record<string, unknown> {
   const o: Record<string, unknown> = renderFrame(f, 'b', {
     minConfidence: 0,
@@ -101,8 +105,8 @@ export function poseToJson(f: PoseFrame): Record<string, unknown> {
     routerCount: 1,
     pipeline: 'live',
   });
-  if (f.alerts?.length) o.alerts = f.alerts;
-  if (f.events?.length) o.events = f.events;
+  if (f.alerts?.length) o.alerts = f.alerts.map(renderAlert);
+  if (f.events?.length) o.events = f.events.map(renderEvent);
   return o;
 }
 

@@ -27,6 +27,12 @@ export type ParamValues = Record<string, number | string | boolean>;
 export interface OperatorContext {
   /** Scheduler for anything time-based; tests pass a TestScheduler. */
   readonly scheduler?: SchedulerLike;
+  /**
+   * Live parameter values by operator name, read again per batch or frame by the operators that
+   * take live settings (infer, track, activity, alerts): how the running service applies a
+   * configuration change without a restart. They override the stage's own values.
+   */
+  readonly live?: (operator: string) => ParamValues | undefined;
 }
 
 /**

@@ -150,3 +150,14 @@ export function parseSite(text: string): SiteGeometry | null {
   if (problem) throw new RangeError(`site: ${problem}`);
   return site;
 }
+
+/**
+ * The compact form {@link parseSite} reads: eight comma-separated metres ('' for an unknown site).
+ * @param site the geometry, or null
+ * @returns e.g. '6,5,3,0.2,1.2,3,4.8,1.2'
+ */
+export function formatSite(site: SiteGeometry | null): string {
+  if (!site) return '';
+  const { roomWidth, roomDepth, receiver: r, transmitter: t } = site;
+  return [roomWidth, roomDepth, r.x, r.y, r.z, t.x, t.y, t.z].join(',');
+}

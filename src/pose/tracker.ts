@@ -1,3 +1,4 @@
+import { configParam } from '../config/params.js';
 import { Hungarian } from './hungarian.js';
 import { ConstantVelocityKalman, type KalmanNoise } from './kalman.js';
 import { N_KEYPOINTS, type PersonPose, type PoseFrame, type TrackStats } from './types.js';
@@ -62,8 +63,9 @@ export type TrackerOptionsInput = Partial<Omit<TrackerOptions, 'weights' | 'floo
 
 /** The defaults of every option. */
 export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
-  minHits: 3,
-  maxAge: 30,
+  // The service's defaults (config `detection.tracking_min_hits`, `tracking_max_age`).
+  minHits: configParam('detection.tracking_min_hits').default as number,
+  maxAge: configParam('detection.tracking_max_age').default as number,
   gate: 1,
   smoothKeypoints: 0,
   weights: Object.freeze({ center: 1, keypoints: 1, floor: 1 }),

@@ -1,7 +1,9 @@
 import { DENSE_PART_NAMES, KEYPOINT_NAMES, type PersonPose, type PoseFrame } from '../pose/types.js';
 import { isoTime } from '../csi/frame.js';
 import { encodePng } from './png.js';
-import type { Form } from './forms.js';
+
+/** The two response layouts of the spec (DECISIONS "Response forms"). */
+export type Form = 'a' | 'b';
 
 /** Keypoints at or above this confidence are `visible`. */
 const VISIBLE = 0.3;
@@ -126,7 +128,7 @@ function bodyParts(p: PersonPose): Array<Record<string, unknown>> {
 
 /** One person in the request's form. */
 export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions): Record<string, unknown> {
-  const id = p.trackId ?? p.slot + 1;
+  const id = personId(p);
   if (form === 'a') {
     const out: Record<string, unknown> = {
       id,
@@ -162,14 +164,34 @@ export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions):
 
 export interface FrameRenderOptions extends PersonRenderOptions {
   minConfidence: number;
+  /** Only these persons (by their rendered id, see {@link personId}); all when absent. */
+  personIds?: readonly number[];
   /** Form A `metadata.router_count`: distinct CSI sources feeding the environment. */
   routerCount: number;
   pipeline: string;
 }
 
-/** A pose frame (latest pose) in the request's form. */
-export function renderFrame(f: PoseFrame, form: Form, o: FrameRenderOptions): Record<string, unknown> {
-  const persons = f.persons.filter((p) => p.confidence >= o.minConfidence).map((p) => renderPerson(p, form, o));
+/**
+ * The id a person is rendered with (Form A `id`, Form B `person_id`): its track id, else its
+ * model slot + 1.
+ */
+export function personId(p: PersonPose): number {
+  return p.trackId ?? p.slot + 1;
+}
+
+/** Whether a person passes a rendering's confidence and person filters. */
+export function selected(p: PersonPose, o: Pick<FrameRenderOptions, 'minConfidence' | 'personIds'>): boolean {
+  return p.confidence >= o.minConfidence && (!o.personIds || o.personIds.includes(personId(p)));
+}
+
+/**
+ * A pose frame around already rendered persons, in a form.
+ * @param f the frame
+ * @param form the response form
+ * @param o router count and pipeline name for the metadata
+ * @param persons the persons, rendered in the same form
+ */
+export function frameBody(f: PoseFrame, form: Form, o: Pick<FrameRenderOptions, 'routerCount' | 'pipeline'>, persons: unknown[]): Record<string, unknown> {
   if (form === 'a') {
     return {
       timestamp: isoTime(f.time),
@@ -192,4 +214,9 @@ export function renderFrame(f: PoseFrame, form: Form, o: FrameRenderOptions): Re
     persons,
     metadata: { model_version: f.modelVersion, processing_mode: o.pipeline, csi_quality: r3(f.csiQuality) },
   };
+}
+
+/** A pose frame (latest pose) in the request's form. */
+export function renderFrame(f: PoseFrame, form: Form, o: FrameRenderOptions): Record<string, unknown> {
+  return frameBody(f, form, o, f.persons.filter((p) => selected(p, o)).map((p) => renderPerson(p, form, o)));
 }

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 import { errorBody, pickForm, successBody, type Form } from './forms.js';
 import type { Category, LimitState, RateLimits } from './rateLimits.js';
 import type { AuthResult, Credentials, Principal } from '../auth/authenticator.js';
 import type { Role } from '../auth/roles.js';
+import { RateMeter } from '../service/metrics.js';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json.js';
 
 /**
  * The transport-independent HTTP core: routing, request ids, response forms, authentication,
@@ -37,6 +39,12 @@ export interface RawRequest {
     requestId: string;
   };
   ip: string;
+  /**
+   * Set by the transport when the request's framing is ambiguous (two different Content-Length
+   * headers, or Content-Length with Transfer-Encoding: the shape of request smuggling behind a
+   * proxy); the request is answered 400 without running anything.
+   */
+  framingError?: string;
   /** The body, up to `limit` bytes; rejects with PAYLOAD_TOO_LARGE beyond it. */
   readBody(limit: number): Promise<Buffer>;
 }
@@ -95,26 +103,42 @@ interface Compiled {
 }
 
 /** Traffic figures of the core, measured per request. */
-export interface CoreStats {
-  requests: number;
+export class CoreStats {
+  requests = 0;
+  /** Unexpected failures (answered 500). */
+  errors = 0;
   /** Request body bytes read. */
-  bytesIn: number;
+  bytesIn = 0;
   /** Response body bytes written. */
-  bytesOut: number;
+  bytesOut = 0;
   /** Exponentially weighted mean of the time from dispatch to response, ms. */
-  avgResponseMs: number;
+  avgResponseMs = 0;
+  private readonly rate = new RateMeter(65536);
+
+  /** Counts one answered request that took `ms`. */
+  answered(ms: number, bytesOut: number): void {
+    this.requests++;
+    this.bytesOut += bytesOut;
+    this.avgResponseMs = this.requests === 1 ? ms : this.avgResponseMs + 0.02 * (ms - this.avgResponseMs);
+    this.rate.mark();
+  }
+
+  /** Requests per second over the last seconds. */
+  requestRate(): number {
+    return this.rate.rate();
+  }
 }
 
 export interface CoreOptions {
   routes: Route[];
+  /** Where the core counts its traffic (the routes of health and metrics read it); a new one when absent. */
+  stats?: CoreStats;
   auth: AuthProvider;
   limits: RateLimits;
   /** Deployment default form. */
   form: () => Form;
   /** Called for unexpected (non-ApiError) failures. */
   onError?: (e: unknown, req: RawRequest) => void;
-  /** Called once per answered request. */
-  onRequest?: () => void;
 }
 
 let seq = 0;
@@ -138,8 +162,9 @@ function rateHeaders(h: Array<[string, string]>, s: LimitState | undefined): voi
 /** Routes requests to handlers. One instance per server. */
 export class HttpCore {
   private readonly compiled: Compiled[];
-  readonly stats: CoreStats = { requests: 0, bytesIn: 0, bytesOut: 0, avgResponseMs: 0 };
+  readonly stats: CoreStats;
   constructor(private readonly opts: CoreOptions) {
+    this.stats = opts.stats ?? new CoreStats();
     this.compiled = opts.routes.map((route) => ({ route, segments: (API_PREFIX + route.pattern).split('/') }));
   }
 
@@ -187,12 +212,7 @@ export class HttpCore {
   async dispatch(req: RawRequest): Promise<RawResponse> {
     const t0 = performance.now();
     const out = await this.answer(req);
-    const s = this.stats;
-    s.requests++;
-    s.bytesOut += out.body.length;
-    const ms = performance.now() - t0;
-    s.avgResponseMs = s.requests === 1 ? ms : s.avgResponseMs + 0.02 * (ms - s.avgResponseMs);
-    this.opts.onRequest?.();
+    this.stats.answered(performance.now() - t0, out.body.length);
     return out;
   }
 
@@ -205,6 +225,7 @@ export class HttpCore {
     ];
     let limit: LimitState | undefined;
     try {
+      if (req.framingError) throw ApiError.unparseable(req.framingError);
       // Paths are matched without a trailing slash.
       const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
       const m = this.match(req.method, path);
@@ -274,7 +295,7 @@ export class HttpCore {
       const err =
         e instanceof ApiError
           ? e
-          : (this.opts.onError?.(e, req), new ApiError('SYSTEM_ERROR', 'internal error', { request_id: requestId }));
+          : (this.stats.errors++, this.opts.onError?.(e, req), new ApiError('SYSTEM_ERROR', 'internal error', { request_id: requestId }));
       rateHeaders(headers, limit);
       for (const [k, v] of Object.entries(err.headers)) headers.push([k, v]);
       return { status: err.status, headers, body: JSON.stringify(errorBody(form, err, requestId)) };
@@ -297,11 +318,28 @@ export class HttpCore {
     this.stats.bytesIn += buf.length;
     if (buf.length === 0) return undefined;
     if (ct && !ct.includes('json')) throw ApiError.unparseable(`expected a JSON body (Content-Type: application/json), got ${ct}`);
+    const text = buf.toString('utf8');
+    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw ApiError.unparseable(`body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
     try {
-      return JSON.parse(buf.toString('utf8'));
+      return JSON.parse(text);
     } catch (e) {
       throw ApiError.unparseable(`body is not valid JSON: ${(e as Error).message}`);
     }
+  }
+
+  /**
+   * An error answer outside routing (the WebSocket upgrade), in the form a header asks for.
+   * @param err the error
+   * @param formHeader the request's `X-Response-Form` (or `?form=`) value, '' for the default
+   */
+  errorResponse(err: ApiError, formHeader: string): RawResponse {
+    const requestId = newRequestId();
+    const headers: Array<[string, string]> = [
+      ['Content-Type', 'application/json'],
+      ['X-Request-Id', requestId],
+    ];
+    for (const [k, v] of Object.entries(err.headers)) headers.push([k, v]);
+    return { status: err.status, headers, body: JSON.stringify(errorBody(pickForm(formHeader, this.opts.form()), err, requestId)) };
   }
 
   tooLarge(limit: number, size?: number): ApiError {

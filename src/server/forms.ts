@@ -1,7 +1,7 @@
-import type { ApiError } from './errors.js';
+import type { ApiError } from '../errors.js';
+import type { Form } from '../render/frame.js';
 
-/** The two response layouts of the spec. */
-export type Form = 'a' | 'b';
+export type { Form };
 
 /** `X-Response-Form: a|b` picks the form per request; anything else falls back to the deployment default. */
 export function pickForm(header: string, fallback: Form): Form {
@@ -25,8 +25,8 @@ export function errorBody(form: Form, err: ApiError, requestId: string): unknown
   const fieldErrors = details.field_errors as Array<{ field: string; message: string; received_value?: unknown }> | undefined;
   if (err.code === 'RATE_LIMIT_EXCEEDED') {
     // Form A: limit, window_seconds, reset_time; Form B: limit, window, reset_at.
-    const { limit, window, reset_at } = details as { limit: number; window: number; reset_at: string };
-    const d = form === 'a' ? { limit, window_seconds: window, reset_time: reset_at } : { limit, window, reset_at };
+    const { limit, window, reset_at, ...rest } = details as { limit: number; window: number | null; reset_at: string | null };
+    const d = form === 'a' ? { limit, window_seconds: window, reset_time: reset_at, ...rest } : { limit, window, reset_at, ...rest };
     return form === 'a'
       ? { error: { code: err.code, message: err.message, details: d, timestamp, request_id: requestId } }
       : { success: false, error: { code: err.code, message: err.message, details: d }, timestamp, request_id: requestId };

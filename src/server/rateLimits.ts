@@ -1,4 +1,5 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { defaults } from '../config/schema.js';
 
 /** Rate-limit categories of DECISIONS (Form B table), plus `api` for anything else. */
 export type Category = 'authentication' | 'pose_data' | 'pose_processing' | 'configuration' | 'analytics' | 'health' | 'api';
@@ -8,13 +9,12 @@ export interface Limit {
   duration_seconds: number;
 }
 
+/**
+ * The configuration's defaults (config `rate_limits`), plus `api`: paths no route serves, limited
+ * per IP as Form A's "REST API" row (1000 requests per hour).
+ */
 export const DEFAULT_LIMITS: Readonly<Record<Category, Limit>> = {
-  authentication: { points: 10, duration_seconds: 60 },
-  pose_data: { points: 1000, duration_seconds: 3600 },
-  pose_processing: { points: 100, duration_seconds: 3600 },
-  configuration: { points: 50, duration_seconds: 3600 },
-  analytics: { points: 500, duration_seconds: 3600 },
-  health: { points: 10000, duration_seconds: 3600 },
+  ...defaults().rate_limits,
   api: { points: 1000, duration_seconds: 3600 },
 };
 

@@ -1,5 +1,5 @@
 import uWS from 'uWebSockets.js';
-import { ApiError, REASON } from './errors.js';
+import { ApiError, REASON } from '../errors.js';
 import type { HttpCore, RawResponse } from './core.js';
 
 export interface UwsServer {
@@ -12,6 +12,26 @@ export interface UwsServer {
 
 function ipOf(res: uWS.HttpResponse): string {
   return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+/**
+ * What is ambiguous about a request's framing: two Content-Length headers with different values,
+ * or Content-Length beside Transfer-Encoding. A proxy in front may read the body one way and this
+ * server another (request smuggling), so such a request is refused.
+ */
+function framing(req: uWS.HttpRequest): string | undefined {
+  let length: string | undefined;
+  let conflict = false;
+  let transfer = false;
+  req.forEach((k, v) => {
+    if (k === 'content-length') {
+      if (length !== undefined && length.trim() !== v.trim()) conflict = true;
+      length ??= v;
+    } else if (k === 'transfer-encoding') transfer = true;
+  });
+  if (conflict) return 'two different Content-Length headers: the body length is ambiguous';
+  if (transfer && length !== undefined) return 'both Content-Length and Transfer-Encoding: the body length is ambiguous';
+  return undefined;
 }
 
 /**
@@ -46,6 +66,7 @@ export function listenUws(
       requestId: req.getHeader('x-request-id'),
     };
     const ip = ipOf(res);
+    const framingError = framing(req);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
@@ -81,6 +102,7 @@ export function listenUws(
         query,
         headers,
         ip,
+        ...(framingError ? { framingError } : {}),
         readBody: (limit: number) =>
           body.then((b) => {
             if (b.length > limit) throw core.tooLarge(limit, b.length);

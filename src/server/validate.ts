@@ -1,4 +1,4 @@
-import { ApiError, type FieldError } from './errors.js';
+import { ApiError, type FieldError } from '../errors.js';
 
 /**
  * Field-by-field readers for query strings and JSON bodies. Each collects errors instead of

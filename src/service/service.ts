@@ -1,293 +1,462 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { tap, type Subscription } from 'rxjs';
+import {
+  concat,
+  distinctUntilChanged,
+  firstValueFrom,
+  from,
+  map,
+  merge,
+  mergeMap,
+  of,
+  share,
+  Subject,
+  switchMap,
+  tap,
+  timer,
+  toArray,
+  type Observable,
+  type Subscription,
+} from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
-import type { PoseFrame } from '../pose/types.js';
-import { ConfigStore, type ConfigSnapshot } from '../config/store.js';
+import type { ActivityEvent, PoseAlert, PoseFrame } from '../pose/types.js';
+import { ApiError } from '../errors.js';
+import { ConfigStore, ConfigUpdateError, type UpdateResult } from '../config/store.js';
+import type { ConfigChange } from '../config/validate.js';
 import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Store } from '../store/store.js';
-import { PoseSink, sinkOperator } from '../store/poseSink.js';
+import { PoseSink } from '../store/poseSink.js';
 import { PoseModel } from '../model/runtime.js';
-import type { InferStats } from '../../operators/infer.js';
-import type { MultiPersonTracker } from '../pose/tracker.js';
-import { livePipeline, type LiveSettings } from '../../pipelines/live.js';
+import { WINDOW_FRAMES } from '../model/features.js';
+import { SUBCARRIERS } from '../sim/simulator.js';
 import { parseSource } from '../sources/uri.js';
-import { SystemController } from './system.js';
-import { CpuMeter, DiskIoMeter, Ewma, RateMeter, memoryPercent } from './metrics.js';
-import { RateLimits, type Category, type Limit } from '../server/rateLimits.js';
-import { HttpCore } from '../server/core.js';
-import { listenUws, type UwsServer } from '../server/uws.js';
-import { listenNodeHttp } from '../server/nodeHttp.js';
-import { buildRoutes } from '../server/routes.js';
-import type { Form } from '../server/forms.js';
+import { PoseFrameView } from '../render/view.js';
+import { livePipeline, processPipeline } from '../../pipelines/build.js';
+import { liveParams } from '../../pipelines/settings.js';
+import { LatestFrames } from '../outlets/latest.js';
+import { StoreOutlet } from '../outlets/store.js';
+import { SystemController, type SystemState } from './system.js';
+import { PipelineFigures } from './figures.js';
+import { CpuMeter, DiskIoMeter, memoryMiB, memoryPercent } from './metrics.js';
+import type { ComponentReport, CsiSubmission, MetricsSample, ProcessResult, ServiceFace, ServiceSnapshot } from './face.js';
 
 export const VERSION = '0.1.0';
 
-export interface ServeOptions {
-  host: string;
-  port: number;
+export type LogLevel = 'info' | 'warn' | 'error';
+export type Logger = (level: LogLevel, msg: string) => void;
+
+export interface ServiceOptions {
   dataDir: string;
   configFile?: string;
   /** Overrides config `hardware.source`. */
   source?: string;
-  form?: Form;
-  autostart: boolean;
-  rateLimitScale: number;
   env?: Record<string, string | undefined>;
-  /** HTTP transport: uWebSockets.js (the service) or Node's http (only for the side-by-side benchmark). */
-  transport?: 'uws' | 'node';
-  log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  log?: Logger;
 }
 
-/** One sample of the metrics history (`/metrics` `historical`). */
-export interface MetricsSample {
-  timestamp: string;
-  frames_per_second: number;
-  average_latency_ms: number;
-  cpu_usage: number;
-  memory_usage: number;
-  active_persons: number;
+/** Metrics history: one sample every 10 s, an hour of them. */
+const METRICS_EVERY_MS = 10_000;
+const METRICS_KEPT = 360;
+/** A source with no frame for this long makes the CSI component `idle`. */
+const IDLE_AFTER_MS = 5000;
+
+function round2(v: number): number {
+  return Math.round(v * 100) / 100;
+}
+
+function diskPercent(path: string): number {
+  try {
+    const s = statfsSync(path);
+    return round2(((s.blocks - s.bavail) / s.blocks) * 100);
+  } catch {
+    return 0;
+  }
+}
+
+function subcarriersFor(n: number): Int16Array {
+  if (n === 30 || n === 56 || n === 114) return SUBCARRIERS[n];
+  return Int16Array.from({ length: n }, (_, i) => i - (n >> 1));
 }
 
 /**
- * The service's composition root: configuration, authentication, the store, the system
- * lifecycle with the live pipeline, and the HTTP server. Handlers read from here; the pipeline
- * logic stays in `pipelines/` and `operators/`.
+ * The running system: configuration, authentication, the store, the lifecycle with the live
+ * pipeline, and its public face ({@link ServiceFace}): the hot streams `pose$`, `alerts$`,
+ * `events$`, `status$` and a small read interface. The pipeline runs once per session and
+ * publishes each pose frame once; the latest-frame cache and the DuckDB sink are subscribers of
+ * their own, as are the servers and publishers the application attaches (`src/app.ts`). Nothing
+ * here knows HTTP.
+ *
+ * @example
+ * const svc = await PoseService.open({ dataDir: './data' });
+ * svc.pose$.subscribe((v) => console.log(v.json({ form: 'b', minConfidence: 0, includeKeypoints: true, includeDensePose: false })));
+ * svc.system.start();
  */
-export class PoseService {
-  config!: ConfigStore;
-  auth!: Authenticator;
-  store: Store | undefined;
-  sink: PoseSink | undefined;
-  model: PoseModel | undefined;
-  system!: SystemController;
-  limits!: RateLimits;
-  server: UwsServer | undefined;
+export class PoseService implements ServiceFace {
+  readonly version = VERSION;
+  readonly pose$: Observable<PoseFrameView>;
+  readonly alerts$: Observable<PoseAlert>;
+  readonly events$: Observable<ActivityEvent>;
+  readonly status$: Observable<ServiceSnapshot>;
+  readonly system: SystemController;
   readonly startedAt = Date.now();
+  /** The admin password generated at first start (shown once), when CSIPOSE_ADMIN_PASSWORD was unset. */
+  readonly generatedAdminPassword: string | undefined;
 
-  /** Latest pose frame per environment. */
-  readonly latest = new Map<string, PoseFrame>();
-  readonly trackers = new Map<string, MultiPersonTracker>();
-  readonly inferStats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 } as InferStats;
-  /** CSI frames into the live pipeline. */
-  readonly csiRate = new RateMeter(8192);
-  /** Pose frames out of it. */
-  readonly poseRate = new RateMeter(2048);
-  readonly latency = new Ewma(0.05);
-  readonly cpu = new CpuMeter();
-  readonly diskIo = new DiskIoMeter();
-  core: HttpCore | undefined;
-  readonly requests = new RateMeter(65536);
-  readonly sources = new Map<string, number>();
-  lastFrameAt = 0;
-  lastPoseAt = 0;
-  errors = 0;
-  detections = new RateMeter(8192, 60_000);
-  readonly history: MetricsSample[] = [];
-  private metricsTimer: NodeJS.Timeout | undefined;
-  private configSub: Subscription | undefined;
-  private log: NonNullable<ServeOptions['log']>;
-  generatedAdminPassword: string | undefined;
+  private readonly poseSubject = new Subject<PoseFrameView>();
+  private readonly stateChanges = new Subject<SystemState>();
+  private readonly figures = new PipelineFigures();
+  private readonly latestFrames: LatestFrames;
+  private readonly storeOutlet: StoreOutlet;
+  private readonly cpu = new CpuMeter();
+  private readonly diskIo = new DiskIoMeter();
+  private readonly history: MetricsSample[] = [];
+  private readonly components = new Map<string, () => ComponentReport>();
+  private readonly metricsTimer: NodeJS.Timeout;
+  private model: PoseModel | undefined;
+  private closing: Promise<void> | undefined;
 
-  constructor(readonly opts: ServeOptions) {
-    this.log = opts.log ?? ((level, msg) => process.stderr.write(`[${level}] ${msg}\n`));
-  }
-
-  get dbPath(): string {
-    return join(this.opts.dataDir, 'csipose.duckdb');
-  }
-
-  /** Default response form: the flag, else config `server.response_form`. */
-  form(): Form {
-    return this.opts.form ?? this.config.get().server.response_form;
-  }
-
-  /** Opens everything (config, auth, store), listens, and autostarts the system. */
-  async start(): Promise<void> {
-    mkdirSync(this.opts.dataDir, { recursive: true });
-    this.config = await ConfigStore.open({ dataDir: this.opts.dataDir, ...(this.opts.configFile ? { configFile: this.opts.configFile } : {}) });
-    for (const w of this.config.warnings) this.log('warn', w);
-    this.auth = new Authenticator();
-    const init = await this.auth.init({ dataDir: this.opts.dataDir, env: this.opts.env ?? process.env });
-    this.generatedAdminPassword = init.generatedAdminPassword;
-    this.limits = new RateLimits(this.rateLimitConfig(this.config.get()), this.opts.rateLimitScale);
-    this.configSub = this.config.changes$.subscribe((ev) => {
-      this.limits.configure(this.rateLimitConfig(ev.config), this.opts.rateLimitScale);
-    });
-    // The store opens with the process so that history stays readable while the system is stopped.
-    await this.openStore();
+  private constructor(
+    readonly opts: ServiceOptions,
+    readonly config: ConfigStore,
+    readonly auth: Authenticator,
+    readonly store: Store,
+    generatedAdminPassword: string | undefined,
+    private readonly log: Logger,
+  ) {
+    this.generatedAdminPassword = generatedAdminPassword;
+    this.pose$ = this.poseSubject.asObservable();
+    this.alerts$ = this.pose$.pipe(
+      mergeMap((v) => v.frame.alerts ?? []),
+      share(),
+    );
+    this.events$ = this.pose$.pipe(
+      mergeMap((v) => v.frame.events ?? []),
+      share(),
+    );
+    const interval$ = concat(of(config.get()), config.changes$.pipe(map((e) => e.config))).pipe(
+      map((c) => c.streaming.status_interval_seconds * 1000),
+      distinctUntilChanged(),
+      switchMap((ms) => timer(ms, ms)),
+    );
+    this.status$ = merge(interval$, this.stateChanges).pipe(
+      map(() => this.snapshot()),
+      share(),
+    );
+    const outletError = (name: string) => (e: unknown) => this.log('error', `${name}: ${(e as Error)?.stack ?? String(e)}`);
+    this.latestFrames = new LatestFrames(this.pose$, outletError('latest-frame cache'));
+    const sink = new PoseSink(store, { onError: (e) => this.log('error', `store: ${e.message}`) });
+    this.storeOutlet = new StoreOutlet(this.pose$, sink, outletError('store outlet'));
     this.system = new SystemController(
       {
         loadModel: () => this.loadModel(),
-        openStore: () => this.openStore(),
+        openStore: () => this.checkStore(),
         openSource: () => this.openSource(),
         startPipeline: (frames, onPose, onFault) => this.startPipeline(frames, onPose, onFault),
-        flushSinks: async () => {
-          await this.sink?.flush();
-        },
-        releaseModel: async () => {
-          await this.model?.release();
-          this.model = undefined;
-        },
+        flushSinks: () => this.storeOutlet.flush(),
+        releaseModel: () => this.releaseModel(),
       },
-      (f) => this.onPose(f),
-      (s) => this.log('info', `system ${s}`),
+      (f) => this.publish(f),
+      (s) => {
+        this.log('info', `system ${s}`);
+        this.stateChanges.next(s);
+      },
     );
-    const core = (this.core = new HttpCore({
-      routes: buildRoutes(this),
-      auth: this.auth,
-      limits: this.limits,
-      form: () => this.form(),
-      onError: (e, req) => {
-        this.errors++;
-        this.log('error', `${req.method} ${req.path}: ${(e as Error).stack ?? String(e)}`);
-      },
-      onRequest: () => this.requests.mark(),
-    }));
-    if (this.opts.transport === 'node') {
-      const { server, port } = await listenNodeHttp(core, this.opts.host, this.opts.port);
-      this.server = { app: undefined as never, host: this.opts.host, port, close: () => server.close() };
-    } else {
-      this.server = await listenUws(core, this.opts.host, this.opts.port);
-    }
-    this.metricsTimer = setInterval(() => this.sampleMetrics(), 10_000);
+    this.metricsTimer = setInterval(() => this.sampleMetrics(), METRICS_EVERY_MS);
     this.metricsTimer.unref();
-    if (this.opts.autostart) this.system.start();
   }
 
-  private rateLimitConfig(c: ConfigSnapshot): Partial<Record<Category, Limit>> {
-    return c.rate_limits as unknown as Partial<Record<Category, Limit>>;
-  }
-
-  private async openStore(): Promise<void> {
-    if (!this.store) {
-      this.store = await Store.open(this.dbPath);
-      this.sink = new PoseSink(this.store, { onError: (e: unknown) => this.log('error', `store: ${(e as Error).message}`) });
+  /**
+   * Opens the configuration, authentication and the store (history stays readable while the
+   * system is stopped). The system is not started.
+   * @param opts data directory, config overlay, source override, environment, logger
+   * @returns the service
+   * @throws ConfigStartupError for a bad `--config` file, StoreError when the store cannot open
+   */
+  static async open(opts: ServiceOptions): Promise<PoseService> {
+    const log: Logger = opts.log ?? ((level, msg) => process.stderr.write(`[${level}] ${msg}\n`));
+    mkdirSync(opts.dataDir, { recursive: true });
+    const config = await ConfigStore.open({ dataDir: opts.dataDir, ...(opts.configFile ? { configFile: opts.configFile } : {}) });
+    for (const w of config.warnings) log('warn', w);
+    const auth = new Authenticator();
+    let store: Store | undefined;
+    try {
+      const init = await auth.init({ dataDir: opts.dataDir, env: opts.env ?? process.env });
+      store = await Store.open(join(opts.dataDir, 'csipose.duckdb'));
+      return new PoseService(opts, config, auth, store, init.generatedAdminPassword, log);
+    } catch (e) {
+      await store?.close().catch(() => undefined);
+      auth.close();
+      config.close();
+      throw e;
     }
-    await this.store.query('SELECT 1');
   }
+
+  get dataDir(): string {
+    return this.opts.dataDir;
+  }
+
+  latest(environmentId = this.config.get().environment.id): PoseFrameView | undefined {
+    return this.latestFrames.get(environmentId);
+  }
+
+  environments(): string[] {
+    return this.latestFrames.environments();
+  }
+
+  modelVersion(): string | null {
+    return this.model?.metadata.model_version ?? null;
+  }
+
+  metricsHistory(): readonly MetricsSample[] {
+    return this.history;
+  }
+
+  report(name: string, fn: () => ComponentReport): () => void {
+    this.components.set(name, fn);
+    return () => {
+      if (this.components.get(name) === fn) this.components.delete(name);
+    };
+  }
+
+  // ---- the session --------------------------------------------------------------------------
 
   private async loadModel(): Promise<void> {
-    const path = resolve(this.config.get().neural_network.model_path);
-    const model = await PoseModel.load(path);
+    // The session runs on the configuration as it is now: nothing is pending a restart after it.
+    this.config.markStarted();
+    const model = await PoseModel.load(resolve(this.config.get().neural_network.model_path));
     await this.model?.release();
     this.model = model;
     if (model.warning) this.log('warn', `model: ${model.warning}`);
   }
 
-  private openSource() {
+  private async releaseModel(): Promise<void> {
+    await this.model?.release();
+    this.model = undefined;
+  }
+
+  private async checkStore(): Promise<void> {
+    await this.store.query('SELECT 1');
+  }
+
+  private openSource(): Observable<CsiFrame> {
     const c = this.config.get();
     const uri = this.opts.source ?? c.hardware.source;
-    return parseSource(uri).open('frame', { environmentId: c.environment.id }) as import('rxjs').Observable<CsiFrame>;
+    return parseSource(uri).open('frame', { environmentId: c.environment.id }) as Observable<CsiFrame>;
   }
 
-  /** Live settings, read per batch and per frame: configuration changes apply on the next one. */
-  settings(): LiveSettings {
-    return liveSettings(this.config.get());
-  }
-
-  private startPipeline(frames: import('rxjs').Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {
-    const model = this.model!;
+  private startPipeline(frames: Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {
+    const figures = this.figures;
     return frames
       .pipe(
-        tap((f) => {
-          this.csiRate.mark();
-          this.lastFrameAt = Date.now();
-          this.sources.set(f.sourceId, this.lastFrameAt);
-        }),
-        livePipeline({
-          model,
-          settings: () => this.settings(),
-          inferStats: this.inferStats,
-          onTracker: (env, t) => this.trackers.set(env, t),
-        }),
-        sinkOperator(this.sink!),
+        tap((f) => figures.csi(f)),
+        livePipeline(
+          { model: this.model!, inferStats: figures.inferStats, onTracker: (env, t) => figures.trackers.set(env, t) },
+          () => liveParams(this.config.get()),
+        ),
       )
       .subscribe({ next: onPose, error: onFault, complete: () => onFault(new Error('the source ended')) });
   }
 
-  private onPose(f: PoseFrame): void {
-    this.latest.set(f.environmentId, f);
-    this.poseRate.mark();
-    this.latency.add(f.processingMs);
-    this.lastPoseAt = Date.now();
-    if (f.persons.length) this.detections.mark(performance.now(), f.persons.length);
+  /** Each pose frame once to every outlet. */
+  private publish(f: PoseFrame): void {
+    this.figures.pose(f);
+    this.poseSubject.next(new PoseFrameView(f, this.figures.routerCount(), 'live'));
   }
 
-  /** Distinct CSI sources that sent a frame in the last 10 s. */
-  routerCount(): number {
+  // ---- requests -----------------------------------------------------------------------------
+
+  async process(s: CsiSubmission): Promise<ProcessResult> {
+    const t0 = performance.now();
+    const model = this.model;
+    if (!model) throw new ApiError('SYSTEM_NOT_READY', 'no model is loaded: start the system first (POST /system/start)', { status: this.system.state });
+    const cfg = this.config.get();
+    const infer = liveParams(cfg).infer;
+    const packets = [...s.packets];
+    while (packets.length < WINDOW_FRAMES) packets.push(packets[packets.length - 1]!);
+    const period = 1000 / s.rateHz;
+    const sourceId = `process:${s.routerId}`;
+    const frames: CsiFrame[] = packets.map((p, i) => ({
+      format: 'sim',
+      sourceId,
+      environmentId: cfg.environment.id,
+      index: i,
+      time: p.time ?? s.startMs + i * period,
+      deviceTime: NaN,
+      clockUs: NaN,
+      seq: i,
+      rssi: [],
+      noise: NaN,
+      channel: NaN,
+      bandwidthMhz: NaN,
+      nRx: p.nRx,
+      nTx: 1,
+      nSub: p.nSub,
+      subcarriers: subcarriersFor(p.nSub),
+      csi: p.csi,
+    }));
+    let poses: PoseFrame[];
+    try {
+      poses = await firstValueFrom(
+        from(frames).pipe(
+          processPipeline(
+            { model },
+            {
+              confidenceThreshold: s.confidenceThreshold ?? Number(infer.confidenceThreshold),
+              maxPersons: s.maxPersons ?? Number(infer.maxPersons),
+              viewWidth: Number(infer.viewWidth),
+              viewHeight: Number(infer.viewHeight),
+              site: String(infer.site),
+              includeDensePose: s.densePose,
+              tracking: s.tracking,
+            },
+          ),
+          toArray(),
+        ),
+      );
+    } catch (e) {
+      if ((e as { code?: string }).code === 'MODEL_ERROR') throw new ApiError('MODEL_ERROR', (e as Error).message);
+      throw e;
+    }
+    return {
+      frames: poses.map((f) => new PoseFrameView(f, 1, 'process')),
+      received: s.packets.length,
+      padded: packets.length - s.packets.length,
+      processingMs: round2(performance.now() - t0),
+    };
+  }
+
+  async updateConfig(changes: readonly ConfigChange[]): Promise<UpdateResult> {
+    const model = changes.find((c) => c.path === 'neural_network.model_path');
+    if (model && model.value !== this.config.get().neural_network.model_path) {
+      // A model that cannot load would only fail at the next start: try it now.
+      try {
+        await (await PoseModel.load(resolve(String(model.value)))).release();
+      } catch (e) {
+        throw new ConfigUpdateError([
+          {
+            field: 'neural_network.model_path',
+            message: `neural_network.model_path does not load as a pose model: ${(e as Error).message}`,
+            received_value: model.value,
+          },
+        ]);
+      }
+    }
+    return this.config.update(changes);
+  }
+
+  // ---- figures ------------------------------------------------------------------------------
+
+  snapshot(): ServiceSnapshot {
     const now = Date.now();
-    let n = 0;
-    for (const t of this.sources.values()) if (now - t < 10_000) n++;
-    return n;
-  }
-
-  activeTracks(): number {
-    let n = 0;
-    for (const t of this.trackers.values()) n += t.tracks().filter((r) => r.status === 'active').length;
-    return n;
+    const sys = this.system;
+    const state = sys.state;
+    const running = state === 'running';
+    const f = this.figures;
+    const latest = this.latestFrames.all();
+    let persons = 0;
+    let confSum = 0;
+    let quality = 0;
+    for (const v of latest) {
+      persons += v.frame.persons.length;
+      quality += v.frame.csiQuality;
+      for (const p of v.frame.persons) confSum += p.confidence;
+    }
+    const storeHealth = this.store.closed ? ({ status: 'closed' } as const) : { ...this.store.health(), sink: this.storeOutlet.sink.stats };
+    const components: Record<string, ComponentReport> = {};
+    for (const [name, fn] of this.components) {
+      try {
+        components[name] = fn();
+      } catch (e) {
+        components[name] = { status: 'error', error: (e as Error).message };
+      }
+    }
+    const latency = f.latency.value;
+    return {
+      at: now,
+      version: VERSION,
+      processUptimeSeconds: Math.round((now - this.startedAt) / 1000),
+      system: {
+        state,
+        sessionId: sys.sessionId ?? null,
+        startedAt: sys.startedAt ?? null,
+        uptimeSeconds: Math.round(sys.uptimeSeconds()),
+        everRan: sys.everRan,
+        error: sys.error ?? null,
+        steps: sys.steps,
+      },
+      csi: {
+        status: running ? (now - f.lastFrameAt < IDLE_AFTER_MS ? 'active' : 'idle') : state === 'error' ? 'error' : 'stopped',
+        rateHz: round2(f.csiRate.rate()),
+        frames: f.csiRate.total,
+        lastFrameAt: f.lastFrameAt || null,
+        routers: f.routerCount(now),
+        quality: latest.length ? quality / latest.length : 0,
+      },
+      pose: {
+        rateHz: round2(f.poseRate.rate()),
+        frames: f.poseRate.total,
+        latencyMs: Number.isFinite(latency) ? round2(latency) : 0,
+        lastPoseAt: f.lastPoseAt || null,
+        activePersons: persons,
+        activeTracks: f.activeTracks(),
+        trackQuality: persons ? confSum / persons : 0,
+        detectionsPerMinute: round2(f.detections.rate() * 60),
+      },
+      model: {
+        status: this.model ? (running ? 'active' : 'loaded') : state === 'error' && sys.error?.code === 'MODEL_ERROR' ? 'error' : 'not_loaded',
+        loaded: !!this.model,
+        version: this.modelVersion(),
+        siteInput: (this.model?.siteDim ?? 0) > 0,
+        siteKnown: siteGeometry(this.config.get()) !== null,
+        queue: f.inferStats.queue,
+        dropped: f.inferStats.dropped,
+        avgBatchMs: round2(f.inferStats.avgBatchMs),
+      },
+      tracker: { status: running ? 'active' : 'stopped' },
+      store: storeHealth,
+      resources: {
+        cpuPercent: round2(this.cpu.sample()),
+        memoryPercent: round2(memoryPercent()),
+        memoryMiB: round2(memoryMiB()),
+        diskPercent: diskPercent(this.opts.dataDir),
+        diskIo: this.diskIo.sample(),
+      },
+      components,
+    };
   }
 
   private sampleMetrics(): void {
-    const s: MetricsSample = {
-      timestamp: new Date().toISOString(),
-      frames_per_second: this.csiRate.rate(),
-      average_latency_ms: Number.isFinite(this.latency.value) ? this.latency.value : 0,
-      cpu_usage: this.cpu.sample(),
-      memory_usage: memoryPercent(),
-      active_persons: [...this.latest.values()].reduce((a, f) => a + f.persons.length, 0),
-    };
-    this.history.push(s);
-    if (this.history.length > 360) this.history.shift();
+    const s = this.snapshot();
+    this.history.push({
+      timestamp: new Date(s.at).toISOString(),
+      frames_per_second: s.csi.rateHz,
+      average_latency_ms: s.pose.latencyMs,
+      cpu_usage: s.resources.cpuPercent,
+      memory_usage: s.resources.memoryPercent,
+      active_persons: s.pose.activePersons,
+    });
+    if (this.history.length > METRICS_KEPT) this.history.shift();
   }
 
-  /** Graceful shutdown: stop listening, stop the pipeline, flush every sink, close the store. */
-  async shutdown(): Promise<void> {
-    this.server?.close();
-    if (this.metricsTimer) clearInterval(this.metricsTimer);
-    this.configSub?.unsubscribe();
-    await this.system?.settled();
-    if (this.system && (this.system.state === 'running' || this.system.state === 'error')) {
+  /** Graceful shutdown: stop the pipeline, flush and close the store, release the model. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.metricsTimer);
+      await this.system.settled();
       if (this.system.state === 'running') {
         this.system.stop();
         await this.system.settled();
       }
-    }
-    await this.sink?.close();
-    await this.store?.close();
-    await this.model?.release();
-    this.config?.close();
-    this.auth?.close();
+      this.latestFrames.close();
+      this.storeOutlet.close();
+      this.poseSubject.complete();
+      this.stateChanges.complete();
+      await this.store.close();
+      await this.model?.release();
+      this.config.close();
+      this.auth.close();
+    })();
+    return this.closing;
   }
-}
-
-/**
- * The live pipeline's settings from a configuration: the one mapping the service and the
- * accuracy benchmark both use.
- */
-export function liveSettings(c: ConfigSnapshot): LiveSettings {
-  return {
-    confidenceThreshold: c.detection.confidence_threshold,
-    maxPersons: c.detection.max_persons,
-    batchSize: c.neural_network.batch_size,
-    maxWaitMs: c.neural_network.max_wait_ms,
-    viewWidth: c.environment.view.width,
-    viewHeight: c.environment.view.height,
-    site: siteGeometry(c),
-    minHits: c.detection.tracking_min_hits,
-    maxAge: c.detection.tracking_max_age,
-    alerts: {
-      fallDetection: {
-        enabled: c.alerts.fall_detection.enabled,
-        sensitivity: c.alerts.fall_detection.sensitivity,
-        notificationDelaySeconds: c.alerts.fall_detection.notification_delay_seconds,
-      },
-      inactivity: {
-        enabled: c.alerts.inactivity_detection.enabled,
-        thresholdMinutes: c.alerts.inactivity_detection.threshold_minutes,
-      },
-      zones: c.environment.zones as never,
-    },
-  };
 }

@@ -23,9 +23,10 @@ export function alternative(path: string, def: FieldDef): unknown {
       return '2026-01-31T12:00:00.000Z';
     case 'hardware.source':
       return 'udp://0.0.0.0:5500?format=esp32';
+    case 'streaming.mqtt_url':
+      return 'mqtts://broker.example:8883';
     case 'neural_network.enable_gpu':
     case 'streaming.restream_enabled':
-    case 'streaming.mqtt_enabled':
     case 'privacy.enable_encryption':
       return false; // the only accepted value: features this build does not have
   }

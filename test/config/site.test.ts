@@ -9,8 +9,9 @@ import { FIELDS, defaults, fieldAt } from '../../src/config/schema.js';
 import { siteGeometry } from '../../src/config/site.js';
 import { ConfigStartupError, ConfigStore, ConfigUpdateError, type ConfigSnapshot } from '../../src/config/store.js';
 import { CONFIG_RULES, schemaDocument, validateConfig, type FieldError } from '../../src/config/validate.js';
-import { ApiError } from '../../src/server/errors.js';
+import { ApiError } from '../../src/errors.js';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { liveParams } from '../../pipelines/settings.js';
 
 const SITE = 'environment.site';
 const COORDS = ['receiver_x', 'receiver_y', 'receiver_z', 'transmitter_x', 'transmitter_y', 'transmitter_z'] as const;
@@ -316,7 +317,7 @@ describe('environment.site through the server', () => {
     expect(b.body.data.environment.site).toEqual(MEASURED);
     expect(siteGeometry(s.svc.config.get())).toEqual({ roomWidth: 8.5, roomDepth: 4, receiver: { x: 0.5, y: 0.1, z: 2.1 }, transmitter: { x: 8, y: 4, z: 0.9 } });
     // The live pipeline's settings (read by infer on its next batch) carry it, and the status says so.
-    expect(s.svc.settings().site).toEqual(siteGeometry(s.svc.config.get()));
+    expect(liveParams(s.svc.config.get()).infer.site).toBe('8.5,4,0.5,0.1,2.1,8,4,0.9');
     const status = async () => (await s.api('GET', '/system/status', { token })).body.data.components.neural_network.site_known;
     expect(await status()).toBe(true);
 
@@ -324,7 +325,7 @@ describe('environment.site through the server', () => {
     expect(partial.body).toEqual({ status: 'updated', changes_applied: [`${SITE}.known`], restart_required: false, validation_warnings: [] });
     expect((await s.api('GET', '/config', { token, form: 'a' })).body.environment.site).toEqual({ ...MEASURED, known: false });
     expect(siteGeometry(s.svc.config.get())).toBeNull();
-    expect(s.svc.settings().site).toBeNull();
+    expect(liveParams(s.svc.config.get()).infer.site).toBe('');
     expect(await status()).toBe(false);
   });
 

@@ -5,7 +5,7 @@
  * it must produce the DECISIONS document, identical on a second run.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { benchRecipes, checkSidecar, defaultLiveSettings, json, markdown, runAccuracy, type AccuracyPlan } from '../../bench/accuracy.js';
+import { benchRecipes, checkSidecar, defaultLiveParams, json, markdown, runAccuracy, type AccuracyPlan } from '../../bench/accuracy.js';
 import { oracleRunner } from '../../bench/oracle.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
@@ -30,9 +30,10 @@ describe('bench:accuracy', () => {
     expect(r.pose.map((x) => x.people).sort()).toEqual([1, 3]);
     expect(r.pose.every((x) => x.split === 'test')).toBe(true);
     expect(r.fall).toHaveLength(2);
-    const s = defaultLiveSettings();
-    expect(s.confidenceThreshold).toBe(0.5);
-    expect(s.alerts.fallDetection?.notificationDelaySeconds).toBe(5);
+    const s = defaultLiveParams();
+    expect(s.infer.confidenceThreshold).toBe(0.5);
+    expect(s.infer.maxPersons).toBe(4);
+    expect(s.alerts.notificationDelaySeconds).toBe(5);
   });
 
   it('split val takes VALIDATION recipes outside the held-out bands, with seeds apart from TEST', () => {

@@ -1,5 +1,5 @@
 /**
- * Integration helpers for the REST service: a real PoseService listening on 127.0.0.1 port 0
+ * Integration helpers for the service: the real application (service, REST and WebSocket server) on 127.0.0.1 port 0
  * with a real DuckDB file in a temp data directory, and a small `fetch` wrapper that speaks its
  * two response forms. Server logs are kept in memory; set CSIPOSE_TEST_LOGS=1 to print them on close.
  *
@@ -13,7 +13,8 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PoseService } from '../../src/service/service.js';
+import { startApp, type App } from '../../src/app.js';
+import type { PoseService } from '../../src/service/service.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 import { contractModel } from './poseModels.js';
 import { repoRoot } from './cli.js';
@@ -73,6 +74,7 @@ export interface ApiResponse<T = any> {
 }
 
 export interface TestServer {
+  app: App;
   svc: PoseService;
   /** `http://127.0.0.1:PORT`. */
   base: string;
@@ -109,7 +111,7 @@ export function testModel(dir: string): string {
 }
 
 /**
- * Starts a PoseService on 127.0.0.1 port 0 with a temp data dir (or `opts.dataDir`), the admin
+ * Starts the application on 127.0.0.1 port 0 with a temp data dir (or `opts.dataDir`), the admin
  * password {@link ADMIN_PASSWORD} and the JWT secret {@link JWT_SECRET}.
  * @param opts see {@link ServerOptions}
  * @returns the running server and its request helpers; call `close()` when done
@@ -134,27 +136,27 @@ export async function startServer(opts: ServerOptions = {}): Promise<TestServer>
     ...(opts.env ?? {}),
   };
   const logs: string[] = [];
-  const svc = new PoseService({
-    host: '127.0.0.1',
-    port: 0,
-    dataDir,
-    autostart: opts.autostart ?? false,
-    rateLimitScale: opts.rateLimitScale ?? 1,
-    env,
-    ...(configFile ? { configFile } : {}),
-    ...(opts.source ? { source: opts.source } : {}),
-    ...(opts.form ? { form: opts.form } : {}),
-    // Kept in memory: a failing test can print them, a passing one stays quiet.
-    log: (level, msg) => void logs.push(`${level} ${msg}`),
-  });
+  let app: App;
   try {
-    await svc.start();
+    app = await startApp({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      autostart: opts.autostart ?? false,
+      rateLimitScale: opts.rateLimitScale ?? 1,
+      env,
+      ...(configFile ? { configFile } : {}),
+      ...(opts.source ? { source: opts.source } : {}),
+      ...(opts.form ? { form: opts.form } : {}),
+      // Kept in memory: a failing test can print them, a passing one stays quiet.
+      log: (level, msg) => void logs.push(`${level} ${msg}`),
+    });
   } catch (e) {
-    await svc.shutdown().catch(() => undefined);
     rmSync(scratch, { recursive: true, force: true });
     throw e;
   }
-  const port = svc.server!.port;
+  const svc = app.svc;
+  const port = app.server.port;
   const base = `http://127.0.0.1:${port}`;
 
   async function request<T>(method: string, url: string, o: ApiOptions = {}): Promise<ApiResponse<T>> {
@@ -180,6 +182,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<TestServer>
   }
 
   const server: TestServer = {
+    app,
     svc,
     base,
     port,
@@ -199,7 +202,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<TestServer>
     },
     async close() {
       try {
-        await svc.shutdown();
+        await app.close();
       } finally {
         rmSync(scratch, { recursive: true, force: true });
       }

@@ -265,8 +265,20 @@ describe('activity: behaviour', () => {
     expect(spec.input).toBe('pose');
     expect(spec.output).toBe('pose');
     const params = Object.fromEntries(spec.params.map((p) => [p.name, p.default]));
-    expect(params).toEqual({ minDurationMs: 300, historyMs: 5000, forgetAfterMs: 10_000, walkSpeed: 0.3, walkBoxRate: 0.25 });
+    expect(params).toEqual({ enabled: true, minDurationMs: 300, historyMs: 5000, forgetAfterMs: 10_000, walkSpeed: 0.3, walkBoxRate: 0.25 });
     const out: PoseFrame[] = await lastValueFrom(from([poseFrame(0, [sitting(1)])]).pipe(spec.create(params, {}), toArray()));
     expect(out[0].persons[0].activity).toBe('sitting');
+    // Switched off (analytics.enable_activity_recognition false), frames pass through unlabelled.
+    const off: PoseFrame[] = await lastValueFrom(from([poseFrame(0, [sitting(1)])]).pipe(spec.create({ ...params, enabled: false }, {}), toArray()));
+    expect(off[0].persons[0].activity).toBeUndefined();
+    // A live parameter from the context overrides the stage's own, frame by frame.
+    let on = false;
+    const live: PoseFrame[] = await lastValueFrom(
+      from([poseFrame(0, [sitting(1)]), poseFrame(1000, [sitting(1)])]).pipe(
+        spec.create(params, { live: (op) => (op === 'activity' ? { enabled: (on = !on) } : undefined) }),
+        toArray(),
+      ),
+    );
+    expect(live.map((f) => f.persons[0].activity)).toEqual(['sitting', undefined]);
   });
 });

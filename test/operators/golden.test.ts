@@ -28,7 +28,7 @@ import { replayFile } from '../../src/sources/replayFile.js';
 import { simSource } from '../../src/sources/sim.js';
 import { FEATURE_DIM, HOP, OFFSETS, WINDOW_FRAMES } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
-import { defaultLiveSettings } from '../../bench/accuracy.js';
+import { defaultLiveParams } from '../../bench/accuracy.js';
 import { fallScenarioPeople, type FallRole } from '../../src/eval/fallScripts.js';
 import { Camera, type CameraSpec } from '../../src/sim/camera.js';
 import { Rng } from '../../src/sim/rng.js';
@@ -41,7 +41,8 @@ import { infer, type FeatureRow, type InferStats } from '../../operators/infer.j
 import { track } from '../../operators/track.js';
 import { activity } from '../../operators/activity.js';
 import { alerts, type AlertsConfig } from '../../operators/alerts.js';
-import { livePipeline, type LiveSettings } from '../../pipelines/live.js';
+import { livePipeline } from '../../pipelines/build.js';
+import type { LiveParams } from '../../pipelines/settings.js';
 import { describeWithSamples, sample } from '../helpers/samples.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -482,7 +483,7 @@ interface TruthScenario {
  * would estimate it) and returns the NDJSON records: the scenario, the simulator's truth events,
  * then per pose frame its persons and the events and alerts raised there.
  */
-async function truthScenario(s: TruthScenario, settings: LiveSettings): Promise<{ records: Array<Record<string, unknown>>; out: PoseFrame[] }> {
+async function truthScenario(s: TruthScenario, settings: LiveParams): Promise<{ records: Array<Record<string, unknown>>; out: PoseFrame[] }> {
   const people = fallScenarioPeople(ROOM, new Rng(s.seed), s.main, s.companions, new Camera(CAMERA));
   const simOpts: SimOptions = {
     seed: s.seed,
@@ -515,7 +516,7 @@ async function truthScenario(s: TruthScenario, settings: LiveSettings): Promise<
     pendingEvents = [];
   }
   const out = await lastValueFrom(
-    from(inputs).pipe(track({ minHits: settings.minHits, maxAge: settings.maxAge }), activity(), alerts(s.alerts), toArray()),
+    from(inputs).pipe(track({ minHits: Number(settings.track.minHits), maxAge: Number(settings.track.maxAge) }), activity(), alerts(s.alerts), toArray()),
   );
   expect(out.length).toBe(inputs.length);
 
@@ -527,7 +528,7 @@ async function truthScenario(s: TruthScenario, settings: LiveSettings): Promise<
       room: [ROOM.width, ROOM.depth],
       people: people.map((p, id) => ({ id, role: p.role, fallAt: p.fallAt })),
       cadence: `truth of frame ${WINDOW_FRAMES - 1} + k * ${HOP} at 100 Hz`,
-      track: { minHits: settings.minHits, maxAge: settings.maxAge },
+      track: { minHits: settings.track.minHits, maxAge: settings.track.maxAge },
       alerts: s.alerts,
       columns: TRUTH_COLUMNS,
     },
@@ -553,6 +554,15 @@ async function truthScenario(s: TruthScenario, settings: LiveSettings): Promise<
   return { records, out };
 }
 
+/** The service's alert parameters as the alerts operator's config (the fields the scenarios pin). */
+function alertsConfig(p: LiveParams['alerts']): AlertsConfig {
+  return {
+    fallDetection: { enabled: p.fallDetection === true, sensitivity: Number(p.sensitivity), notificationDelaySeconds: Number(p.notificationDelaySeconds) },
+    inactivity: { enabled: p.inactivity === true, thresholdMinutes: Number(p.thresholdMinutes) },
+    zones: [],
+  };
+}
+
 /** The true person each track id was given to (first frame it appears). */
 function trackOwners(records: Array<Record<string, unknown>>): Map<number, number> {
   const owner = new Map<number, number>();
@@ -561,10 +571,10 @@ function trackOwners(records: Array<Record<string, unknown>>): Map<number, numbe
 }
 
 describe('golden: track -> activity -> alerts on simulated ground truth (no model)', () => {
-  const settings = defaultLiveSettings();
+  const settings = defaultLiveParams();
 
   it('fall, alert, get up: one person falls and gets up after the alert; two lie down on purpose (service defaults)', async () => {
-    const s: TruthScenario = { file: 'truth.fall_get_up.ndjson', seed: 1, main: 'fall_get_up', companions: 2, seconds: 25, alerts: settings.alerts };
+    const s: TruthScenario = { file: 'truth.fall_get_up.ndjson', seed: 1, main: 'fall_get_up', companions: 2, seconds: 25, alerts: alertsConfig(settings.alerts) };
     const { records } = await truthScenario(s, settings);
     // What makes this scenario worth pinning, checked on the run itself: one high fall alert and
     // a recovery for the person who fell (truth id 0), and nothing for those who lay down.
@@ -584,7 +594,7 @@ describe('golden: track -> activity -> alerts on simulated ground truth (no mode
       companions: 1,
       seconds: 25,
       alerts: {
-        ...settings.alerts,
+        ...alertsConfig(settings.alerts),
         inactivity: { enabled: true, thresholdMinutes: 0.1 },
         zones: [
           // Where the companion walks to after standing up (about 17-18 s in).
@@ -648,11 +658,11 @@ describe('golden: the live pipeline on a seeded simulator run (shipped model)', 
     const name = 'live.sim.ndjson';
     if (!UPDATE && existsSync(goldenPath(name))) checkModelVersion(name, ((readGolden(name) as Array<Record<string, unknown>>)[0] ?? {}).model_version as string, version);
 
-    const settings = defaultLiveSettings();
+    const settings = defaultLiveParams();
     const inferStats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
     // `sim` as fast as possible starts at the simulator's fixed epoch: the same frames every run.
     const out = await lastValueFrom(
-      simSource({ ...LIVE_SIM }, { speed: 0 }).pipe(take(LIVE_FRAMES), livePipeline({ model, settings: () => settings, inferStats }), toArray()),
+      simSource({ ...LIVE_SIM }, { speed: 0 }).pipe(take(LIVE_FRAMES), livePipeline({ model, inferStats }, () => settings), toArray()),
     );
     expect(inferStats.dropped).toBe(0);
     expect(out.length).toBe(Math.floor((LIVE_FRAMES - WINDOW_FRAMES) / HOP) + 1);

@@ -333,10 +333,12 @@ describe('infer: lag, live options, errors, teardown', () => {
       maxWaitMs: 5,
       maxQueue: 256,
       confidenceThreshold: 0.5,
-      maxPersons: 10,
+      // The configuration's defaults (detection.max_persons is 4), stated once in the schema.
+      maxPersons: 4,
       viewWidth: 640,
       viewHeight: 480,
       site: '',
+      includeDensePose: true,
     });
     const path = tmp.file('model.onnx', modelBytes);
     const op = spec.create(resolveParams(spec.params, { modelPath: path, batchSize: 2, viewWidth: 100, viewHeight: 50 }), {});

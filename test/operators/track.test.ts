@@ -558,8 +558,8 @@ describe('track: operator', () => {
     expect(spec.input).toBe('pose');
     expect(spec.output).toBe('pose');
     const params = Object.fromEntries(spec.params.map((p) => [p.name, p.default]));
-    expect(params).toEqual({ minHits: 3, maxAge: 30, gate: 1, smoothKeypoints: 0 });
-    for (const p of spec.params) {
+    expect(params).toEqual({ enabled: true, minHits: 3, maxAge: 30, gate: 1, smoothKeypoints: 0 });
+    for (const p of spec.params.filter((x) => x.type !== 'boolean')) {
       expect(p.min).toBeLessThanOrEqual(p.default as number);
       expect(p.max).toBeGreaterThanOrEqual(p.default as number);
     }
@@ -567,5 +567,9 @@ describe('track: operator', () => {
     for (let k = 0; k < 6; k++) frames.push(frame(k, k === 4 ? [person(1, 1), person(5, 5)] : [person(1, 1)]));
     const out: PoseFrame[] = await lastValueFrom(from(frames).pipe(spec.create({ ...params, maxAge: 0 }, {}), toArray()));
     expect(out.map((f) => f.persons.map((p) => p.trackId))).toEqual([[1], [1], [1], [1], [1], [1]]);
+    // detection.tracking_enabled false: frames pass through untracked.
+    const off: PoseFrame[] = await lastValueFrom(from(frames).pipe(spec.create({ ...params, enabled: false }, {}), toArray()));
+    expect(off.map((f) => f.persons.map((p) => p.trackId))).toEqual(frames.map((f) => f.persons.map(() => undefined)));
+    expect(off[0]).toBe(frames[0]);
   });
 });

@@ -100,13 +100,15 @@ describe('health and metrics endpoints', () => {
   });
 
   it('GET /metrics metric_type narrows current to that group', async () => {
-    for (const type of ['performance', 'resources', 'business'] as const) {
+    for (const type of ['performance', 'resources', 'business', 'streaming'] as const) {
       const r = await s.api('GET', '/metrics', { token, query: { metric_type: type } });
       expect(r.status).toBe(200);
       expect(Object.keys(r.body.data.current).sort()).toEqual([type, 'timestamp'].sort());
     }
     const all = await s.api('GET', '/metrics', { token, query: { metric_type: 'all' } });
-    expect(Object.keys(all.body.data.current).sort()).toEqual(['business', 'performance', 'resources', 'timestamp']);
+    expect(Object.keys(all.body.data.current).sort()).toEqual(['business', 'performance', 'resources', 'streaming', 'timestamp']);
+    // The WebSocket outlet reports its drops and closes there.
+    expect(all.body.data.current.streaming.websocket).toMatchObject({ status: 'enabled', connections: 0, pose_frames_dropped: 0, slow_closes: 0 });
   });
 
   it('GET /metrics historical holds the samples inside start_time..end_time', async () => {

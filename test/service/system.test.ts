@@ -1,3 +1,5 @@
+import { copyFileSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until, startServer, waitForStatus, withServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { VERSION } from '../../src/service/service.js';
@@ -80,7 +82,9 @@ describe('system lifecycle', () => {
     expect(sd.status).toBe('starting');
     expect(sd.session_id).toMatch(UUID);
     expect(Number.isInteger(sd.estimated_startup_time)).toBe(true);
-    expect(sd.configuration_applied).toEqual([]);
+    // The configuration the session starts with (the spec's object), and no field changed by this request.
+    expect(sd.configuration_applied).toMatchObject({ domain: 'general', environment_id: 'default', detection: { confidence_threshold: 0.5 } });
+    expect(sd.updated_fields).toEqual([]);
     expectSteps(sd.steps, START_STEPS);
     expectConflict(await s.api('POST', '/system/start', { token }), 'b', ['starting', 'running']);
 
@@ -188,7 +192,8 @@ describe('system lifecycle', () => {
       body: { configuration: { domain: 'healthcare', environment_id: 'ward-2', detection_settings: { confidence_threshold: 0.6, enable_tracking: true } } },
     });
     expect(r.status, r.text).toBe(202);
-    expect([...r.body.data.configuration_applied].sort()).toEqual(['detection.confidence_threshold', 'domain', 'environment.id']);
+    expect([...r.body.data.updated_fields].sort()).toEqual(['detection.confidence_threshold', 'domain', 'environment_id']);
+    expect(r.body.data.configuration_applied).toMatchObject({ domain: 'healthcare', environment_id: 'ward-2', detection: { confidence_threshold: 0.6 } });
     const cfg = (await s.api('GET', '/config', { token })).body.data;
     expect(cfg).toMatchObject({ domain: 'healthcare', environment_id: 'ward-2', detection: { confidence_threshold: 0.6 } });
     await waitForStatus(s, token, 'running');
@@ -209,14 +214,28 @@ describe('system faults', () => {
     await withServer({ model: true, config: {}, rateLimitScale: 20 }, async (s) => {
       const token = await s.login();
       const good = s.modelPath!;
-      const put = await s.api('PUT', '/config', { token, body: { neural_network: { model_path: `${good}.missing` } } });
+      // A path that does not load is refused at once, naming the field; nothing changes.
+      const missing = await s.api('PUT', '/config', { token, body: { neural_network: { model_path: `${good}.missing` } } });
+      expect(missing.status, missing.text).toBe(422);
+      expect(missing.body.error.details).toMatchObject({ field: 'neural_network.model_path' });
+      expect(missing.body.error.message).toMatch(/does not load/);
+      const notModel = await s.api('PUT', '/config', { token, form: 'a', body: { neural_network: { model_path: 'package.json' } } });
+      expect(notModel.status, notModel.text).toBe(422);
+      expect(notModel.body.error.details.field_errors[0]).toMatchObject({ field: 'neural_network.model_path', received_value: 'package.json' });
+      expect(s.svc.config.get().neural_network.model_path).toBe(good);
+
+      // A model that loaded when configured and is gone by the start: the start fails with MODEL_ERROR.
+      const copy = join(s.dataDir, 'copy.onnx');
+      copyFileSync(good, copy);
+      const put = await s.api('PUT', '/config', { token, body: { neural_network: { model_path: copy } } });
       expect(put.body.data).toMatchObject({ updated_fields: ['neural_network.model_path'], requires_restart: true });
+      unlinkSync(copy);
 
       const start = await s.api('POST', '/system/start', { token });
       expect(start.status).toBe(202);
       const err = await waitForStatus(s, token, 'error');
       expect(err.error.code).toBe('MODEL_ERROR');
-      expect(err.error.message).toMatch(/missing/);
+      expect(err.error.message).toMatch(/copy\.onnx/);
       expect(err.components.neural_network).toMatchObject({ status: 'error', model_loaded: false });
       expect(err.steps[0]).toMatchObject({ step: 'load_model', status: 'failed' });
       const a = await s.api('GET', '/system/status', { token, form: 'a' });

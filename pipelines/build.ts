@@ -1,0 +1,81 @@
+import type { OperatorFunction, SchedulerLike } from 'rxjs';
+import type { CsiFrame } from '../src/csi/frame.js';
+import type { PoseFrame } from '../src/pose/types.js';
+import type { ParamValues } from '../src/engine/spec.js';
+import { pipelineOperator } from '../src/engine/pipeline.js';
+import type { PoseRunner } from '../src/model/runtime.js';
+import type { MultiPersonTracker } from '../src/pose/tracker.js';
+import type { InferContext, InferStats } from '../operators/infer.js';
+import type { TrackContext } from '../operators/track.js';
+import { registry } from '../operators/index.js';
+import { live } from './live.js';
+import { processDef } from './process.js';
+import type { LiveParams } from './settings.js';
+
+/** What the service lends a pipeline it runs. */
+export interface PipelineResources {
+  /** The loaded pose model (the caller owns it). */
+  model: PoseRunner;
+  /** Where the infer stage keeps its figures. */
+  inferStats?: InferStats;
+  /** Called with each environment's tracker when it is made. */
+  onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
+  scheduler?: SchedulerLike;
+}
+
+function run(def: typeof live, r: PipelineResources, params: () => Partial<Record<string, Readonly<ParamValues>>>): OperatorFunction<CsiFrame, PoseFrame> {
+  const ctx: InferContext & TrackContext = {
+    model: r.model,
+    live: (op) => params()[op],
+    ...(r.inferStats ? { inferStats: r.inferStats } : {}),
+    ...(r.onTracker ? { onTracker: r.onTracker } : {}),
+    ...(r.scheduler ? { scheduler: r.scheduler } : {}),
+  };
+  return pipelineOperator(def, registry, 'frame', ctx) as OperatorFunction<CsiFrame, PoseFrame>;
+}
+
+/**
+ * The `live` pipeline as one operator: the stages `csipose pipelines` prints, with a loaded model
+ * and live parameters read per batch and frame, so a configuration change applies on the next one.
+ * @param r the model and hooks
+ * @param params the parameters in force (`liveParams(config.get())`), read again per batch or frame
+ * @returns CSI frames to tracked, labelled pose frames with alerts and events
+ * @example frames$.pipe(livePipeline({ model }, () => liveParams(config.get())))
+ */
+export function livePipeline(r: PipelineResources, params: () => LiveParams): OperatorFunction<CsiFrame, PoseFrame> {
+  return run(live, r, params);
+}
+
+/** A submission's settings (`processing_options` over the configuration). */
+export interface ProcessSettings {
+  confidenceThreshold: number;
+  maxPersons: number;
+  viewWidth: number;
+  viewHeight: number;
+  /** The compact site string ('' = unknown). */
+  site: string;
+  includeDensePose: boolean;
+  tracking: boolean;
+}
+
+/**
+ * The `process` pipeline as one operator over a submission's frames, with fresh state.
+ * @param r the model
+ * @param s the submission's settings
+ * @returns its pose frames
+ */
+export function processPipeline(r: PipelineResources, s: ProcessSettings): OperatorFunction<CsiFrame, PoseFrame> {
+  const params = {
+    infer: {
+      confidenceThreshold: s.confidenceThreshold,
+      maxPersons: s.maxPersons,
+      viewWidth: s.viewWidth,
+      viewHeight: s.viewHeight,
+      site: s.site,
+      includeDensePose: s.includeDensePose,
+    },
+    track: { enabled: s.tracking },
+    activity: { enabled: s.tracking },
+  };
+  return run(processDef, r, () => params);
+}

@@ -1,0 +1,27 @@
+import { fieldAt } from './schema.js';
+
+/** An operator parameter's declaration as the configuration field behind it gives it (a ParamSpec without name and description). */
+export interface ConfigParam {
+  readonly type: 'int' | 'number' | 'boolean';
+  readonly default: number | boolean;
+  readonly min?: number;
+  readonly max?: number;
+}
+
+/**
+ * The type, default and range of an operator parameter that a configuration field sets, taken
+ * from that field, so that `csipose operators`, a pipeline string and the service agree with the
+ * config schema (stated once, there).
+ * @param path the field's dotted path
+ * @returns the parameter's type, default and bounds
+ * @throws Error when the path is not a number, integer or boolean field (a programming error)
+ * @example { name: 'maxPersons', ...configParam('detection.max_persons'), description: '...' }
+ */
+export function configParam(path: string): ConfigParam {
+  const f = fieldAt(path);
+  if (f?.type === 'number' || f?.type === 'integer') {
+    return { type: f.type === 'integer' ? 'int' : 'number', default: f.default, min: f.minimum, max: f.maximum };
+  }
+  if (f?.type === 'boolean') return { type: 'boolean', default: f.default };
+  throw new Error(`configParam: ${path} is not a number or boolean setting`);
+}

@@ -1,0 +1,59 @@
+import { ApiError } from '../../errors.js';
+import type { Route } from '../core.js';
+import type { ServiceFace } from '../../service/face.js';
+import { formPaths, parseUpdate, toForm } from '../../config/forms.js';
+import { schemaDocument } from '../../config/validate.js';
+import { defaults } from '../../config/schema.js';
+
+/** `GET /config`, `PUT /config`, `GET /config/schema`. */
+export function configRoutes(svc: ServiceFace): Route[] {
+  return [
+    {
+      method: 'GET',
+      pattern: '/config',
+      category: 'configuration',
+      role: 'viewer',
+      handler: (ctx) => ({ data: toForm(svc.config.get(), ctx.form, { modelVersion: svc.modelVersion() }) }),
+    },
+    {
+      method: 'PUT',
+      pattern: '/config',
+      category: 'configuration',
+      role: 'admin',
+      async handler(ctx) {
+        if (ctx.body === undefined) throw ApiError.unparseable('PUT /config needs a JSON body with the fields to change');
+        const parsed = parseUpdate(ctx.body, { modelVersion: svc.modelVersion() });
+        if (!parsed.ok) throw ApiError.fields(parsed.errors, parsed.errors[0]?.message);
+        const r = await svc.updateConfig(parsed.changes);
+        const paths = formPaths(r.changes.map((c) => c.path), ctx.form);
+        const restart = r.changes.filter((c) => c.restart).map((c) => c.path);
+        if (ctx.form === 'a') {
+          return {
+            data: {
+              status: 'updated',
+              changes_applied: paths,
+              restart_required: r.restartRequired,
+              validation_warnings: restart.length ? [`takes effect after a restart: ${formPaths(restart, 'a').join(', ')}`] : [],
+            },
+          };
+        }
+        return {
+          data: {
+            updated_fields: paths,
+            requires_restart: r.restartRequired,
+            restart_fields: formPaths(restart, 'b'),
+            applied_at: r.appliedAt,
+            configuration: toForm(r.config, 'b', { modelVersion: svc.modelVersion() }),
+          },
+        };
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/config/schema',
+      category: 'configuration',
+      role: 'viewer',
+      handler: () => ({ data: { schema: schemaDocument(), defaults: defaults() } }),
+    },
+  ];
+}

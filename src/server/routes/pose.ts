@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import { ApiError } from '../../errors.js';
+import type { Route } from '../core.js';
+import { Checker } from '../validate.js';
+import { readSubmission } from '../submission.js';
+import type { ServiceFace } from '../../service/face.js';
+
+/** Largest `POST /pose/process` body (DECISIONS "Sizes and limits"). */
+const PROCESS_BODY_LIMIT = 4 * 1024 * 1024;
+
+/** `GET /pose/latest` and `POST /pose/process`. */
+export function poseRoutes(svc: ServiceFace): Route[] {
+  return [
+    {
+      method: 'GET',
+      pattern: '/pose/latest',
+      category: 'pose_data',
+      role: 'viewer',
+      handler(ctx) {
+        const c = new Checker();
+        c.onlyQuery(ctx.query, ['environment_id', 'min_confidence', 'include_keypoints', 'include_dense_pose']);
+        const env = c.queryString(ctx.query, 'environment_id');
+        const minConfidence = c.queryNumber(ctx.query, 'min_confidence', 0, 1) ?? 0;
+        const includeKeypoints = c.queryBool(ctx.query, 'include_keypoints') ?? true;
+        const includeDensePose = c.queryBool(ctx.query, 'include_dense_pose') ?? false;
+        c.done();
+        if (!svc.system.everRan) throw new ApiError('SYSTEM_NOT_READY', 'the system has not been started yet', { status: svc.system.state });
+        const envId = env ?? svc.config.get().environment.id;
+        const view = svc.latest(envId);
+        if (!view) {
+          throw new ApiError('POSE_DATA_NOT_FOUND', `no pose data yet for environment ${envId}`, {
+            environment_id: envId,
+            available_environments: svc.environments(),
+          });
+        }
+        // Rendered once per frame and query shape, whoever asks.
+        return { json: view.json({ form: ctx.form, minConfidence, includeKeypoints, includeDensePose }) };
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/pose/process',
+      category: 'pose_processing',
+      role: 'operator',
+      bodyLimit: PROCESS_BODY_LIMIT,
+      async handler(ctx) {
+        const submission = readSubmission(ctx.body, svc.config.get());
+        const r = await svc.process(submission);
+        const shape = { form: ctx.form, minConfidence: 0, includeKeypoints: true, includeDensePose: submission.densePose };
+        return {
+          data: {
+            processing_id: `proc_${randomUUID()}`,
+            status: 'completed',
+            processing_time_ms: r.processingMs,
+            frames_received: r.received,
+            frames_padded: r.padded,
+            poses: r.frames.map((v) => v.render(shape)),
+          },
+        };
+      },
+    },
+  ];
+}

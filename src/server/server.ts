@@ -1,0 +1,98 @@
+import type { Subscription } from 'rxjs';
+import type { ServiceFace } from '../service/face.js';
+import type { ConfigSnapshot } from '../config/store.js';
+import { CoreStats, HttpCore } from './core.js';
+import { RateLimits, type Category, type Limit } from './rateLimits.js';
+import { buildRoutes } from './routes/index.js';
+import { listenUws } from './uws.js';
+import { listenNodeHttp } from './nodeHttp.js';
+import { PoseSocket } from './ws/endpoint.js';
+import type { Form } from './forms.js';
+
+export interface ServerOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Overrides config `server.response_form` as the deployment default. */
+  form?: Form;
+  /** Multiplies every rate limit (`--rate-limit-scale`). */
+  rateLimitScale: number;
+  /** uWebSockets.js (the service) or Node's http (the side-by-side benchmark; no WebSocket). */
+  transport?: 'uws' | 'node';
+  log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+/** A listening server. */
+export interface HttpServer {
+  readonly host: string;
+  readonly port: number;
+  readonly core: HttpCore;
+  /** The `/ws/pose` endpoint (absent on the Node transport). */
+  readonly socket: PoseSocket | undefined;
+  /** Stops listening and closes every WebSocket (1001). */
+  close(): void;
+}
+
+function rateLimitConfig(c: ConfigSnapshot): Partial<Record<Category, Limit>> {
+  return c.rate_limits;
+}
+
+/**
+ * The HTTP and WebSocket server of a service: REST under `/api/v1` (routes by resource, the HTTP
+ * core's auth, limits, forms and errors) and `/ws/pose` on one uWebSockets.js app. It holds
+ * connections and rate-limit counters, never pipeline state: routes and the WebSocket read the
+ * service's face.
+ * @param svc the service's face
+ * @param o address, form, limits scale, transport, logger
+ * @returns the listening server
+ */
+export async function startServer(svc: ServiceFace, o: ServerOptions): Promise<HttpServer> {
+  const form = (): Form => o.form ?? svc.config.get().server.response_form;
+  const limits = new RateLimits(rateLimitConfig(svc.config.get()), o.rateLimitScale);
+  const configSub: Subscription = svc.config.changes$.subscribe((ev) => limits.configure(rateLimitConfig(ev.config), o.rateLimitScale));
+  const stats = new CoreStats();
+  const core = new HttpCore({
+    routes: buildRoutes(svc, stats),
+    stats,
+    auth: svc.auth,
+    limits,
+    form,
+    onError: (e, req) => o.log('error', `${req.method} ${req.path}: ${(e as Error).stack ?? String(e)}`),
+  });
+  try {
+    if (o.transport === 'node') {
+      const { server, port } = await listenNodeHttp(core, o.host, o.port);
+      return {
+        host: o.host,
+        port,
+        core,
+        socket: undefined,
+        close: () => {
+          configSub.unsubscribe();
+          server.close();
+        },
+      };
+    }
+    let socket: PoseSocket | undefined;
+    const server = await listenUws(core, o.host, o.port, (app) => {
+      socket = new PoseSocket(app, svc, core, { form, log: o.log });
+    }).catch((e: unknown) => {
+      socket?.close();
+      throw e;
+    });
+    return {
+      host: o.host,
+      port: server.port,
+      core,
+      socket,
+      close: () => {
+        configSub.unsubscribe();
+        socket?.close();
+        server.close();
+      },
+    };
+  } catch (e) {
+    configSub.unsubscribe();
+    throw e;
+  }
+}

@@ -1,0 +1,350 @@
+import { randomBytes } from 'node:crypto';
+import uWS from 'uWebSockets.js';
+import type { Subscription } from 'rxjs';
+import { ApiError, REASON } from '../../errors.js';
+import type { Credentials } from '../../auth/authenticator.js';
+import type { ServiceFace } from '../../service/face.js';
+import { renderStatusMessage } from '../../service/status.js';
+import { attachOutlet } from '../../outlets/outlet.js';
+import type { Form } from '../../render/frame.js';
+import type { HttpCore } from '../core.js';
+import { pickForm } from '../forms.js';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.js';
+import { Fanout, MAX_BACKPRESSURE, type Client, type Socket } from './fanout.js';
+import { PROTOCOLS, ProtocolError, readMessage } from './protocol.js';
+
+export const WS_PATH = '/ws/pose';
+/** uWS drops a connection sending a larger message; up to it, `streaming.ws_max_message_bytes` answers an error. */
+const HARD_MAX_PAYLOAD = 1024 * 1024;
+/** How often open connections' credentials are checked again (revoked or expired tokens close them). */
+const AUTH_RECHECK_MS = 2000;
+const SWEEP_MS = 1000;
+/** Close codes: the token stopped being valid; the service stopped streaming. */
+export const AUTH_CLOSE_CODE = 4401;
+export const GOING_AWAY = 1001;
+
+export interface PoseSocketOptions {
+  /** Deployment default response form. */
+  form: () => Form;
+  log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+/** Counters of refused upgrades and closed connections. */
+interface EndpointStats {
+  accepted: number;
+  refusedAuth: number;
+  refusedLimit: number;
+  refusedDisabled: number;
+  authCloses: number;
+  badMessages: number;
+}
+
+function ipOf(res: uWS.HttpResponse): string {
+  return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+let clientSeq = 0;
+const clientPrefix = randomBytes(3).toString('hex');
+
+/**
+ * `/ws/pose`, the real-time outlet of the pose stream (spec "Events", DECISIONS "WebSocket").
+ *
+ * - Authentication at upgrade: `?token=` (a JWT or an API key), or `Authorization` / `X-API-Key`
+ *   headers; bad credentials are refused with HTTP 401 before the upgrade, in the request's form
+ *   (`X-Response-Form` or `?form=`, which also picks the form of the persons it is sent).
+ * - Limits: `streaming.ws_max_connections_per_ip` open connections per IP (429 at upgrade),
+ *   `streaming.ws_max_subscriptions_per_account` subscriptions per account, messages up to
+ *   `streaming.ws_max_message_bytes` (an `error` message beyond; beyond 1 MiB uWS drops the connection).
+ * - `streaming.websocket_enabled` false refuses upgrades (503) and closes open connections (1001).
+ * - A token that is revoked or expires closes its connections with 4401.
+ * The fan-out itself (filter sets, slow clients) is {@link Fanout}.
+ */
+export class PoseSocket {
+  readonly fanout: Fanout;
+  private readonly perIp = new Map<string, number>();
+  private readonly subs: Subscription[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly unreport: () => void;
+  private readonly stats: EndpointStats = { accepted: 0, refusedAuth: 0, refusedLimit: 0, refusedDisabled: 0, authCloses: 0, badMessages: 0 };
+  private closing = false;
+
+  /**
+   * Registers `/ws/pose` on the app (before its catch-all route) and subscribes the fan-out to the
+   * service's streams.
+   */
+  constructor(
+    app: uWS.TemplatedApp,
+    private readonly svc: ServiceFace,
+    private readonly core: HttpCore,
+    private readonly opts: PoseSocketOptions,
+  ) {
+    const streaming = () => svc.config.get().streaming;
+    this.fanout = new Fanout(app, () => {
+      const s = streaming();
+      return {
+        maxSubscriptionsPerAccount: s.ws_max_subscriptions_per_account,
+        slowClientTimeoutMs: s.ws_slow_client_timeout_seconds * 1000,
+        maxQueuedAlerts: s.ws_max_queued_alerts,
+      };
+    });
+    app.ws<Client>(WS_PATH, {
+      compression: uWS.DISABLED,
+      maxPayloadLength: HARD_MAX_PAYLOAD,
+      maxBackpressure: MAX_BACKPRESSURE,
+      closeOnBackpressureLimit: false,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => this.upgrade(res, req, context),
+      open: (ws) => this.open(ws),
+      message: (ws, message, isBinary) => this.message(ws, message, isBinary),
+      drain: (ws) => this.fanout.drain(ws),
+      dropped: (ws, message) => this.fanout.dropped(ws, message),
+      close: (ws) => this.closed(ws),
+    });
+    const fail = (what: string) => (e: unknown) => opts.log('error', `websocket ${what}: ${(e as Error)?.stack ?? String(e)}`);
+    this.subs.push(
+      attachOutlet(svc.pose$, (v) => this.fanout.pose(v), fail('pose fan-out')),
+      attachOutlet(svc.alerts$, (a) => this.fanout.alert(a), fail('alert fan-out')),
+      attachOutlet(svc.status$, (s) => this.fanout.status(JSON.stringify(renderStatusMessage(s))), fail('status push')),
+      attachOutlet(svc.config.changes$, (e) => {
+        if (!e.config.streaming.websocket_enabled) this.closeAll(GOING_AWAY, 'streaming.websocket_enabled is false');
+      }, fail('config')),
+    );
+    this.timers.push(setInterval(() => this.fanout.sweep(), SWEEP_MS), setInterval(() => void this.recheckAuth(), AUTH_RECHECK_MS));
+    for (const t of this.timers) t.unref();
+    this.unreport = svc.report('websocket', () => this.report());
+  }
+
+  private refuse(res: uWS.HttpResponse, err: ApiError, formHeader: string): void {
+    const out = this.core.errorResponse(err, formHeader);
+    res.cork(() => {
+      res.writeStatus(`${out.status} ${REASON[out.status] ?? ''}`);
+      for (const [k, v] of out.headers) res.writeHeader(k, v);
+      res.end(out.body);
+    });
+  }
+
+  private upgrade(res: uWS.HttpResponse, req: uWS.HttpRequest, context: uWS.us_socket_context_t): void {
+    const key = req.getHeader('sec-websocket-key');
+    const protocol = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const formHeader = req.getHeader('x-response-form') || (query.get('form') ?? '');
+    const credentials: Credentials = {};
+    const authorization = req.getHeader('authorization');
+    const apiKey = req.getHeader('x-api-key');
+    const token = query.get('token');
+    if (authorization) credentials.authorization = authorization;
+    if (apiKey) credentials.apiKey = apiKey;
+    if (token) credentials.queryToken = token;
+    const ip = ipOf(res);
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+      this.release(ip);
+    });
+    const s = this.svc.config.get().streaming;
+    if (!s.websocket_enabled || this.closing) {
+      this.stats.refusedDisabled++;
+      this.refuse(res, new ApiError('SYSTEM_NOT_READY', 'WebSocket streaming is switched off (streaming.websocket_enabled is false)', { setting: 'streaming.websocket_enabled' }), formHeader);
+      return;
+    }
+    const open = this.perIp.get(ip) ?? 0;
+    if (open >= s.ws_max_connections_per_ip) {
+      this.stats.refusedLimit++;
+      this.refuse(
+        res,
+        new ApiError('RATE_LIMIT_EXCEEDED', `at most ${s.ws_max_connections_per_ip} WebSocket connections per IP address`, {
+          limit: s.ws_max_connections_per_ip,
+          window: null,
+          reset_at: null,
+          scope: 'websocket_connections_per_ip',
+        }),
+        formHeader,
+      );
+      return;
+    }
+    // Counted from now: concurrent upgrades from one IP cannot pass the limit together.
+    this.perIp.set(ip, open + 1);
+    const authenticated = credentials.authorization || credentials.apiKey || credentials.queryToken ? this.svc.auth.authenticate(credentials) : undefined;
+    void Promise.resolve(authenticated).then(
+      (r) => {
+        if (aborted) return;
+        if (!r || !r.ok) {
+          this.release(ip);
+          this.stats.refusedAuth++;
+          this.refuse(
+            res,
+            new ApiError(
+              'AUTHENTICATION_ERROR',
+              r ? 'invalid credentials' : 'authentication required: ?token=<JWT or API key>, Authorization: Bearer <token> or X-API-Key',
+              r ? { reason: r.reason } : {},
+            ),
+            formHeader,
+          );
+          return;
+        }
+        const client: Client = {
+          id: `ws_${clientPrefix}${(++clientSeq).toString(36)}`,
+          ip,
+          account: `${r.principal.kind}:${r.principal.id}`,
+          form: pickForm(formHeader, this.opts.form()),
+          credentials,
+          subs: new Map(),
+          alertQueue: [],
+          overSince: 0,
+          dropped: 0,
+          closing: undefined,
+          closed: false,
+        };
+        res.cork(() => res.upgrade(client, key, protocol, extensions, context));
+      },
+      (e: unknown) => {
+        this.release(ip);
+        if (aborted) return;
+        this.opts.log('error', `websocket upgrade: ${(e as Error)?.stack ?? String(e)}`);
+        this.refuse(res, new ApiError('SYSTEM_ERROR', 'internal error'), formHeader);
+      },
+    );
+  }
+
+  private release(ip: string): void {
+    const n = (this.perIp.get(ip) ?? 1) - 1;
+    if (n > 0) this.perIp.set(ip, n);
+    else this.perIp.delete(ip);
+  }
+
+  private open(ws: Socket): void {
+    const c = ws.getUserData();
+    this.stats.accepted++;
+    this.fanout.opened(ws);
+    const s = this.svc.config.get().streaming;
+    this.send(ws, {
+      type: 'connection_established',
+      client_id: c.id,
+      server_time: new Date().toISOString(),
+      supported_protocols: PROTOCOLS,
+      form: c.form,
+      limits: { max_message_bytes: s.ws_max_message_bytes, max_subscriptions: s.ws_max_subscriptions_per_account },
+    });
+  }
+
+  private send(ws: Socket, m: unknown): void {
+    ws.send(JSON.stringify(m), false, false);
+  }
+
+  private error(ws: Socket, e: ProtocolError): void {
+    this.stats.badMessages++;
+    this.send(ws, { type: 'error', code: e.code, message: e.message, details: e.details });
+  }
+
+  private message(ws: Socket, data: ArrayBuffer, isBinary: boolean): void {
+    const max = this.svc.config.get().streaming.ws_max_message_bytes;
+    if (data.byteLength > max) {
+      this.error(ws, new ProtocolError('PAYLOAD_TOO_LARGE', `message larger than ${max} bytes`, { max_bytes: max, received_bytes: data.byteLength }));
+      return;
+    }
+    if (isBinary) {
+      this.error(ws, new ProtocolError('VALIDATION_ERROR', 'messages are JSON text, not binary'));
+      return;
+    }
+    const text = Buffer.from(data).toString('utf8');
+    let parsed: unknown;
+    try {
+      if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw new ProtocolError('VALIDATION_ERROR', `message nests deeper than ${MAX_JSON_DEPTH} levels`);
+      try {
+        parsed = JSON.parse(text);
+      } catch (e) {
+        throw new ProtocolError('VALIDATION_ERROR', `message is not valid JSON: ${(e as Error).message}`);
+      }
+      const m = readMessage(parsed);
+      switch (m.type) {
+        case 'subscribe': {
+          const { id, filters } = this.fanout.subscribe(ws, m.request);
+          this.send(ws, { type: 'subscription_confirmed', channel: m.request.channel, subscription_id: id, filters_applied: filters });
+          break;
+        }
+        case 'unsubscribe':
+          if (!this.fanout.unsubscribe(ws, m.subscriptionId))
+            throw new ProtocolError('RESOURCE_NOT_FOUND', `no subscription ${m.subscriptionId} on this connection`, { subscription_id: m.subscriptionId });
+          this.send(ws, { type: 'unsubscription_confirmed', subscription_id: m.subscriptionId });
+          break;
+        case 'ping':
+          this.send(ws, { type: 'pong', server_time: new Date().toISOString() });
+          break;
+      }
+    } catch (e) {
+      if (e instanceof ProtocolError) this.error(ws, e);
+      else {
+        this.opts.log('error', `websocket message: ${(e as Error)?.stack ?? String(e)}`);
+        this.error(ws, new ProtocolError('SYSTEM_ERROR', 'internal error'));
+      }
+    }
+  }
+
+  private closed(ws: Socket): void {
+    const c = ws.getUserData();
+    this.fanout.closed(ws);
+    this.release(c.ip);
+  }
+
+  /** Checks every distinct credential of the open connections again; closes those no longer valid. */
+  private async recheckAuth(): Promise<void> {
+    const byCredential = new Map<string, { creds: Credentials; sockets: Socket[] }>();
+    for (const ws of this.fanout.all()) {
+      const c = ws.getUserData();
+      const k = `${c.credentials.authorization ?? ''}\n${c.credentials.apiKey ?? ''}\n${c.credentials.queryToken ?? ''}`;
+      const e = byCredential.get(k);
+      if (e) e.sockets.push(ws);
+      else byCredential.set(k, { creds: c.credentials, sockets: [ws] });
+    }
+    for (const { creds, sockets } of byCredential.values()) {
+      const r = await this.svc.auth.authenticate(creds);
+      if (r.ok) continue;
+      for (const ws of sockets) {
+        if (ws.getUserData().closed) continue;
+        this.stats.authCloses++;
+        ws.end(AUTH_CLOSE_CODE, `credentials no longer valid: ${r.reason}`);
+      }
+    }
+  }
+
+  private closeAll(code: number, reason: string): void {
+    for (const ws of this.fanout.all()) if (!ws.getUserData().closed) ws.end(code, reason);
+  }
+
+  /** The WebSocket component of `/health/detailed` and `/metrics`. */
+  report(): { status: string } & Record<string, unknown> {
+    const f = this.fanout;
+    return {
+      status: this.svc.config.get().streaming.websocket_enabled ? 'enabled' : 'disabled',
+      connections: f.connections,
+      subscriptions: f.subscriptions(),
+      filter_sets: f.filterSets(),
+      pose_frames: f.stats.poseFrames,
+      messages_serialised: f.stats.serialised,
+      pose_publishes: f.stats.posePublishes,
+      alerts_sent: f.stats.alertsSent,
+      alerts_delivered_late: f.stats.alertsDeliveredLate,
+      pose_frames_dropped: f.stats.poseFramesDropped,
+      slow_clients: f.slowClients(),
+      slow_closes: f.stats.slowCloses,
+      max_buffered_bytes: f.maxBuffered(),
+      backpressure_limit_bytes: MAX_BACKPRESSURE,
+      status_pushes: f.stats.statusPushes,
+      accepted: this.stats.accepted,
+      refused: { authentication: this.stats.refusedAuth, connection_limit: this.stats.refusedLimit, disabled: this.stats.refusedDisabled },
+      auth_closes: this.stats.authCloses,
+      error_messages: this.stats.badMessages,
+    };
+  }
+
+  /** Stops the streams and timers and closes every connection (1001). */
+  close(): void {
+    this.closing = true;
+    for (const s of this.subs) s.unsubscribe();
+    for (const t of this.timers) clearInterval(t);
+    this.unreport();
+    this.closeAll(GOING_AWAY, 'server shutting down');
+  }
+}

@@ -1,0 +1,110 @@
+import type { ServiceSnapshot } from './face.js';
+import type { Form } from '../render/frame.js';
+
+function iso(ms: number | null): string | null {
+  return ms ? new Date(ms).toISOString() : null;
+}
+function r2(v: number): number {
+  return Math.round(v * 100) / 100;
+}
+
+/** `healthy` while the system runs or rests without fault, `degraded` while it starts or stops, `unhealthy` in error. */
+export function systemHealth(s: ServiceSnapshot): 'healthy' | 'degraded' | 'unhealthy' {
+  if (s.system.state === 'error') return 'unhealthy';
+  if (s.system.state === 'running' || s.system.state === 'stopped') return s.store.status === 'degraded' ? 'degraded' : 'healthy';
+  return 'degraded';
+}
+
+/**
+ * The system status resource (`GET /system/status`) in a form.
+ * @param s a snapshot of the service
+ * @param form the response form
+ */
+export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<string, unknown> {
+  const err = s.system.error ? { error: s.system.error } : {};
+  const database = { status: s.store.status, connection_pool: 'connection_pool' in s.store ? s.store.connection_pool : '0/0' };
+  if (form === 'a') {
+    return {
+      status: s.system.state,
+      uptime_seconds: s.system.uptimeSeconds,
+      version: s.version,
+      components: {
+        csi_receiver: {
+          status: s.csi.status,
+          data_rate_hz: s.csi.rateHz,
+          packet_loss_rate: r2(s.csi.routers || s.csi.frames ? Math.max(0, 1 - s.csi.quality) : 0),
+          last_packet_time: iso(s.csi.lastFrameAt),
+        },
+        neural_network: { status: s.model.status, model_loaded: s.model.loaded, inference_time_ms: s.model.avgBatchMs, gpu_utilization: 0 },
+        tracking: { status: s.tracker.status, active_tracks: s.pose.activeTracks, track_quality: r2(s.pose.trackQuality) },
+      },
+      hardware: {
+        cpu_usage: s.resources.cpuPercent,
+        memory_usage: s.resources.memoryPercent,
+        gpu_memory_usage: 0,
+        disk_usage: s.resources.diskPercent,
+      },
+      network: { connected_routers: s.csi.routers, signal_strength: r2(s.csi.quality), interference_level: r2(1 - s.csi.quality) },
+      session_id: s.system.sessionId,
+      steps: s.system.steps,
+      ...err,
+    };
+  }
+  return {
+    status: s.system.state,
+    session_id: s.system.sessionId,
+    uptime_seconds: s.system.uptimeSeconds,
+    started_at: iso(s.system.startedAt),
+    version: s.version,
+    performance: {
+      frames_processed: s.csi.frames,
+      pose_frames: s.pose.frames,
+      average_fps: s.csi.rateHz,
+      average_latency_ms: s.pose.latencyMs,
+      cpu_usage: s.resources.cpuPercent,
+      memory_usage: s.resources.memoryPercent,
+      gpu_usage: 0,
+    },
+    components: {
+      csi_processor: { status: s.csi.status, last_heartbeat: iso(s.csi.lastFrameAt) },
+      neural_network: {
+        status: s.model.status,
+        model_loaded: s.model.loaded,
+        model_version: s.model.version,
+        // Whether the model takes the site geometry, and whether the configuration gives it one.
+        site_input: s.model.siteInput,
+        site_known: s.model.siteKnown,
+        inference_queue_size: s.model.queue,
+        dropped_windows: s.model.dropped,
+      },
+      tracker: { status: s.tracker.status, active_tracks: s.pose.activeTracks },
+      database,
+    },
+    steps: s.system.steps,
+    ...err,
+  };
+}
+
+/**
+ * The `system_status` message of the WebSocket (and the retained MQTT `status`): the spec's
+ * `processing_fps`, `active_persons`, `system_health`, `gpu_utilization`, plus the system state,
+ * pose frame rate and latency, active tracks and the session.
+ * @param s a snapshot of the service
+ */
+export function renderStatusMessage(s: ServiceSnapshot): Record<string, unknown> {
+  return {
+    type: 'system_status',
+    timestamp: new Date(s.at).toISOString(),
+    status: {
+      processing_fps: s.csi.rateHz,
+      pose_fps: s.pose.rateHz,
+      active_persons: s.pose.activePersons,
+      active_tracks: s.pose.activeTracks,
+      system_health: systemHealth(s),
+      state: s.system.state,
+      session_id: s.system.sessionId,
+      average_latency_ms: s.pose.latencyMs,
+      gpu_utilization: 0,
+    },
+  };
+}

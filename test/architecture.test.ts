@@ -1,0 +1,48 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from './helpers/cli.js';
+
+/** Every TypeScript file under a folder, relative to the repository. */
+function files(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(join(repoRoot, dir))) {
+    const p = join(dir, name);
+    if (statSync(join(repoRoot, p)).isDirectory()) out.push(...files(p));
+    else if (p.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** The repository paths a file imports (relative imports only). */
+function imports(file: string): string[] {
+  const text = readFileSync(join(repoRoot, file), 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(/^(?:import|export)\s[^;]*?from\s+'(\.[^']+)'/gms)) {
+    out.push(relative(repoRoot, join(repoRoot, file, '..', m[1]!)).replace(/\.js$/, '.ts'));
+  }
+  return out;
+}
+
+const SOURCES = [...files('src'), ...files('operators'), ...files('pipelines')];
+
+describe('the shape of the house', () => {
+  it('data flows one way: nothing below the server imports from it', () => {
+    // Only the composition root and the command line stand above the server.
+    const above = (f: string) => f.startsWith('src/server/') || f === 'src/app.ts' || f.startsWith('src/cli/');
+    const offenders = SOURCES.filter((f) => !above(f)).flatMap((f) => imports(f).filter((i) => i.startsWith('src/server/')).map((i) => `${f} -> ${i}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the server reads the service through its face, never the class that holds the pipeline', () => {
+    const offenders = files('src/server').flatMap((f) => imports(f).filter((i) => i === 'src/service/service.ts').map((i) => `${f} -> ${i}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the service knows no transport: it imports neither uWebSockets.js nor the outlets of others', () => {
+    for (const f of files('src/service')) {
+      const text = readFileSync(join(repoRoot, f), 'utf8');
+      expect(text, f).not.toMatch(/from 'uWebSockets\.js'|from 'mqtt'/);
+    }
+  });
+});

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { CONFIG_PARAMS, liveParams } from '../../pipelines/settings.js';
+import { live } from '../../pipelines/live.js';
+import { processDef } from '../../pipelines/process.js';
+import { registry } from '../../operators/index.js';
+import { resolveStages } from '../../src/engine/pipeline.js';
+import { deepFreeze, defaults, fieldAt, type ServiceConfig } from '../../src/config/schema.js';
+import type { ConfigSnapshot } from '../../src/config/store.js';
+import { describePipelines } from '../../src/cli/describe.js';
+
+const frozen = (c: ServiceConfig) => deepFreeze(c) as ConfigSnapshot;
+
+describe('one definition of each setting', () => {
+  it('declares every configuration-backed operator parameter with the type, default and range of its setting', () => {
+    for (const [op, params] of Object.entries(CONFIG_PARAMS)) {
+      const spec = registry.operators.get(op);
+      expect(spec, op).toBeDefined();
+      for (const [name, path] of Object.entries(params)) {
+        const p = spec!.params.find((x) => x.name === name);
+        const f = fieldAt(path);
+        expect(p, `${op}.${name}`).toBeDefined();
+        expect(f, path).toBeDefined();
+        expect(p!.default, `${op}.${name} default`).toBe(f!.default);
+        if (f!.type === 'number' || f!.type === 'integer') {
+          expect(p!.type).toBe(f!.type === 'integer' ? 'int' : 'number');
+          expect([p!.min, p!.max], `${op}.${name} range`).toEqual([f!.minimum, f!.maximum]);
+        } else expect(p!.type).toBe('boolean');
+      }
+    }
+  });
+
+  it('maps a configuration onto the stages: scalars, the site as its compact string, zones as JSON', () => {
+    const c = defaults();
+    c.detection.confidence_threshold = 0.65;
+    c.detection.max_persons = 2;
+    c.detection.tracking_enabled = false;
+    c.alerts.fall_detection.sensitivity = 0.3;
+    c.environment.site = { known: true, room_width: 7, room_depth: 5, receiver_x: 1, receiver_y: 0.2, receiver_z: 1.1, transmitter_x: 6, transmitter_y: 4.5, transmitter_z: 1.3 };
+    c.environment.zones = [{ id: 'bed', polygon: [[0, 0], [1, 0], [1, 1]] }] as never;
+    const snapshot = frozen(c);
+    const p = liveParams(snapshot);
+    expect(p.infer).toMatchObject({ confidenceThreshold: 0.65, maxPersons: 2, site: '7,5,1,0.2,1.1,6,4.5,1.3' });
+    expect(p.track.enabled).toBe(false);
+    expect(p.alerts.sensitivity).toBe(0.3);
+    expect(JSON.parse(String(p.alerts.zones))).toEqual(c.environment.zones);
+    // One snapshot, one object: stages read it per frame without allocating.
+    expect(liveParams(snapshot)).toBe(p);
+    // Every value is one the stage accepts.
+    for (const op of Object.keys(p) as Array<keyof typeof p>) {
+      const stage = { name: op, params: Object.fromEntries(Object.entries(p[op]).map(([k, v]) => [k, String(v)])), text: op, column: 0 };
+      const kinds = { infer: 'features', track: 'pose', activity: 'pose', alerts: 'pose' } as const;
+      expect(() => resolveStages([stage], kinds[op], registry)).not.toThrow();
+    }
+  });
+});
+
+describe('one definition of each pipeline', () => {
+  it('the live and process pipelines are the stage lists csipose pipelines prints', () => {
+    const printed = JSON.parse(describePipelines(registry, true)) as Array<{ name: string; stages: unknown }>;
+    for (const def of [live, processDef]) {
+      // What the command prints is the definition the service composes (pipelines/build.ts).
+      expect(printed.find((p) => p.name === def.name)?.stages, def.name).toEqual(JSON.parse(JSON.stringify(def.stages)));
+      const resolved = resolveStages([{ name: def.name, params: {}, text: def.name, column: 0 }], 'frame', registry).resolved.map((s) => s.spec.name);
+      expect(resolved).toEqual(def.stages.map(([n]) => n));
+    }
+    expect(live.stages.map(([n]) => n)).toEqual(['sanitize', 'window', 'features', 'infer', 'track', 'activity', 'alerts']);
+  });
+});
