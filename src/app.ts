@@ -1,6 +1,7 @@
 import { PoseService, type Logger } from './service/service.js';
 import { startServer, type HttpServer } from './server/server.js';
 import type { Form } from './server/forms.js';
+import { MqttOutlet } from './outlets/mqtt.js';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
 export interface ServeOptions {
@@ -23,6 +24,8 @@ export interface ServeOptions {
 export interface App {
   readonly svc: PoseService;
   readonly server: HttpServer;
+  /** The MQTT publisher (idle while `streaming.mqtt_enabled` is false). */
+  readonly mqtt: MqttOutlet;
   /** Graceful shutdown: stop listening and close sockets, detach outlets, stop the pipeline, flush and close the store. */
   close(): Promise<void>;
 }
@@ -57,15 +60,19 @@ export async function startApp(o: ServeOptions): Promise<App> {
     await svc.close();
     throw e;
   }
+  const mqtt = new MqttOutlet(svc, o.env ?? process.env, log);
   if (o.autostart) svc.system.start();
   let closing: Promise<void> | undefined;
   return {
     svc,
     server,
+    mqtt,
     close() {
       closing ??= (async () => {
         server.close();
         await svc.close();
+        // Last: the final status (stopped) goes out before the offline mark.
+        await mqtt.close();
       })();
       return closing;
     },

@@ -6,6 +6,7 @@ import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
 import { createDatagramDecoder, isCaptureFormat } from '../decoders/index.js';
 import { stampTime } from './replayClock.js';
 import { SourceError } from './errors.js';
+import { brokerName, envCredentials, RECONNECT_MIN_MS, withBackoff } from '../mqtt/connection.js';
 
 /** Capture formats whose records fit one MQTT message each. */
 export const MQTT_FORMATS = ['esp32', 'nexmon'] as const;
@@ -17,10 +18,6 @@ export type MqttQos = 0 | 1;
 /** Distinct topics whose decoders are kept; past this the least recently used one is dropped. */
 export const MAX_TOPIC_DECODERS = 1024;
 
-/** Reconnect backoff: the first retry waits this long, each failure doubles it ... */
-export const RECONNECT_MIN_MS = 500;
-/** ... up to this. */
-export const RECONNECT_MAX_MS = 30_000;
 
 /**
  * CONNACK return codes (MQTT 3.1.1) that say the broker cannot serve us now rather than that the
@@ -188,14 +185,10 @@ function credentials(userinfo: string | undefined, env: NodeJS.ProcessEnv): { us
   const fromUri = (s: string | undefined) => (s ? decodePart(s, 'userinfo') : undefined);
   const user = fromUri(userinfo === undefined ? undefined : colon < 0 ? userinfo : userinfo.slice(0, colon));
   const pass = fromUri(userinfo === undefined || colon < 0 ? undefined : userinfo.slice(colon + 1));
-  const username = user ?? (env.CSIPOSE_MQTT_USERNAME || undefined);
-  const password = pass ?? (env.CSIPOSE_MQTT_PASSWORD || undefined);
+  const fromEnv = envCredentials(env);
+  const username = user ?? fromEnv.username;
+  const password = pass ?? fromEnv.password;
   return { ...(username !== undefined ? { username } : {}), ...(password !== undefined ? { password } : {}) };
-}
-
-/** The broker as it may be shown in a message: any userinfo in the URL is cut out. */
-function brokerName(url: string): string {
-  return url.replace(/\/\/[^/]*@/, '//');
 }
 
 /**
@@ -316,8 +309,9 @@ function wire(client: MqttClient, opts: MqttSourceOptions, subscriber: Subscribe
   );
   const broker = brokerName(opts.url);
   let ready = false;
-  let everConnected = false;
-  let delay = RECONNECT_MIN_MS;
+  withBackoff(client, () => {
+    if (stats) stats.reconnects++;
+  });
 
   client.on('message', (topic, payload) => {
     const arrival = Date.now();
@@ -331,11 +325,7 @@ function wire(client: MqttClient, opts: MqttSourceOptions, subscriber: Subscribe
   });
 
   client.on('connect', () => {
-    if (everConnected && stats) stats.reconnects++;
-    everConnected = true;
     if (stats) stats.connected = true;
-    delay = RECONNECT_MIN_MS;
-    client.options.reconnectPeriod = delay;
     client.subscribe(opts.topic, { qos: opts.qos ?? 0 }, (err) => {
       // Any other error is the connection closing before the SUBACK: the next connection subscribes again.
       if (err && typeof (err as { code?: unknown }).code === 'number') {
@@ -346,13 +336,6 @@ function wire(client: MqttClient, opts: MqttSourceOptions, subscriber: Subscribe
       ready = true;
       opts.onReady?.();
     });
-  });
-
-  // MQTT.js waits `options.reconnectPeriod` after each failed attempt, reading it anew each time:
-  // raising it as every attempt starts gives the exponential backoff, reset once connected.
-  client.on('reconnect', () => {
-    delay = Math.min(delay * 2, RECONNECT_MAX_MS);
-    client.options.reconnectPeriod = delay;
   });
 
   client.on('close', () => {

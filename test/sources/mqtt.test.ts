@@ -9,6 +9,7 @@ import { mqttSource, newMqttStats, parseMqttUri, type MqttSourceOptions, type Mq
 import { parseSource, SourceError } from '../../src/sources/uri.js';
 import { ensureBuilt, ndjson, runCli } from '../helpers/cli.js';
 import { connectPublisher, describeWithMosquitto, startBroker, withBroker, type Broker } from '../helpers/mosquitto.js';
+import { startServer, waitForStatus } from '../helpers/server.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
 
 /** Safety net so a lost message fails the test instead of hanging it; not a measurement. */
@@ -439,6 +440,32 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
         expect(f).toMatchObject({ format: 'esp32', source_id: 'csi/x', environment_id: 'cli-env' });
         // Which lines the CLI caught depends on when it subscribed; each is one of the capture's.
         expect(want.some((w) => Array.from(w.csi).every((v, k) => v === f.csi.flat()[k]))).toBe(true);
+      }
+    });
+
+    it('csipose serve --source mqtt://...: the live pipeline reads the routers through the broker', async () => {
+      const s = await startServer({ model: true, autostart: true, source: `${broker.url}/routers/%2B/csi?format=esp32` });
+      try {
+        const token = await s.login();
+        const status = async () => (await s.api('GET', '/system/status', { token, form: 'a' })).body;
+        await waitForStatus(s, token, 'running');
+        const p = await publisher();
+        const lines = esp32Lines();
+        let sent = 0;
+        // Two routers publish; the receiver counts frames from both (router_count is the distinct topics).
+        const got = await (async () => {
+          for (;;) {
+            const st = await status();
+            if (st.components.csi_receiver.status === 'active' && st.network.connected_routers === 2) return st;
+            if (sent > 2000) throw new Error(`no frames through serve --source mqtt: ${JSON.stringify(st.components.csi_receiver)}`);
+            for (const router of ['r1', 'r2']) await publishAll(p, `routers/${router}/csi`, lines.slice(sent % lines.length, (sent % lines.length) + 5));
+            sent += 5;
+            await sleep(50);
+          }
+        })();
+        expect(got.components.csi_receiver.data_rate_hz).toBeGreaterThan(0);
+      } finally {
+        await s.close();
       }
     });
   });
