@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 
@@ -38,6 +39,55 @@ describe('envelopes and errors', () => {
     token = await s.login();
   });
   afterAll(() => s?.close());
+
+  it('deeply nested JSON is a 400 in the form of the request, on every body-taking route, and the service goes on', async () => {
+    // 30,000 levels fit every body limit (60 KB); 100,000 only the 4 MiB of /pose/process, and are 413 elsewhere.
+    const arrays = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const objects = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const cases: Array<[string, string, string]> = [
+      ['POST', '/pose/process', arrays(30_000)],
+      ['POST', '/pose/process', arrays(100_000)],
+      ['POST', '/pose/process', objects(100_000)],
+      ['POST', '/auth/token', arrays(30_000)],
+      ['POST', '/auth/token', objects(10_000)],
+      ['PUT', '/config', arrays(30_000)],
+      ['PUT', '/config', `{"detection":${objects(10_000)}}`],
+    ];
+    for (const [method, path, body] of cases) {
+      const what = `${method} ${path} ${body.length} bytes`;
+      const b = await s.api(method, path, { token, rawBody: body });
+      expect(expectFormBError(b, 400, 'VALIDATION_ERROR').max_depth, what).toBe(64);
+      expect(b.body.error.message).toMatch(/deeper than 64 levels/);
+      expectFormAError(await s.api(method, path, { token, rawBody: body, form: 'a' }), 400, 'VALIDATION_ERROR');
+    }
+    expectFormBError(await s.api('PUT', '/config', { token, rawBody: arrays(100_000) }), 413, 'PAYLOAD_TOO_LARGE');
+    // 64 levels are still fine for the parser (the route then says what it thinks of the value).
+    const ok = await s.api('PUT', '/config', { token, rawBody: `${'['.repeat(64)}${']'.repeat(64)}` });
+    expect(ok.status).toBe(422);
+    expect((await s.api('GET', '/health')).status).toBe(200);
+  });
+
+  it('refuses a request whose length is ambiguous (two different Content-Length, or with Transfer-Encoding) with 400', async () => {
+    const raw = (head: string, body: string) =>
+      new Promise<string>((resolve, reject) => {
+        // Connection: close: the server ends the connection after its answer.
+        const sock = connect(s.port, '127.0.0.1', () => sock.write(`${head}\r\n\r\n${body}`));
+        let out = '';
+        sock.on('data', (c) => (out += c.toString()));
+        sock.on('close', () => resolve(out));
+        sock.on('error', reject);
+      });
+    const body = '{"username":"admin","password":"x"}';
+    const base = `POST /api/v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close`;
+    const two = await raw(`${base}\r\nContent-Length: ${body.length}\r\nContent-Length: 5`, body);
+    expect(two).toMatch(/^HTTP\/1\.1 400 /);
+    expect(two).toContain('two different Content-Length headers');
+    expect(two).toContain('VALIDATION_ERROR');
+    const same = await raw(`${base}\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length}`, body);
+    expect(same).toMatch(/^HTTP\/1\.1 401 /);
+    const chunked = await raw(`${base}\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked`, body);
+    expect(chunked).toMatch(/^HTTP\/1\.1 400 /);
+  });
 
   it('Form B wraps a resource in {success, data, timestamp, request_id}; Form A is the resource', async () => {
     const b = await s.api('GET', '/config', { token });

@@ -184,6 +184,12 @@ describe('pose endpoints', () => {
       [{ csi_data: { antenna_data: good }, extra: 1 }, 'extra'],
       [[good], 'body'],
     ];
+    // A string or a number where the antennas belong: named as the array it must be, and echoed.
+    for (const wrong of ['abc', 42]) {
+      const r = await s.api('POST', '/pose/process', { token, body: { csi_data: { antenna_data: wrong } }, form: 'a' });
+      expect(r.body.error.details.field_errors[0]).toMatchObject({ field: 'csi_data.antenna_data', received_value: wrong });
+      expect(r.body.error.details.field_errors[0].message).toMatch(/must be an array/);
+    }
     for (const [body, field] of cases) {
       const what = `${field}: ${JSON.stringify(body).slice(0, 80)}`;
       const b = await s.api('POST', '/pose/process', { token, body });
