@@ -2,6 +2,8 @@ import { PoseService, type Logger } from './service/service.js';
 import { startServer, type HttpServer } from './server/server.js';
 import type { Form } from './server/forms.js';
 import { MqttOutlet } from './outlets/mqtt.js';
+import { StoreOutlet } from './outlets/store.js';
+import { PoseSink } from './store/poseSink.js';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
 export interface ServeOptions {
@@ -23,6 +25,8 @@ export interface ServeOptions {
 /** A running application: the service, its server and its outlets. */
 export interface App {
   readonly svc: PoseService;
+  /** The DuckDB sink. */
+  readonly store: StoreOutlet;
   readonly server: HttpServer;
   /** The MQTT publisher (idle while `streaming.mqtt_enabled` is false). */
   readonly mqtt: MqttOutlet;
@@ -46,6 +50,10 @@ export async function startApp(o: ServeOptions): Promise<App> {
     ...(o.env ? { env: o.env } : {}),
     log,
   });
+  // The DuckDB sink: every pose frame, its persons, events and alerts, batched into the store.
+  const store = new StoreOutlet(svc, new PoseSink(svc.store, { onError: (e) => log('error', `store: ${e.message}`) }), (e) =>
+    log('error', `store outlet: ${(e as Error)?.stack ?? String(e)}`),
+  );
   let server: HttpServer;
   try {
     server = await startServer(svc, {
@@ -57,6 +65,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
       ...(o.transport ? { transport: o.transport } : {}),
     });
   } catch (e) {
+    store.close();
     await svc.close();
     throw e;
   }
@@ -65,12 +74,15 @@ export async function startApp(o: ServeOptions): Promise<App> {
   let closing: Promise<void> | undefined;
   return {
     svc,
+    store,
     server,
     mqtt,
     close() {
       closing ??= (async () => {
         server.close();
+        // The service stops the pipeline and flushes the sink (flush_sinks), then closes the store.
         await svc.close();
+        store.close();
         // Last: the final status (stopped) goes out before the offline mark.
         await mqtt.close();
       })();

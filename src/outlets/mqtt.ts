@@ -8,7 +8,7 @@ import type { ConfigSnapshot } from '../config/store.js';
 import type { ComponentReport, ServiceFace, ServiceSnapshot } from '../service/face.js';
 import { renderStatusMessage } from '../service/status.js';
 import { brokerName, envCredentials, RECONNECT_MIN_MS, withBackoff } from '../mqtt/connection.js';
-import { attachOutlet } from './outlet.js';
+import { attachOutlet } from '../service/outlet.js';
 import { haDiscovery, HaEnvironment, type EnvironmentTopics } from './homeassistant.js';
 
 /** QoS 1 messages (alerts, events) held while the broker is away; past it the oldest are dropped and counted. */

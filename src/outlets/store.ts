@@ -1,7 +1,7 @@
-import type { Observable, Subscription } from 'rxjs';
-import type { PoseFrameView } from '../render/view.js';
+import type { Subscription } from 'rxjs';
+import type { ServiceFace } from '../service/face.js';
 import type { PoseSink } from '../store/poseSink.js';
-import { attachOutlet } from './outlet.js';
+import { attachOutlet } from '../service/outlet.js';
 
 /**
  * The DuckDB sink as an outlet: every pose frame of `pose$`, with its persons, events and alerts,
@@ -10,27 +10,31 @@ import { attachOutlet } from './outlet.js';
  */
 export class StoreOutlet {
   private readonly sub: Subscription;
+  private readonly detach: Array<() => void>;
 
   /**
-   * @param pose$ the service's pose stream
-   * @param sink the pose sink of the open store
+   * @param svc the service: its pose stream, the stop step that flushes, the health report
+   * @param sink the pose sink of the service's store
    * @param onError receives a failure of this outlet
    */
   constructor(
-    pose$: Observable<PoseFrameView>,
+    svc: ServiceFace,
     readonly sink: PoseSink,
     onError: (e: unknown) => void,
   ) {
-    this.sub = attachOutlet(pose$, (v) => void sink.write(v.frame), onError);
+    this.sub = attachOutlet(svc.pose$, (v) => void sink.write(v.frame), onError);
+    this.detach = [
+      svc.flushOnStop(() => sink.flush()),
+      svc.report('store_sink', () => {
+        const st = sink.stats;
+        return { status: st.failedFlushes > 0 && st.pending > 0 ? 'retrying' : 'healthy', ...st };
+      }),
+    ];
   }
 
-  /** Writes what the sink holds. */
-  flush(): Promise<void> {
-    return this.sink.flush();
-  }
-
-  /** Detaches from the stream (the store closes the sink itself). */
+  /** Detaches from the stream (the store closes the sink itself, writing what it holds). */
   close(): void {
     this.sub.unsubscribe();
+    for (const d of this.detach) d();
   }
 }

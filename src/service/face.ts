@@ -5,7 +5,6 @@ import type { Authenticator } from '../auth/authenticator.js';
 import type { ConfigStore, UpdateResult } from '../config/store.js';
 import type { ConfigChange } from '../config/validate.js';
 import type { StoreHealth } from '../store/store.js';
-import type { PoseSinkStats } from '../store/poseSink.js';
 import type { Step, SystemController, SystemState } from './system.js';
 
 /** What an outlet or a component reports about itself (in `/health/detailed` and `/metrics`). */
@@ -74,7 +73,7 @@ export interface ServiceSnapshot {
     avgBatchMs: number;
   };
   tracker: { status: string };
-  store: (StoreHealth & { sink: PoseSinkStats | null }) | { status: 'closed' };
+  store: StoreHealth | { status: 'closed' };
   resources: {
     cpuPercent: number;
     memoryPercent: number;
@@ -141,6 +140,11 @@ export interface ServiceFace {
   process(s: CsiSubmission): Promise<ProcessResult>;
   /** Applies validated changes; a new `neural_network.model_path` must load as a model first. */
   updateConfig(changes: readonly ConfigChange[]): Promise<UpdateResult>;
+  /**
+   * Adds a sink to flush at the stop step `flush_sinks` (and so at shutdown).
+   * @returns a function that removes it
+   */
+  flushOnStop(flush: () => Promise<void>): () => void;
   /**
    * Adds a component's report to snapshots (`/health/detailed`, `/metrics`).
    * @returns a function that removes it

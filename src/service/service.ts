@@ -26,7 +26,6 @@ import type { ConfigChange } from '../config/validate.js';
 import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Store } from '../store/store.js';
-import { PoseSink } from '../store/poseSink.js';
 import { PoseModel } from '../model/runtime.js';
 import { WINDOW_FRAMES } from '../model/features.js';
 import { SUBCARRIERS } from '../sim/simulator.js';
@@ -34,8 +33,7 @@ import { parseSource } from '../sources/uri.js';
 import { PoseFrameView } from '../render/view.js';
 import { livePipeline, processPipeline } from '../../pipelines/build.js';
 import { liveParams } from '../../pipelines/settings.js';
-import { LatestFrames } from '../outlets/latest.js';
-import { StoreOutlet } from '../outlets/store.js';
+import { LatestFrames } from './latest.js';
 import { SystemController, type SystemState } from './system.js';
 import { PipelineFigures } from './figures.js';
 import { CpuMeter, DiskIoMeter, memoryMiB, memoryPercent } from './metrics.js';
@@ -83,9 +81,9 @@ function subcarriersFor(n: number): Int16Array {
  * The running system: configuration, authentication, the store, the lifecycle with the live
  * pipeline, and its public face ({@link ServiceFace}): the hot streams `pose$`, `alerts$`,
  * `events$`, `status$` and a small read interface. The pipeline runs once per session and
- * publishes each pose frame once; the latest-frame cache and the DuckDB sink are subscribers of
- * their own, as are the servers and publishers the application attaches (`src/app.ts`). Nothing
- * here knows HTTP.
+ * publishes each pose frame once; the latest-frame cache behind `latest()` is a subscriber of its
+ * own, as are the outlets the application attaches (`src/app.ts`: the DuckDB sink, the HTTP and
+ * WebSocket server, the MQTT publisher). Nothing here knows HTTP.
  *
  * @example
  * const svc = await PoseService.open({ dataDir: './data' });
@@ -107,7 +105,8 @@ export class PoseService implements ServiceFace {
   private readonly stateChanges = new Subject<SystemState>();
   private readonly figures = new PipelineFigures();
   private readonly latestFrames: LatestFrames;
-  private readonly storeOutlet: StoreOutlet;
+  /** What the stop step `flush_sinks` flushes (the DuckDB sink, attached by the application). */
+  private readonly flushers = new Set<() => Promise<void>>();
   private readonly cpu = new CpuMeter();
   private readonly diskIo = new DiskIoMeter();
   private readonly history: MetricsSample[] = [];
@@ -143,17 +142,16 @@ export class PoseService implements ServiceFace {
       map(() => this.snapshot()),
       share(),
     );
-    const outletError = (name: string) => (e: unknown) => this.log('error', `${name}: ${(e as Error)?.stack ?? String(e)}`);
-    this.latestFrames = new LatestFrames(this.pose$, outletError('latest-frame cache'));
-    const sink = new PoseSink(store, { onError: (e) => this.log('error', `store: ${e.message}`) });
-    this.storeOutlet = new StoreOutlet(this.pose$, sink, outletError('store outlet'));
+    this.latestFrames = new LatestFrames(this.pose$, (e) => this.log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
     this.system = new SystemController(
       {
         loadModel: () => this.loadModel(),
         openStore: () => this.checkStore(),
         openSource: () => this.openSource(),
         startPipeline: (frames, onPose, onFault) => this.startPipeline(frames, onPose, onFault),
-        flushSinks: () => this.storeOutlet.flush(),
+        flushSinks: async () => {
+          await Promise.all([...this.flushers].map((f) => f()));
+        },
         releaseModel: () => this.releaseModel(),
       },
       (f) => this.publish(f),
@@ -210,6 +208,11 @@ export class PoseService implements ServiceFace {
 
   metricsHistory(): readonly MetricsSample[] {
     return this.history;
+  }
+
+  flushOnStop(flush: () => Promise<void>): () => void {
+    this.flushers.add(flush);
+    return () => this.flushers.delete(flush);
   }
 
   report(name: string, fn: () => ComponentReport): () => void {
@@ -362,7 +365,7 @@ export class PoseService implements ServiceFace {
       quality += v.frame.csiQuality;
       for (const p of v.frame.persons) confSum += p.confidence;
     }
-    const storeHealth = this.store.closed ? ({ status: 'closed' } as const) : { ...this.store.health(), sink: this.storeOutlet.sink.stats };
+    const storeHealth = this.store.closed ? ({ status: 'closed' } as const) : this.store.health();
     const components: Record<string, ComponentReport> = {};
     for (const [name, fn] of this.components) {
       try {
@@ -449,7 +452,6 @@ export class PoseService implements ServiceFace {
         await this.system.settled();
       }
       this.latestFrames.close();
-      this.storeOutlet.close();
       this.poseSubject.complete();
       this.stateChanges.complete();
       await this.store.close();

@@ -5,7 +5,7 @@ import { ApiError, REASON } from '../../errors.js';
 import type { Credentials } from '../../auth/authenticator.js';
 import type { ServiceFace } from '../../service/face.js';
 import { renderStatusMessage } from '../../service/status.js';
-import { attachOutlet } from '../../outlets/outlet.js';
+import { attachOutlet } from '../../service/outlet.js';
 import type { Form } from '../../render/frame.js';
 import type { HttpCore } from '../core.js';
 import { pickForm } from '../forms.js';
