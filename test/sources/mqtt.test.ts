@@ -11,6 +11,7 @@ import { ensureBuilt, ndjson, runCli } from '../helpers/cli.js';
 import { connectPublisher, describeWithMosquitto, startBroker, withBroker, type Broker } from '../helpers/mosquitto.js';
 import { startServer, waitForStatus } from '../helpers/server.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { parseError, pcapUdpPayloads } from '../helpers/sources.js';
 
 /** Safety net so a lost message fails the test instead of hanging it; not a measurement. */
 const GIVE_UP_MS = 20_000;
@@ -73,19 +74,6 @@ async function publishAll(pub: MqttClient, topic: string, payloads: readonly (st
   for (const p of payloads) await pub.publishAsync(topic, typeof p === 'string' ? p : Buffer.from(p));
 }
 
-/** The UDP payload of each packet of a little-endian Ethernet/IPv4/UDP pcap (as in udp.test.ts). */
-function pcapUdpPayloads(pcap: Uint8Array): Uint8Array[] {
-  const v = new DataView(pcap.buffer, pcap.byteOffset, pcap.byteLength);
-  expect(v.getUint32(0, true)).toBe(0xa1b2c3d4);
-  const out: Uint8Array[] = [];
-  for (let o = 24; o + 16 <= pcap.length; ) {
-    const incl = v.getUint32(o + 8, true);
-    out.push(pcap.subarray(o + 16 + 42, o + 16 + incl));
-    o += 16 + incl;
-  }
-  return out;
-}
-
 const esp32Lines = (): string[] =>
   readFileSync(sample('esp32/example_csi.csv'), 'utf8')
     .split('\n')
@@ -100,17 +88,6 @@ function expectSameRecord(got: CsiFrame, want: CsiFrame): void {
 }
 
 const uniqueId = (what: string) => `csipose-test-${what}-${randomBytes(4).toString('hex')}`;
-
-/** The SourceError parseSource raises for `uri` (fails the test if it parses). */
-function parseError(uri: string): SourceError {
-  try {
-    parseSource(uri);
-  } catch (e) {
-    expect(e).toBeInstanceOf(SourceError);
-    return e as SourceError;
-  }
-  throw new Error(`"${uri}" parsed without an error`);
-}
 
 describe('parseSource: mqtt:// and mqtts://', () => {
   it('the documented forms are live frame sources', () => {

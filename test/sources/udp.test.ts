@@ -7,6 +7,7 @@ import { decodeEsp32 } from '../../src/decoders/esp32.js';
 import { decodeNexmon } from '../../src/decoders/nexmon.js';
 import { udpSource, type UdpStats } from '../../src/sources/udp.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { pcapUdpPayloads } from '../helpers/sources.js';
 
 /** Safety net so a lost datagram fails the test instead of hanging it; not a measurement. */
 const GIVE_UP_MS = 10_000;
@@ -102,23 +103,6 @@ async function sendAll(l: Listener, payloads: readonly Uint8Array[]): Promise<vo
     if (Date.now() > deadline) throw new Error(`listener got ${l.stats.datagrams - base} of ${payloads.length} datagrams`);
     await new Promise((r) => setTimeout(r, 1));
   }
-}
-
-/**
- * The UDP payload of every packet of a classic little-endian pcap of Ethernet/IPv4/UDP frames:
- * the captured bytes after Ethernet (14) + IPv4 (20) + UDP (8) headers.
- */
-function pcapUdpPayloads(pcap: Uint8Array): Uint8Array[] {
-  const v = new DataView(pcap.buffer, pcap.byteOffset, pcap.byteLength);
-  expect(v.getUint32(0, true)).toBe(0xa1b2c3d4);
-  expect(v.getUint32(20, true)).toBe(1);
-  const out: Uint8Array[] = [];
-  for (let o = 24; o + 16 <= pcap.length; ) {
-    const incl = v.getUint32(o + 8, true);
-    out.push(pcap.subarray(o + 16 + 42, o + 16 + incl));
-    o += 16 + incl;
-  }
-  return out;
 }
 
 /** Binds a fresh socket to `port` on 127.0.0.1; resolves true on success, false on an error. */

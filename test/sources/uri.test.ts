@@ -7,20 +7,10 @@ import type { CsiFrame } from '../../src/csi/frame.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { parseSource, SourceError } from '../../src/sources/uri.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { parseError } from '../helpers/sources.js';
 
 const haveSimulator = existsSync(new URL('../../src/sim/simulator.ts', import.meta.url));
 const describeWithSimulator = haveSimulator ? describe : describe.skip;
-
-/** The SourceError a malformed URI raises (fails the test if it parses). */
-function parseError(uri: string): SourceError {
-  try {
-    parseSource(uri);
-  } catch (e) {
-    expect(e).toBeInstanceOf(SourceError);
-    return e as SourceError;
-  }
-  throw new Error(`"${uri}" parsed without an error`);
-}
 
 describe('parseSource: documented forms', () => {
   it('udp://0.0.0.0:5500?format=esp32 is a live frame source', () => {

@@ -16,6 +16,25 @@ function conflict(e: unknown): never {
   throw e;
 }
 
+/** Begins a transition; a state that does not allow it is 409 SYSTEM_STATE_CONFLICT. */
+function transition<T extends Transition>(begin: () => T): T {
+  try {
+    return begin();
+  } catch (e) {
+    conflict(e);
+  }
+}
+
+/** Checks an optional body: an object with at most these boolean fields. */
+function optionalFlags(ctx: Ctx, flags: readonly string[]): void {
+  if (ctx.body === undefined) return;
+  const c = new Checker();
+  const b = c.object(ctx.body, 'body', false);
+  for (const f of flags) c.bool(b?.[f], f);
+  c.only(b, '', flags);
+  c.done();
+}
+
 /** States in which a start is refused (409). */
 const BUSY = new Set(['starting', 'running', 'restarting', 'stopping']);
 
@@ -88,12 +107,7 @@ export function systemRoutes(svc: ServiceFace): Route[] {
       role: 'operator',
       async handler(ctx) {
         const updated = await applyStartConfiguration(svc, ctx);
-        let t: Transition;
-        try {
-          t = svc.system.start();
-        } catch (e) {
-          conflict(e);
-        }
+        const t = transition(() => svc.system.start());
         return { status: 202, data: startReply(svc, t, ctx.form, updated) };
       },
     },
@@ -103,20 +117,9 @@ export function systemRoutes(svc: ServiceFace): Route[] {
       category: 'configuration',
       role: 'operator',
       handler(ctx) {
-        if (ctx.body !== undefined) {
-          const c = new Checker();
-          const b = c.object(ctx.body, 'body', false);
-          c.bool(b?.force, 'force');
-          c.bool(b?.save_state, 'save_state');
-          c.only(b, '', ['force', 'save_state']);
-          c.done();
-        }
-        let t: Transition;
-        try {
-          t = svc.system.stop();
-        } catch (e) {
-          conflict(e);
-        }
+        // Form A's stop body; a stop is always graceful and the store keeps everything.
+        optionalFlags(ctx, ['force', 'save_state']);
+        const t = transition(() => svc.system.stop());
         return { status: 202, data: stopReply(t, ctx.form) };
       },
     },
@@ -126,18 +129,8 @@ export function systemRoutes(svc: ServiceFace): Route[] {
       category: 'configuration',
       role: 'operator',
       handler(ctx) {
-        if (ctx.body !== undefined) {
-          const c = new Checker();
-          const b = c.object(ctx.body, 'body', false);
-          c.only(b, '', []);
-          c.done();
-        }
-        let t: Transition & { previous_session_id: string | undefined };
-        try {
-          t = svc.system.restart();
-        } catch (e) {
-          conflict(e);
-        }
+        optionalFlags(ctx, []);
+        const t = transition(() => svc.system.restart());
         return {
           status: 202,
           data: {
