@@ -398,11 +398,13 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
     },
     max_wait_ms: {
       type: 'number',
-      default: 5,
+      default: 0,
       minimum: 0,
       maximum: 1000,
       unit: 'ms',
-      description: 'A partial batch runs once its oldest window has waited this long',
+      description:
+        'A partial batch runs once its oldest window has waited this long and no batch is in flight. ' +
+        '0 (default): at once when the model is idle, so windows batch up only while a batch runs (batching follows the load)',
       restart: false,
     },
     enable_gpu: {

@@ -149,7 +149,7 @@ describe('infer: batching and order', () => {
     const rec = recording(model);
     const stats = zeroStats();
     const frames = await lastValueFrom(
-      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
+      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: 5, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
     );
     expect(frames.map((f) => f.time)).toEqual(rows.map((r) => r.frameTime));
     expect(rec.calls.map((c) => c.n)).toEqual([4, 4, 4, 4, 4, 1]);
@@ -165,11 +165,20 @@ describe('infer: batching and order', () => {
     });
   });
 
+  it('with the default wait (0), runs a row at once when the model is idle and batches what arrives while it runs', async () => {
+    const rows = featureRows(9, F);
+    // The first batch takes 40 ms: the eight rows behind it queue and go out together.
+    const rec = recording(model, undefined, (call) => (call === 0 ? 40 : 0));
+    const frames = await lastValueFrom(from(rows).pipe(infer({ model: rec.runner, batchSize: 32 }), toArray()));
+    expect(rec.calls.map((c) => c.n)).toEqual([1, 8]);
+    expect(frames.map((f) => f.time)).toEqual(rows.map((r) => r.frameTime));
+  });
+
   it('keeps input order when batches finish out of order', async () => {
     const rows = featureRows(9, F);
     // The first batch is held back 40 ms, so batches 2 and 3 finish before it.
     const rec = recording(model, undefined, (call) => (call === 0 ? 40 : 0));
-    const frames = await lastValueFrom(from(rows).pipe(infer({ model: rec.runner, batchSize: 3, concurrency: 3 }), toArray()));
+    const frames = await lastValueFrom(from(rows).pipe(infer({ model: rec.runner, batchSize: 3, maxWaitMs: 5, concurrency: 3 }), toArray()));
     expect(rec.calls.map((c) => c.n)).toEqual([3, 3, 3]);
     expect(frames.map((f) => f.time)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
   });
@@ -330,7 +339,7 @@ describe('infer: lag, live options, errors, teardown', () => {
     expect(Object.fromEntries(spec.params.map((p) => [p.name, p.default]))).toEqual({
       modelPath: 'models/csipose-pose.onnx',
       batchSize: 32,
-      maxWaitMs: 5,
+      maxWaitMs: 0,
       maxQueue: 256,
       confidenceThreshold: 0.5,
       // The configuration's defaults (detection.max_persons is 4), stated once in the schema.
