@@ -1,51 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import type { BenchResult } from './lib.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const cli = resolve(here, '../src/cli/main.js');
-const root = resolve(here, '../..');
-
-interface Running {
-  proc: ChildProcess;
-  base: string;
-  dir: string;
-}
+import { startServe, stopServe, type ServeProcess } from './serve.js';
 
 /** Starts `csipose serve` on a free port with the given transport and waits for its address. */
-async function startServer(transport: 'uws' | 'node'): Promise<Running> {
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-bench-http-'));
-  const proc = spawn(
-    process.execPath,
-    [cli, 'serve', '--port', '0', '--data-dir', dir, '--rate-limit-scale', '1000000', '--http', transport, '--log-level', 'error'],
-    { cwd: root, env: { ...process.env, CSIPOSE_ADMIN_PASSWORD: 'bench-password-123' }, stdio: ['ignore', 'pipe', 'inherit'] },
+function startServer(transport: 'uws' | 'node'): Promise<ServeProcess> {
+  return startServe(
+    () => ['--rate-limit-scale', '1000000', '--http', transport, '--log-level', 'error'],
+    { CSIPOSE_ADMIN_PASSWORD: 'bench-password-123' },
+    'csipose-bench-http-',
   );
-  const base = await new Promise<string>((ok, fail) => {
-    let out = '';
-    const t = setTimeout(() => fail(new Error('server did not start in 30 s')), 30_000);
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(t);
-        ok(m[1]!);
-      }
-    });
-    proc.once('exit', (code) => fail(new Error(`server exited with ${code}`)));
-  });
-  return { proc, base, dir };
-}
-
-async function stopServer(r: Running): Promise<void> {
-  await new Promise<void>((ok) => {
-    r.proc.once('exit', () => ok());
-    r.proc.kill('SIGTERM');
-  });
-  rmSync(r.dir, { recursive: true, force: true });
 }
 
 /** Logs in and waits until the live pipeline has produced a pose frame. */
@@ -99,7 +62,7 @@ export async function run(): Promise<BenchResult[]> {
       });
       out.push({ name: `http.pose_latest.${transport}.p99`, value: r.latency.p99, unit: 'ms', n: r.requests.total });
     } finally {
-      await stopServer(server);
+      await stopServe(server);
     }
   }
   out.push({ name: 'http.pose_latest.uws_vs_node', value: rps.uws! / rps.node!, unit: 'ratio', n: 2, note: 'requests/s of uWebSockets.js over Node http, same handlers' });

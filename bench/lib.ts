@@ -91,3 +91,17 @@ export function table(results: readonly BenchResult[]): string {
   const rows = results.map((r) => `| ${r.name} | ${fmt(r.value)} | ${r.unit} | ${r.n} | ${r.spread !== undefined ? (r.spread * 100).toFixed(1) + '%' : ''} | ${r.note ?? ''} |`);
   return ['| benchmark | median | unit | n | spread | note |', '|---|---:|---|---:|---:|---|', ...rows].join('\n');
 }
+
+/**
+ * Prints results as DECISIONS "Benchmark output" has them: one JSON document with `--json`
+ * (non-finite values as null), a Markdown table otherwise; both with the Node version and CPU.
+ */
+export function printResults(results: readonly BenchResult[], json: boolean): void {
+  const m = machine();
+  if (json) {
+    const clean = results.map((r) => ({ ...r, value: Number.isFinite(r.value) ? r.value : null }));
+    process.stdout.write(JSON.stringify({ node: m.node, cpu: m.cpu, results: clean }, null, 2) + '\n');
+  } else {
+    process.stdout.write(`node ${m.node}, ${m.cpu}\n\n${table(results)}\n`);
+  }
+}

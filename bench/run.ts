@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { argValue, machine, table, type BenchResult } from './lib.js';
+import { argValue, printResults, type BenchResult } from './lib.js';
 
 type Suite = { run(): Promise<BenchResult[]> };
 
@@ -42,13 +42,7 @@ async function main(): Promise<void> {
     if (child.status !== 0) throw new Error(`suite ${name} failed (exit ${child.status})`);
     results.push(...(JSON.parse(child.stdout.trim().split('\n').pop()!) as BenchResult[]));
   }
-  const m = machine();
-  if (json) {
-    const clean = results.map((r) => ({ ...r, value: Number.isFinite(r.value) ? r.value : null }));
-    process.stdout.write(JSON.stringify({ node: m.node, cpu: m.cpu, results: clean }, null, 2) + '\n');
-  } else {
-    process.stdout.write(`node ${m.node}, ${m.cpu}\n\n${table(results)}\n`);
-  }
+  printResults(results, json);
 }
 
 main().catch((e: unknown) => {

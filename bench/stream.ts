@@ -12,7 +12,7 @@
  * One JSON document on stdout with `--json` (DECISIONS "Benchmark output"), a table otherwise;
  * progress and the verdict on the targets on stderr.
  */
-import { argValue, machine, table, type BenchResult } from './lib.js';
+import { argValue, printResults, type BenchResult } from './lib.js';
 import { FULL, QUICK, runFanout } from './stream/fanout.js';
 import { runE2e } from './stream/e2e.js';
 import { verdict } from './stream/targets.js';
@@ -37,13 +37,7 @@ async function main(): Promise<void> {
   if (only !== 'fanout') results.push(...(await runE2e({ frames: quick ? 60 : 250, warmupFrames: 10 }, log)));
   log(`\nbench:stream took ${Math.round((Date.now() - t0) / 1000)} s${quick ? ' (--quick)' : ''}`);
   log(verdict(results));
-  const m = machine();
-  if (json) {
-    const clean = results.map((r) => ({ ...r, value: Number.isFinite(r.value) ? r.value : null }));
-    process.stdout.write(JSON.stringify({ node: m.node, cpu: m.cpu, results: clean }, null, 2) + '\n');
-  } else {
-    process.stdout.write(`node ${m.node}, ${m.cpu}\n\n${table(results)}\n`);
-  }
+  printResults(results, json);
 }
 
 main().then(

@@ -2,18 +2,17 @@
  * Part 2 of `npm run bench:stream`: one CSI packet sent by UDP -> the pose_update a WebSocket
  * client receives, through the real application (`csipose serve --source udp://...`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import type { CaptureFormat } from '../../src/csi/frame.js';
 import type { BenchResult } from '../lib.js';
 import { argValue } from '../lib.js';
 import { datagrams, samplesDir } from './captures.js';
-import { MODEL, root } from './fanout.js';
+import { MODEL } from './fanout.js';
+import { repoRoot, startServe, stopServe, type ServeProcess } from '../serve.js';
 import { now, sleep } from './ipc.js';
 import { median, ms, quantile } from './stats.js';
 
@@ -40,12 +39,6 @@ export interface E2eOptions {
   warmupFrames: number;
 }
 
-interface Running {
-  proc: ChildProcess;
-  base: string;
-  dir: string;
-}
-
 /** A free UDP port on 127.0.0.1 (bound and released; the server binds it a moment later). */
 async function freeUdpPort(): Promise<number> {
   const s = createSocket('udp4');
@@ -56,35 +49,17 @@ async function freeUdpPort(): Promise<number> {
 }
 
 /** Starts `csipose serve` with the UDP source and waits until its system is running. */
-async function serve(format: CaptureFormat, udpPort: number, key: string): Promise<Running> {
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-bench-e2e-'));
-  const config = join(dir, 'overlay.json');
-  writeFileSync(config, JSON.stringify({ neural_network: { model_path: MODEL } }));
-  const cli = join(root, 'dist/src/cli/main.js');
-  const proc = spawn(
-    process.execPath,
-    [cli, 'serve', '--port', '0', '--data-dir', join(dir, 'data'), '--config', config, '--source', `udp://127.0.0.1:${udpPort}?format=${format}`, '--log-level', 'error'],
-    {
-      cwd: root,
-      env: { ...process.env, CSIPOSE_API_KEYS: `${key}:viewer`, CSIPOSE_ADMIN_PASSWORD: `bench-${randomBytes(8).toString('hex')}` },
-      stdio: ['ignore', 'pipe', 'inherit'],
+async function serve(format: CaptureFormat, udpPort: number, key: string): Promise<ServeProcess> {
+  const running = await startServe(
+    (dir) => {
+      const config = join(dir, 'overlay.json');
+      writeFileSync(config, JSON.stringify({ neural_network: { model_path: MODEL } }));
+      return ['--config', config, '--source', `udp://127.0.0.1:${udpPort}?format=${format}`, '--log-level', 'error'];
     },
+    { CSIPOSE_API_KEYS: `${key}:viewer`, CSIPOSE_ADMIN_PASSWORD: `bench-${randomBytes(8).toString('hex')}` },
+    'csipose-bench-e2e-',
   );
-  const running: Running = { proc, base: '', dir };
   try {
-    running.base = await new Promise<string>((ok, fail) => {
-      let out = '';
-      const t = setTimeout(() => fail(new Error('csipose serve did not start in 30 s')), 30_000);
-      proc.stdout!.on('data', (c: Buffer) => {
-        out += c.toString();
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (m) {
-          clearTimeout(t);
-          ok(m[1]!);
-        }
-      });
-      proc.once('exit', (code) => fail(new Error(`csipose serve exited with ${code}`)));
-    });
     for (let i = 0; ; i++) {
       const r = await fetch(`${running.base}/api/v1/system/status`, { headers: { 'x-api-key': key } });
       const body = (await r.json()) as { data?: { status?: string } };
@@ -94,24 +69,9 @@ async function serve(format: CaptureFormat, udpPort: number, key: string): Promi
     }
     return running;
   } catch (e) {
-    await stop(running);
+    await stopServe(running);
     throw e;
   }
-}
-
-/** Stops `csipose serve` (SIGTERM, SIGKILL after 15 s) and removes its temp dir. */
-async function stop(r: Running): Promise<void> {
-  if (r.proc.exitCode === null && r.proc.signalCode === null) {
-    await new Promise<void>((ok) => {
-      const t = setTimeout(() => r.proc.kill('SIGKILL'), 15_000);
-      r.proc.once('exit', () => {
-        clearTimeout(t);
-        ok();
-      });
-      r.proc.kill('SIGTERM');
-    });
-  }
-  rmSync(r.dir, { recursive: true, force: true });
 }
 
 /** A client subscribed to pose_updates with default filters; calls `onPose(timestampMs, receivedAt)`. */
@@ -182,7 +142,7 @@ function sender(sock: Socket, packets: readonly Buffer[], sent: number[]): { sto
  * no clock shared with the server; only the matching reads the server's wall clock.
  */
 export async function runE2e(o: E2eOptions, log: (s: string) => void): Promise<BenchResult[]> {
-  const dir = samplesDir(root);
+  const dir = samplesDir(repoRoot);
   if (!dir) {
     log('e2e: SKIPPED: the real captures (../shared/csi-samples, or CSIPOSE_SAMPLES_DIR) are not here; no e2e.udp_to_ws_* figures');
     return [];
@@ -242,6 +202,6 @@ export async function runE2e(o: E2eOptions, log: (s: string) => void): Promise<B
     send?.stop();
     ws?.terminate();
     sock.close();
-    await stop(server);
+    await stopServe(server);
   }
 }

@@ -5,19 +5,20 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../lib.js';
 import { HOP } from '../../src/model/features.js';
 import { Child, now, sleep } from './ipc.js';
+import { repoRoot } from '../serve.js';
 import type { ConnectArgs, Received } from './clients.js';
 import type { Published, ServerReady, ServerStats } from './server.js';
 import { ms, phaseFigures } from './stats.js';
 import { configResults, summaryResults, type Phase, type Runs, type Side } from './results.js';
 
+/** This folder: the compiled server and client scripts sit beside this one. */
 const here = dirname(fileURLToPath(import.meta.url));
-export const root = resolve(here, '../../..');
-export const MODEL = join(root, 'models/csipose-pose.onnx');
+export const MODEL = join(repoRoot, 'models/csipose-pose.onnx');
 
 /**
  * Timing of the phases. Warm-up and window are given in seconds and run as frame counts at the
