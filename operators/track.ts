@@ -18,6 +18,8 @@ export interface TrackOperatorOptions extends TrackerOptionsInput {
    * the service can read track records (`tracker.tracks()`, `tracker.track(id)`).
    */
   onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
+  /** Id of each new tracker's first track (default 1): one past the stored ids keeps ids unique across restarts. */
+  firstTrackId?: number;
 }
 
 /**
@@ -44,7 +46,7 @@ export function track(
   options: TrackOperatorOptions | (() => TrackOperatorOptions) = {},
 ): OperatorFunction<PoseFrame, PoseFrame> {
   if (typeof options !== 'function') {
-    const { onTracker: _hook, enabled: _on, ...rest } = options;
+    const { onTracker: _hook, enabled: _on, firstTrackId: _first, ...rest } = options;
     mergeOptions(DEFAULT_TRACKER_OPTIONS, rest);
   }
   const accessor = typeof options === 'function' ? options : () => options;
@@ -65,7 +67,7 @@ export function track(
               return;
             }
             if (current === undefined || !sameOptions(current, next)) {
-              const { onTracker: _ignored, enabled: _on, ...rest } = next;
+              const { onTracker: _ignored, enabled: _on, firstTrackId: _first, ...rest } = next;
               // Complete options (defaults for what is left out), validated before any tracker
               // sees them, so that a bad change leaves every tracker as it was.
               settings = mergeOptions(DEFAULT_TRACKER_OPTIONS, rest);
@@ -75,7 +77,7 @@ export function track(
             const env = String(frame.environmentId);
             let tracker = trackers.get(env);
             if (tracker === undefined) {
-              tracker = new MultiPersonTracker(settings);
+              tracker = new MultiPersonTracker(settings, current.firstTrackId ?? 1);
               trackers.set(env, tracker);
               current.onTracker?.(env, tracker);
             }
@@ -103,6 +105,7 @@ function sameOptions(a: TrackOperatorOptions, b: TrackOperatorOptions): boolean 
 /** What the service lends the track stage of a pipeline it composes (see `pipelines/build.ts`). */
 export interface TrackContext extends OperatorContext {
   readonly onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
+  readonly firstTrackId?: number;
 }
 
 const PARAMS: readonly ParamSpec[] = [
@@ -143,6 +146,7 @@ function optionsOf(params: ParamValues, ctx: TrackContext): TrackOperatorOptions
     gate: Number(params.gate),
     smoothKeypoints: Number(params.smoothKeypoints),
     ...(ctx.onTracker ? { onTracker: ctx.onTracker } : {}),
+    ...(ctx.firstTrackId !== undefined ? { firstTrackId: ctx.firstTrackId } : {}),
   };
 }
 

@@ -20,6 +20,8 @@ export interface PipelineResources {
   inferStats?: InferStats;
   /** Called with each environment's tracker when it is made. */
   onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
+  /** Id of the first track (default 1). */
+  firstTrackId?: number;
   scheduler?: SchedulerLike;
 }
 
@@ -29,6 +31,7 @@ function run(def: typeof live, r: PipelineResources, params: () => Partial<Recor
     live: (op) => params()[op],
     ...(r.inferStats ? { inferStats: r.inferStats } : {}),
     ...(r.onTracker ? { onTracker: r.onTracker } : {}),
+    ...(r.firstTrackId !== undefined ? { firstTrackId: r.firstTrackId } : {}),
     ...(r.scheduler ? { scheduler: r.scheduler } : {}),
   };
   return pipelineOperator(def, registry, 'frame', ctx) as OperatorFunction<CsiFrame, PoseFrame>;

@@ -165,7 +165,14 @@ export interface ServiceConfig {
     fall_detection: { enabled: boolean; sensitivity: number; notification_delay_seconds: number };
     inactivity_detection: { enabled: boolean; threshold_minutes: number };
   };
-  analytics: { enable_activity_recognition: boolean };
+  analytics: {
+    enable_activity_recognition: boolean;
+    retail_entrance_zone: string;
+    retail_product_zone: string;
+    retail_checkout_zone: string;
+    retail_purchase_zone: string;
+    crowd_threshold: number;
+  };
   streaming: {
     restream_enabled: boolean;
     websocket_enabled: boolean;
@@ -182,6 +189,7 @@ export interface ServiceConfig {
     mqtt_homeassistant_prefix: string;
   };
   privacy: { data_retention_days: number; anonymize_data: boolean; enable_encryption: boolean };
+  storage: { parquet_dir: string; query_timeout_seconds: number; query_max_rows: number };
   rate_limits: Record<RateLimitCategory, RateLimit>;
   server: { response_form: 'a' | 'b' };
 }
@@ -211,6 +219,19 @@ function siteCoordinate(radio: 'receiver' | 'transmitter', axis: 'x' | 'y' | 'z'
     maximum: axis === 'z' ? 20 : 100,
     unit: 'm',
     description: `The ${radio}'s ${axis}: ${what} (default ${fallback}, the simulator's)`,
+    restart: false,
+  };
+}
+
+/** A zone of the retail conversion funnel: the id of a zone of `environment.zones`, '' for none. */
+function funnelZone(stage: string, what: string): StringField {
+  return {
+    type: 'string',
+    default: '',
+    maxLength: 64,
+    pattern: '^$|^[A-Za-z0-9][A-Za-z0-9._-]*$',
+    patternHint: "'' or a zone id of environment.zones",
+    description: `Retail analytics: the zone of the conversion funnel's ${stage} stage (${what}); '' leaves the stage out`,
     restart: false,
   };
 }
@@ -517,6 +538,19 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       description: 'Label persons standing / sitting / lying / walking / falling; fall alerts need it',
       restart: false,
     },
+    retail_entrance_zone: funnelZone('entrance', 'the entrance'),
+    retail_product_zone: funnelZone('product_interaction', 'the products'),
+    retail_checkout_zone: funnelZone('checkout_area', 'the checkout'),
+    retail_purchase_zone: funnelZone('purchase', 'the till (a visit counts as a purchase)'),
+    crowd_threshold: {
+      type: 'integer',
+      default: 5,
+      minimum: 2,
+      maximum: 1000,
+      unit: 'persons',
+      description: 'Security analytics: a crowd formation event is a stretch of frames with at least this many persons',
+      restart: false,
+    },
   }),
   streaming: group('Real-time outputs', {
     restream_enabled: {
@@ -648,6 +682,38 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       enumReason: 'the DuckDB store is not encrypted in this build; use an encrypted file system',
       description: 'Encrypt stored data at rest; only false is accepted: not in this build',
       restart: true,
+    },
+  }),
+  storage: group('The DuckDB store and what analysts read from it', {
+    parquet_dir: {
+      type: 'string',
+      default: '',
+      maxLength: 200,
+      pattern: '^$|^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$',
+      patternHint: "empty (off), or a folder inside the data directory such as 'lake' (letters, digits, '.', '_', '-', '/'; no '..')",
+      description:
+        'Parquet lake: closed hourly partitions of every table written under this folder of the data directory, by table, ' +
+        "environment and date; '' (default) writes none. Read when csipose serve starts (the store fixes at open the " +
+        'folders it may write)',
+      restart: true,
+    },
+    query_timeout_seconds: {
+      type: 'number',
+      default: 30,
+      minimum: 0.1,
+      maximum: 600,
+      unit: 's',
+      description: 'Longest run of an admin SQL query through the service (csipose query while the service runs); it is interrupted beyond',
+      restart: false,
+    },
+    query_max_rows: {
+      type: 'integer',
+      default: 100_000,
+      minimum: 1,
+      maximum: 10_000_000,
+      unit: 'rows',
+      description: 'Most rows an admin SQL query through the service returns; the answer says when it was cut',
+      restart: false,
     },
   }),
   rate_limits: group('Rate limits per category (Form B table); all counted per API key or user', {

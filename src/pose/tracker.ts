@@ -356,10 +356,14 @@ export class MultiPersonTracker {
 
   /**
    * @param options any subset of {@link TrackerOptions}
+   * @param firstId the id of the first track (default 1); a service passes one past the ids it
+   *   stored, so track ids never repeat across restarts
    * @throws RangeError when an option is out of range
    */
-  constructor(options: TrackerOptionsInput = {}) {
+  constructor(options: TrackerOptionsInput = {}, firstId = 1) {
     this.opts = mergeOptions(DEFAULT_TRACKER_OPTIONS, options);
+    if (!Number.isSafeInteger(firstId) || firstId < 1) throw new RangeError(`tracker: firstId must be a positive integer, got ${firstId}`);
+    this.nextId = firstId;
   }
 
   /** The options in force (the latest `setOptions` applies from the next frame). */

@@ -56,6 +56,8 @@ export interface ServiceOptions {
 /** Metrics history: one sample every 10 s, an hour of them. */
 const METRICS_EVERY_MS = 10_000;
 const METRICS_KEPT = 360;
+/** Retention runs at open and then this often. */
+const RETENTION_EVERY_MS = 3_600_000;
 /** A source with no frame for this long makes the CSI component `idle`. */
 const IDLE_AFTER_MS = 5000;
 
@@ -114,6 +116,9 @@ export class PoseService implements ServiceFace {
   private readonly metricsTimer: NodeJS.Timeout;
   private model: PoseModel | undefined;
   private closing: Promise<void> | undefined;
+  /** One past the largest track id stored: the next session's first track (ids never repeat). */
+  private firstTrackId = 1;
+  private readonly retentionTimer: NodeJS.Timeout;
 
   private constructor(
     readonly opts: ServiceOptions,
@@ -162,6 +167,21 @@ export class PoseService implements ServiceFace {
     );
     this.metricsTimer = setInterval(() => this.sampleMetrics(), METRICS_EVERY_MS);
     this.metricsTimer.unref();
+    void this.prune();
+    this.retentionTimer = setInterval(() => void this.prune(), RETENTION_EVERY_MS);
+    this.retentionTimer.unref();
+  }
+
+  /** Retention: stored rows older than `privacy.data_retention_days` go. */
+  private async prune(): Promise<void> {
+    try {
+      const days = this.config.get().privacy.data_retention_days;
+      const deleted = await this.store.pruneOlderThan(days);
+      const n = Object.values(deleted).reduce((a, b) => a + b, 0);
+      if (n > 0) this.log('info', `retention: ${n} row(s) older than ${days} days deleted (${JSON.stringify(deleted)})`);
+    } catch (e) {
+      if (!this.store.closed) this.log('error', `retention: ${(e as Error).message}`);
+    }
   }
 
   /**
@@ -239,7 +259,8 @@ export class PoseService implements ServiceFace {
   }
 
   private async checkStore(): Promise<void> {
-    await this.store.query('SELECT 1');
+    const [row] = await this.store.query<{ max_track: number | null }>('SELECT max(track_id) AS max_track FROM pose_persons');
+    this.firstTrackId = (row?.max_track ?? 0) + 1;
   }
 
   private openSource(): Observable<CsiFrame> {
@@ -254,7 +275,7 @@ export class PoseService implements ServiceFace {
       .pipe(
         tap((f) => figures.csi(f)),
         livePipeline(
-          { model: this.model!, inferStats: figures.inferStats, onTracker: (env, t) => figures.trackers.set(env, t) },
+          { model: this.model!, inferStats: figures.inferStats, onTracker: (env, t) => figures.trackers.set(env, t), firstTrackId: this.firstTrackId },
           () => liveParams(this.config.get()),
         ),
       )
@@ -431,6 +452,22 @@ export class PoseService implements ServiceFace {
 
   private sampleMetrics(): void {
     const s = this.snapshot();
+    // The same sample into the store (system_metrics), for the summary's uptime and analysts.
+    this.store
+      .recordMetrics({
+        time: s.at,
+        framesPerSecond: s.csi.rateHz,
+        averageLatencyMs: s.pose.latencyMs,
+        cpuUsage: s.resources.cpuPercent,
+        memoryUsage: s.resources.memoryPercent,
+        processingQueueSize: s.model.queue,
+        // The pipeline's error rate: the share of CSI windows inference dropped under lag.
+        errorRate: this.figures.inferStats.dropped / Math.max(1, this.figures.inferStats.rows + this.figures.inferStats.dropped),
+        activePersons: s.pose.activePersons,
+      })
+      .catch((e: unknown) => {
+        if (!this.store.closed) this.log('error', `metrics: ${(e as Error).message}`);
+      });
     this.history.push({
       timestamp: new Date(s.at).toISOString(),
       frames_per_second: s.csi.rateHz,
@@ -446,6 +483,7 @@ export class PoseService implements ServiceFace {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.metricsTimer);
+      clearInterval(this.retentionTimer);
       await this.system.settled();
       if (this.system.state === 'running') {
         this.system.stop();

@@ -124,6 +124,7 @@ class FrameColumns {
   n = 0;
   cap = 0;
   ts = new Float64Array(0);
+  seq = new Float64Array(0);
   frameId = new Float64Array(0);
   personCount = new Int32Array(0);
   processingMs = new Float32Array(0);
@@ -138,6 +139,7 @@ class FrameColumns {
     if (n <= this.cap) return;
     const c = Math.max(n, this.cap * 2, 256);
     this.ts = grownF64(this.ts, c);
+    this.seq = grownF64(this.seq, c);
     this.frameId = grownF64(this.frameId, c);
     this.personCount = grownI32(this.personCount, c);
     this.processingMs = grownF32(this.processingMs, c);
@@ -151,7 +153,7 @@ class FrameColumns {
   shift(k: number): void {
     if (k === 0) return;
     const n = this.n;
-    for (const a of [this.ts, this.frameId, this.personCount, this.processingMs, this.csiQuality, this.avgConf, this.maxConf]) a.copyWithin(0, k, n);
+    for (const a of [this.ts, this.seq, this.frameId, this.personCount, this.processingMs, this.csiQuality, this.avgConf, this.maxConf]) a.copyWithin(0, k, n);
     this.env.splice(0, k);
     this.source.splice(0, k);
     this.model.splice(0, k);
@@ -164,6 +166,7 @@ class PersonColumns {
   n = 0;
   cap = 0;
   ts = new Float64Array(0);
+  seq = new Float64Array(0);
   frameId = new Float64Array(0);
   slot = new Int32Array(0);
   personId = new Int32Array(0);
@@ -187,6 +190,7 @@ class PersonColumns {
     if (n <= this.cap) return;
     const c = Math.max(n, this.cap * 2, 512);
     this.ts = grownF64(this.ts, c);
+    this.seq = grownF64(this.seq, c);
     this.frameId = grownF64(this.frameId, c);
     this.slot = grownI32(this.slot, c);
     this.personId = grownI32(this.personId, c);
@@ -230,7 +234,7 @@ class PersonColumns {
   shift(k: number): void {
     if (k === 0) return;
     const n = this.n;
-    for (const a of [this.ts, this.frameId, this.slot, this.personId, this.trackId, this.trackAge, this.confidence, this.activityConf, this.hasDense]) {
+    for (const a of [this.ts, this.seq, this.frameId, this.slot, this.personId, this.trackId, this.trackAge, this.confidence, this.activityConf, this.hasDense]) {
       a.copyWithin(0, k, n);
     }
     this.bbox.copyWithin(0, k * 4, n * 4);
@@ -282,10 +286,10 @@ async function openAppender(conn: DuckDBConnection, table: string, columns: read
 }
 
 const T = DuckDBTypeId;
-const FRAME_TYPES = [T.TIMESTAMP, T.VARCHAR, T.VARCHAR, T.BIGINT, T.INTEGER, T.FLOAT, T.VARCHAR, T.FLOAT, T.FLOAT, T.FLOAT] as const;
+const FRAME_TYPES = [T.TIMESTAMP, T.VARCHAR, T.VARCHAR, T.BIGINT, T.INTEGER, T.FLOAT, T.VARCHAR, T.FLOAT, T.FLOAT, T.FLOAT, T.BIGINT] as const;
 const PERSON_TYPES = [
   T.TIMESTAMP, T.VARCHAR, T.BIGINT, T.INTEGER, T.INTEGER, T.INTEGER, T.INTEGER, T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT,
-  T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT, T.VARCHAR, T.FLOAT, T.BLOB, T.BLOB,
+  T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT, T.VARCHAR, T.FLOAT, T.BLOB, T.BLOB, T.BIGINT,
 ] as const;
 const EVENT_COLUMNS = 12;
 const ALERT_COLUMNS = 13;
@@ -335,6 +339,8 @@ export class PoseSink {
   private closing?: Promise<void>;
   /** Last report time per reason, so a refusal storm yields one report per second per reason. */
   private readonly lastReport = new Map<string, number>();
+  /** The storage order of the last frame taken in (`seq`, wall-clock microseconds, strictly increasing). */
+  private lastSeq = 0;
   /** Arrival time of the oldest row not yet taken into a batch (scheduler clock). */
   private oldestAt: number | undefined;
   private readonly detach: () => void;
@@ -451,6 +457,8 @@ export class PoseSink {
     alerts: readonly PoseAlert[],
   ): void {
     const env = text(frame.environmentId, 'default');
+    // Storage order: strictly increasing microseconds of the wall clock, so it also grows across restarts.
+    const seq = (this.lastSeq = Math.max(this.lastSeq + 1, Date.now() * 1000));
     const P = this.persons;
     P.reserve(P.n + persons.length);
     let confSum = 0;
@@ -466,6 +474,7 @@ export class PoseSink {
       const i = P.n;
       const conf = finiteOrNaN(p.confidence);
       P.ts[i] = ts;
+      P.seq[i] = seq;
       P.frameId[i] = frameId;
       P.env[i] = env;
       const slot = int32OrNaN(p.slot);
@@ -503,6 +512,7 @@ export class PoseSink {
     F.reserve(F.n + 1);
     const f = F.n;
     F.ts[f] = ts;
+    F.seq[f] = seq;
     F.frameId[f] = frameId;
     F.env[f] = env;
     F.source[f] = text(frame.sourceId);
@@ -704,7 +714,9 @@ export class PoseSink {
       const m = Math.min(VECTOR_SIZE, n - off);
       const chunk = DuckDBDataChunk.create(t.types, m);
       const v = Array.from({ length: t.types.length }, (_, k) => chunk.getColumnVector(k));
-      const [ts, env, src, fid, pc, pms, model, q, avg, max] = v as [DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector];
+      const [ts, env, src, fid, pc, pms, model, q, avg, max, seq] = v as [
+        DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector,
+      ];
       for (let r = 0; r < m; r++) {
         const i = off + r;
         ts.setItem(r, timestamp(F.ts[i]!));
@@ -717,6 +729,7 @@ export class PoseSink {
         q.setItem(r, nullIfNaN(F.csiQuality[i]!));
         avg.setItem(r, nullIfNaN(F.avgConf[i]!));
         max.setItem(r, nullIfNaN(F.maxConf[i]!));
+        seq.setItem(r, BigInt(F.seq[i]!));
       }
       for (const x of v) x.flush();
       t.appender.appendDataChunk(chunk);
@@ -732,9 +745,10 @@ export class PoseSink {
       const m = Math.min(VECTOR_SIZE, n - off);
       const chunk = DuckDBDataChunk.create(t.types, m);
       const v = Array.from({ length: t.types.length }, (_, k) => chunk.getColumnVector(k));
-      const [ts, env, fid, slot, pid, tid, tage, conf, bx, by, bw, bh, fx, fy, vx, vy, act, actConf, kp, dp] = v as DuckDBVector[] as [
+      const [ts, env, fid, slot, pid, tid, tage, conf, bx, by, bw, bh, fx, fy, vx, vy, act, actConf, kp, dp, seq] = v as DuckDBVector[] as [
         DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector,
         DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector,
+        DuckDBVector,
       ];
       for (let r = 0; r < m; r++) {
         const i = off + r;
@@ -760,6 +774,7 @@ export class PoseSink {
         // Views into the column buffer: the vector copies the bytes when flushed below.
         kp.setItem(r, new DuckDBBlobValue(P.keypoints.subarray(i * KP_BYTES, (i + 1) * KP_BYTES)));
         dp.setItem(r, P.hasDense[i] ? new DuckDBBlobValue(P.dense.subarray(i * DP_BYTES, (i + 1) * DP_BYTES)) : null);
+        seq.setItem(r, BigInt(P.seq[i]!));
       }
       for (const x of v) x.flush();
       t.appender.appendDataChunk(chunk);

@@ -19,7 +19,7 @@
  */
 
 /** The schema version this build writes. A file with a newer version is refused at open. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** One schema step: the statements that bring version `version - 1` to `version`. */
 export interface Migration {
@@ -120,8 +120,31 @@ const V1: readonly string[] = [
   )`,
 ];
 
+/**
+ * Version 2: `seq`, the order rows were stored in, on frames and their persons (the persons of a
+ * frame share its seq); history pages by it, so frames stored while a client pages come after the
+ * pages it has read and nothing is skipped or repeated. Rows of version 1 get their time in
+ * microseconds. And `tracks`, one row per track computed from its persons.
+ */
+const V2: readonly string[] = [
+  `ALTER TABLE pose_frames ADD COLUMN seq BIGINT`,
+  `UPDATE pose_frames SET seq = epoch_us(ts)`,
+  `ALTER TABLE pose_persons ADD COLUMN seq BIGINT`,
+  `UPDATE pose_persons SET seq = epoch_us(ts)`,
+  `CREATE OR REPLACE VIEW tracks AS
+    SELECT environment_id, track_id,
+      min(ts) AS first_seen, max(ts) AS last_seen, count(*) AS frames,
+      avg(confidence) AS average_confidence, max(track_age) AS max_track_age,
+      arg_max(activity, ts) AS last_activity,
+      arg_max(floor_x, ts) AS last_floor_x, arg_max(floor_y, ts) AS last_floor_y
+    FROM pose_persons WHERE track_id IS NOT NULL GROUP BY environment_id, track_id`,
+];
+
 /** Every migration, oldest first; `MIGRATIONS[i].version === i + 1`. */
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, description: 'pose store: frames, persons, events, alerts, metrics', statements: V1 }];
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, description: 'pose store: frames, persons, events, alerts, metrics', statements: V1 },
+  { version: 2, description: 'storage order (seq) on frames and persons; the tracks view', statements: V2 },
+];
 
 /** Column order of `pose_frames`, as the sink appends it. */
 export const POSE_FRAME_COLUMNS = [
@@ -135,6 +158,7 @@ export const POSE_FRAME_COLUMNS = [
   'csi_quality',
   'avg_confidence',
   'max_confidence',
+  'seq',
 ] as const;
 
 /** Column order of `pose_persons`, as the sink appends it. */
@@ -159,6 +183,7 @@ export const POSE_PERSON_COLUMNS = [
   'activity_confidence',
   'keypoints',
   'dense_pose',
+  'seq',
 ] as const;
 
 /** True on little-endian hosts, where a Float32Array's bytes already are the BLOB layout. */

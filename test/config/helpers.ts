@@ -25,6 +25,13 @@ export function alternative(path: string, def: FieldDef): unknown {
       return 'udp://0.0.0.0:5500?format=esp32';
     case 'streaming.mqtt_url':
       return 'mqtts://broker.example:8883';
+    case 'analytics.retail_entrance_zone':
+    case 'analytics.retail_product_zone':
+    case 'analytics.retail_checkout_zone':
+    case 'analytics.retail_purchase_zone':
+      return 'door';
+    case 'storage.parquet_dir':
+      return 'lake';
     case 'neural_network.enable_gpu':
     case 'streaming.restream_enabled':
     case 'privacy.enable_encryption':

@@ -133,6 +133,11 @@ describe('validateUpdate, field by field', () => {
       'alerts.inactivity_detection.enabled',
       'alerts.inactivity_detection.threshold_minutes',
       'analytics.enable_activity_recognition',
+      'analytics.retail_entrance_zone',
+      'analytics.retail_product_zone',
+      'analytics.retail_checkout_zone',
+      'analytics.retail_purchase_zone',
+      'analytics.crowd_threshold',
       'streaming.restream_enabled',
       'streaming.websocket_enabled',
       'streaming.status_interval_seconds',
@@ -149,6 +154,9 @@ describe('validateUpdate, field by field', () => {
       'privacy.data_retention_days',
       'privacy.anonymize_data',
       'privacy.enable_encryption',
+      'storage.parquet_dir',
+      'storage.query_timeout_seconds',
+      'storage.query_max_rows',
       ...rl,
       'server.response_form',
     ]);
@@ -166,6 +174,7 @@ describe('validateUpdate, field by field', () => {
       'hardware.subcarrier_count',
       'streaming.restream_enabled',
       'privacy.enable_encryption',
+      'storage.parquet_dir',
     ]);
   });
 });

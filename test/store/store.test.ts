@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION, TIME_TABLES } from '../../src/store/schema.js';
+import { MIGRATIONS, SCHEMA_VERSION, TIME_TABLES } from '../../src/store/schema.js';
 import { Store, StoreError } from '../../src/store/store.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0, 123);
@@ -51,7 +51,8 @@ describe('Store', () => {
     await withStore(async (store) => {
       const tables = await store.query<{ table_name: string }>(`SELECT table_name FROM duckdb_tables() ORDER BY table_name`);
       expect(tables.map((t) => t.table_name)).toEqual(['activity_events', 'alerts', 'pose_frames', 'pose_persons', 'schema_version', 'system_metrics']);
-      expect(await store.query(`SELECT version FROM schema_version`)).toEqual([{ version: SCHEMA_VERSION }]);
+      expect(await store.query(`SELECT version FROM schema_version ORDER BY version`)).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
+      expect(MIGRATIONS.at(-1)!.version).toBe(SCHEMA_VERSION);
       const cols = await store.query<{ column_name: string; data_type: string }>(
         `SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index`,
         ['pose_persons'],
@@ -63,6 +64,34 @@ describe('Store', () => {
         expect(ts).toEqual([{ data_type: 'TIMESTAMP' }]);
       }
     });
+  });
+
+  it('migrates a version 1 file: frames and persons get their storage order, tracks are computed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'csipose-migrate-'));
+    const path = join(dir, 'v1.duckdb');
+    try {
+      const inst = await DuckDBInstance.create(path);
+      const conn = await inst.connect();
+      for (const sql of MIGRATIONS[0]!.statements) await conn.run(sql);
+      await conn.run(`INSERT INTO schema_version (version, description) VALUES (1, 'v1')`);
+      await conn.run(`INSERT INTO pose_frames VALUES ('2026-11-24 10:00:00', 'lab', 'sim', 7, 1, 5, 'm', 0.9, 0.8, 0.8)`);
+      for (const [t, x] of [['10:00:00', 1], ['10:00:01', 2]] as const)
+        await conn.run(`INSERT INTO pose_persons VALUES ('2026-11-24 ${t}', 'lab', 7, 0, 3, 3, 1, 0.8, 1, 2, 3, 4, ${x}, 1, NULL, NULL, 'walking', 0.9, '\\x00'::BLOB, NULL)`);
+      conn.closeSync();
+      inst.closeSync();
+      const store = await Store.open(path);
+      try {
+        expect(await store.query(`SELECT version FROM schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }]);
+        expect(await store.query(`SELECT seq FROM pose_frames`)).toEqual([{ seq: Date.parse('2026-11-24T10:00:00Z') * 1000 }]);
+        expect((await store.query(`SELECT seq FROM pose_persons ORDER BY ts`)).map((r) => r.seq)).toEqual([Date.parse('2026-11-24T10:00:00Z') * 1000, Date.parse('2026-11-24T10:00:01Z') * 1000]);
+        const [track] = await store.query(`SELECT environment_id, track_id, frames, last_activity, last_floor_x FROM tracks`);
+        expect(track).toEqual({ environment_id: 'lab', track_id: 3, frames: 2, last_activity: 'walking', last_floor_x: 2 });
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('runs prepared statements with positional and named parameters and refuses writes in query()', async () => {
