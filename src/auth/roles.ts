@@ -93,6 +93,10 @@ export const ENDPOINT_ACCESS: readonly EndpointAccess[] = Object.freeze([
   { method: 'GET', pattern: '/analytics/events', access: 'viewer' },
   { method: 'GET', pattern: '/analytics/occupancy', access: 'viewer' },
 
+  // Analysts' tools: read-only SQL and exports of the store while the service holds its file.
+  { method: 'POST', pattern: '/store/query', access: 'admin' },
+  { method: 'POST', pattern: '/store/export', access: 'admin' },
+
   { method: 'GET', pattern: '/ws/pose', access: 'viewer' },
 ] satisfies EndpointAccess[]);
 

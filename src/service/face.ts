@@ -4,7 +4,7 @@ import type { PoseFrameView } from '../render/view.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { ConfigStore, UpdateResult } from '../config/store.js';
 import type { ConfigChange } from '../config/validate.js';
-import type { StoreHealth } from '../store/store.js';
+import type { Store, StoreHealth } from '../store/store.js';
 import type { Step, SystemController, SystemState } from './system.js';
 
 /** What an outlet or a component reports about itself (in `/health/detailed` and `/metrics`). */
@@ -118,6 +118,8 @@ export interface ServiceFace {
   readonly dataDir: string;
   readonly config: ConfigStore;
   readonly auth: Authenticator;
+  /** The DuckDB store: history and analytics read it (parameters bound, read statements only). */
+  readonly store: Store;
   /** The lifecycle: start, stop, restart and their states. */
   readonly system: SystemController;
   /** Every pose frame of the live pipeline, rendered once per shape (hot, shared; never completes). */
