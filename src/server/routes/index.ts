@@ -2,6 +2,7 @@ import type { CoreStats, Route } from '../core.js';
 import type { ServiceFace } from '../../service/face.js';
 import { authRoutes } from './auth.js';
 import { poseRoutes } from './pose.js';
+import { historyRoutes } from './history.js';
 import { systemRoutes } from './system.js';
 import { configRoutes } from './config.js';
 import { healthRoutes } from './health.js';
@@ -13,5 +14,5 @@ import { healthRoutes } from './health.js';
  * @param http the HTTP core's own figures (for health and metrics)
  */
 export function buildRoutes(svc: ServiceFace, http: CoreStats): Route[] {
-  return [...authRoutes(svc), ...poseRoutes(svc), ...systemRoutes(svc), ...configRoutes(svc), ...healthRoutes(svc, http)];
+  return [...authRoutes(svc), ...poseRoutes(svc), ...historyRoutes(svc), ...systemRoutes(svc), ...configRoutes(svc), ...healthRoutes(svc, http)];
 }

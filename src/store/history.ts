@@ -1,0 +1,420 @@
+import type { PersonPose, PoseFrame } from '../pose/types.js';
+import { blobToFloats } from './schema.js';
+import type { Row, Store } from './store.js';
+import { DEFAULT_TRACKER_OPTIONS } from '../pose/tracker.js';
+
+/**
+ * The reads of pose history: pages of stored frames and persons, the query with its
+ * aggregations, and one track's record. Every read is SQL over the store with bound parameters;
+ * pages follow the storage order (`seq`), so rows stored while a client pages come after the
+ * pages it has read and nothing is skipped or repeated.
+ */
+
+/** A closed time range, epoch ms (inclusive). */
+export interface TimeRange {
+  from: number;
+  to: number;
+}
+
+/** What history pages select. */
+export interface HistoryFilter extends TimeRange {
+  environmentId: string;
+  personId?: number;
+  trackId?: number;
+  minConfidence: number;
+}
+
+/** A stored person as the renderers take it, with the frame it belongs to. */
+export interface StoredPerson {
+  time: number;
+  frameId: number;
+  environmentId: string;
+  seq: number;
+  person: PersonPose;
+}
+
+/** Far past and future for open ranges (DuckDB TIMESTAMP holds these). */
+export const OPEN_FROM = Date.parse('1970-01-01T00:00:00Z');
+export const OPEN_TO = Date.parse('9999-12-31T00:00:00Z');
+/** Steps longer than this do not count as movement or time in a track's statistics (a lost track). */
+const MAX_STEP_S = 2;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : NaN);
+const time = (v: unknown): number => (v instanceof Date ? v.getTime() : NaN);
+const opt = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : num(v));
+
+/** A `pose_persons` row as the renderers take it. */
+function personOf(r: Row): PersonPose {
+  const p: PersonPose = {
+    slot: num(r.slot),
+    confidence: num(r.confidence),
+    keypoints: blobToFloats(r.keypoints as Uint8Array),
+    bbox: Float32Array.of(num(r.bbox_x), num(r.bbox_y), num(r.bbox_w), num(r.bbox_h)),
+  };
+  const track = opt(r.track_id);
+  if (track !== undefined) p.trackId = track;
+  const age = opt(r.track_age);
+  if (age !== undefined) p.trackAge = age;
+  const fx = opt(r.floor_x);
+  const fy = opt(r.floor_y);
+  if (fx !== undefined && fy !== undefined) p.floor = { x: fx, y: fy };
+  const vx = opt(r.velocity_x);
+  const vy = opt(r.velocity_y);
+  if (vx !== undefined && vy !== undefined) p.velocity = { x: vx, y: vy };
+  if (typeof r.activity === 'string') p.activity = r.activity as PersonPose['activity'] & string;
+  const ac = opt(r.activity_confidence);
+  if (ac !== undefined) p.activityConfidence = ac;
+  if (r.dense_pose instanceof Uint8Array) p.densePose = blobToFloats(r.dense_pose);
+  return p;
+}
+
+const PERSON_COLUMNS = `p.ts, p.environment_id, p.frame_id, p.seq, p.slot, p.person_id, p.track_id, p.track_age, p.confidence,
+  p.bbox_x, p.bbox_y, p.bbox_w, p.bbox_h, p.floor_x, p.floor_y, p.velocity_x, p.velocity_y, p.activity, p.activity_confidence, p.keypoints`;
+
+/** The person filters of a history read, as SQL over `pose_persons p` (parameters $env, $from, $to, $pid, $tid, $conf). */
+const PERSON_WHERE = `p.environment_id = $env AND p.ts BETWEEN $from AND $to
+  AND ($pid IS NULL OR p.person_id = $pid) AND ($tid IS NULL OR p.track_id = $tid) AND p.confidence >= $conf`;
+
+function personParams(f: HistoryFilter): Record<string, number | string | Date | null> {
+  return {
+    env: f.environmentId,
+    from: new Date(f.from),
+    to: new Date(f.to),
+    pid: f.personId ?? null,
+    tid: f.trackId ?? null,
+    conf: f.minConfidence,
+  };
+}
+
+/**
+ * One page of stored persons (Form B history records), in storage order.
+ * @param store the store
+ * @param f the filter
+ * @param offset rows to skip
+ * @param limit rows to return
+ * @returns the persons and the total that matches
+ */
+export async function personPage(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
+  const params = personParams(f);
+  const [count] = await store.query<{ n: number }>(`SELECT count(*) AS n FROM pose_persons p WHERE ${PERSON_WHERE}`, params);
+  const rows = await store.query(
+    `SELECT ${PERSON_COLUMNS} FROM pose_persons p WHERE ${PERSON_WHERE}
+     ORDER BY p.seq, p.slot LIMIT $limit OFFSET $offset`,
+    { ...params, limit, offset },
+  );
+  return { total: num(count?.n), persons: rows.map(stored) };
+}
+
+function stored(r: Row): StoredPerson {
+  return { time: time(r.ts), frameId: num(r.frame_id), environmentId: String(r.environment_id), seq: num(r.seq), person: personOf(r) };
+}
+
+/** A stored frame with the persons that passed the filter. */
+export interface StoredFrame {
+  seq: number;
+  frame: PoseFrame;
+}
+
+/**
+ * One page of stored frames (Form A history), in storage order after `afterSeq`, each with its
+ * persons that pass the filter. With a person or track filter only frames holding such a person
+ * are listed; without, every frame of the range (an empty room is history too).
+ * @param store the store
+ * @param f the filter
+ * @param afterSeq the cursor: frames stored after this one (0 from the start)
+ * @param limit frames to return
+ * @returns the frames, whether more follow, and the total that matches
+ */
+export async function framePage(store: Store, f: HistoryFilter, afterSeq: number, limit: number): Promise<{ total: number; frames: StoredFrame[]; hasMore: boolean }> {
+  const params = personParams(f);
+  const byPerson = f.personId !== undefined || f.trackId !== undefined;
+  // Frames of the range, or only those holding a matching person.
+  const FRAMES = byPerson
+    ? `SELECT * FROM pose_frames fr WHERE fr.environment_id = $env AND fr.ts BETWEEN $from AND $to
+         AND fr.seq IN (SELECT p.seq FROM pose_persons p WHERE ${PERSON_WHERE})`
+    : `SELECT * FROM pose_frames fr WHERE fr.environment_id = $env AND fr.ts BETWEEN $from AND $to`;
+  const [count] = await store.query<{ n: number }>(
+    `SELECT count(*) AS n FROM (${FRAMES})`,
+    byPerson ? params : { env: params.env!, from: params.from!, to: params.to! },
+  );
+  const frames = await store.query(
+    `SELECT * FROM (${FRAMES}) WHERE seq > $after ORDER BY seq LIMIT $limit`,
+    byPerson ? { ...params, after: afterSeq, limit: limit + 1 } : { env: params.env!, from: params.from!, to: params.to!, after: afterSeq, limit: limit + 1 },
+  );
+  const hasMore = frames.length > limit;
+  const page = frames.slice(0, limit);
+  const out: StoredFrame[] = page.map((r) => ({
+    seq: num(r.seq),
+    frame: {
+      frameId: num(r.frame_id),
+      time: time(r.ts),
+      sourceId: String(r.source_id),
+      environmentId: String(r.environment_id),
+      persons: [],
+      processingMs: num(r.processing_ms),
+      modelVersion: String(r.model_version ?? ''),
+      csiQuality: num(r.csi_quality),
+    },
+  }));
+  if (out.length > 0) {
+    const persons = await store.query(
+      `SELECT ${PERSON_COLUMNS} FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi ORDER BY p.seq, p.slot`,
+      { ...params, lo: out[0]!.seq, hi: out[out.length - 1]!.seq },
+    );
+    const bySeq = new Map(out.map((x) => [x.seq, x.frame]));
+    for (const r of persons) bySeq.get(num(r.seq))?.persons.push(personOf(r));
+  }
+  return { total: num(count?.n), frames: out, hasMore };
+}
+
+/**
+ * The time span of an environment's stored frames (for a 404's `available_range`).
+ * @returns epoch ms, or null when nothing is stored
+ */
+export async function availableRange(store: Store, environmentId: string): Promise<TimeRange | null> {
+  const [r] = await store.query(`SELECT min(ts) AS lo, max(ts) AS hi FROM pose_frames WHERE environment_id = ?`, [environmentId]);
+  const lo = time(r?.lo);
+  const hi = time(r?.hi);
+  return Number.isFinite(lo) && Number.isFinite(hi) ? { from: lo, to: hi } : null;
+}
+
+// ---- the pose query ---------------------------------------------------------------------------
+
+export type AggregationType = 'none' | 'minute_summary' | 'hourly_summary' | 'daily_summary';
+export const AGGREGATION_TYPES: readonly AggregationType[] = ['none', 'minute_summary', 'hourly_summary', 'daily_summary'];
+export type QueryMetric = 'person_count' | 'avg_confidence' | 'max_confidence' | 'activities';
+export const QUERY_METRICS: readonly QueryMetric[] = ['person_count', 'avg_confidence', 'max_confidence', 'activities'];
+
+const BUCKET: Record<Exclude<AggregationType, 'none'>, string> = {
+  minute_summary: '1 minute',
+  hourly_summary: '1 hour',
+  daily_summary: '1 day',
+};
+
+/** `POST /pose/query` after validation. */
+export interface PoseQuery extends TimeRange {
+  environmentId: string;
+  personCountMin?: number;
+  personCountMax?: number;
+  minConfidence: number;
+  /** Only persons doing these (and frames holding one); all when absent. */
+  activities?: readonly string[];
+  aggregation: AggregationType;
+  /** Most result rows (raw frames or buckets). */
+  limit: number;
+}
+
+/** One result row: a frame (`none`) or a time bucket. */
+export interface QueryRow {
+  time: number;
+  frames: number;
+  /** Persons per frame (mean over the bucket's frames). */
+  personCount: number;
+  avgConfidence: number | null;
+  maxConfidence: number | null;
+  /** Share of the persons (rows) in each activity. */
+  activities: Record<string, number>;
+  frameId?: number;
+}
+
+export interface QueryAnswer {
+  rows: QueryRow[];
+  /** Rows of pose_frames and pose_persons in the time range: what the query had to read. */
+  scanned: number;
+  truncated: boolean;
+  executionMs: number;
+}
+
+/**
+ * `POST /pose/query`: frames in a time range filtered by person count, person confidence and
+ * activity, raw or summarised per minute, hour or day. A frame passes when its stored person
+ * count is in [min, max] and, with an activity filter, it holds a person doing one of them; the
+ * persons counted in confidences and activity shares are those at or above the confidence floor
+ * (and, with the filter, doing one of the activities).
+ * @param store the store
+ * @param q the validated query
+ * @returns result rows oldest first, the rows scanned, whether `limit` cut them, the time taken
+ */
+export async function poseQuery(store: Store, q: PoseQuery): Promise<QueryAnswer> {
+  const t0 = performance.now();
+  const params = {
+    env: q.environmentId,
+    from: new Date(q.from),
+    to: new Date(q.to),
+    pmin: q.personCountMin ?? null,
+    pmax: q.personCountMax ?? null,
+    conf: q.minConfidence,
+    acts: q.activities ? JSON.stringify(q.activities) : null,
+    limit: q.limit + 1,
+  };
+  const bucket = q.aggregation === 'none' ? null : BUCKET[q.aggregation];
+  // One row per passing frame with its passing persons' figures, then raw or per bucket. The
+  // bucket is one of three constant literals; every value is bound.
+  const FRAMES = `WITH fr AS (
+       SELECT ts, seq, frame_id, person_count FROM pose_frames
+       WHERE environment_id = $env AND ts BETWEEN $from AND $to
+         AND ($pmin IS NULL OR person_count >= $pmin) AND ($pmax IS NULL OR person_count <= $pmax)
+     ), pf AS (
+       SELECT seq, count(*) AS n, sum(confidence) AS conf_sum, max(confidence) AS conf_max,
+         list(activity) FILTER (WHERE activity IS NOT NULL) AS acts
+       FROM pose_persons
+       WHERE environment_id = $env AND ts BETWEEN $from AND $to AND confidence >= $conf
+         AND ($acts IS NULL OR list_contains(from_json($acts, '["VARCHAR"]'), activity))
+       GROUP BY seq
+     ), f AS (
+       SELECT fr.*, coalesce(pf.n, 0) AS n, pf.conf_sum, pf.conf_max, coalesce(pf.acts, []) AS acts
+       FROM fr LEFT JOIN pf USING (seq) WHERE $acts IS NULL OR pf.seq IS NOT NULL
+     )`;
+  const rows = await store.query(
+    bucket
+      ? `${FRAMES}
+         SELECT time_bucket(INTERVAL '${bucket}', ts) AS t, count(*) AS frames, avg(person_count) AS person_count,
+           sum(conf_sum) / nullif(sum(n), 0) AS avg_conf, max(conf_max) AS max_conf, flatten(list(acts)) AS acts
+         FROM f GROUP BY 1 ORDER BY 1 LIMIT $limit`
+      : `${FRAMES}
+         SELECT ts AS t, frame_id, 1 AS frames, person_count, conf_sum / nullif(n, 0) AS avg_conf, conf_max AS max_conf, acts
+         FROM f ORDER BY seq LIMIT $limit`,
+    params,
+  );
+  const [scanned] = await store.query<{ n: number }>(
+    `SELECT (SELECT count(*) FROM pose_frames WHERE environment_id = $env AND ts BETWEEN $from AND $to)
+          + (SELECT count(*) FROM pose_persons WHERE environment_id = $env AND ts BETWEEN $from AND $to) AS n`,
+    { env: params.env, from: params.from, to: params.to },
+  );
+  const truncated = rows.length > q.limit;
+  const out: QueryRow[] = rows.slice(0, q.limit).map((r) => {
+    const acts = (r.acts as string[] | null) ?? [];
+    const activities: Record<string, number> = {};
+    for (const a of acts) activities[a] = (activities[a] ?? 0) + 1;
+    for (const a of Object.keys(activities)) activities[a] = activities[a]! / acts.length;
+    const row: QueryRow = {
+      time: time(r.t),
+      frames: num(r.frames),
+      personCount: num(r.person_count),
+      avgConfidence: r.avg_conf === null ? null : num(r.avg_conf),
+      maxConfidence: r.max_conf === null ? null : num(r.max_conf),
+      activities,
+    };
+    if (!bucket) row.frameId = num(r.frame_id);
+    return row;
+  });
+  return { rows: out, scanned: num(scanned?.n), truncated, executionMs: performance.now() - t0 };
+}
+
+// ---- one track --------------------------------------------------------------------------------
+
+/** A track's record (spec "Track"), all figures from its stored persons. */
+export interface TrackRecord {
+  trackId: number;
+  environmentId: string;
+  firstSeen: number;
+  lastSeen: number;
+  frames: number;
+  averageConfidence: number;
+  /** Metres on the floor plan when floor positions were stored, else pixels of the view. */
+  movementDistance: number;
+  averageSpeed: number;
+  timeStationary: number;
+  timeMoving: number;
+  distanceUnit: 'm' | 'px';
+  lastActivity: string | null;
+}
+
+/** One trajectory point: the box centre in pixels, the floor position in metres when known. */
+export interface TrajectoryPoint {
+  time: number;
+  centerX: number;
+  centerY: number;
+  floorX: number | null;
+  floorY: number | null;
+  confidence: number;
+}
+
+/**
+ * A track's record: first and last seen, frames, mean confidence, and its movement statistics
+ * from consecutive positions (floor metres when stored, else box centres in pixels): distance
+ * summed over steps of at most 2 s, moving where a step's speed reaches the tracker's moving
+ * speed (0.2 m/s, 20 px/s), stationary otherwise.
+ * @param store the store
+ * @param environmentId the environment
+ * @param trackId the track
+ * @param range the time range to consider
+ * @returns the record, or null when the track has no person in the range
+ */
+export async function trackRecord(store: Store, environmentId: string, trackId: number, range: TimeRange): Promise<TrackRecord | null> {
+  const [r] = await store.query(
+    `WITH p AS (
+       SELECT ts, confidence, activity,
+         floor_x, floor_y, bbox_x + bbox_w / 2 AS cx, bbox_y + bbox_h / 2 AS cy
+       FROM pose_persons WHERE environment_id = $env AND track_id = $tid AND ts BETWEEN $from AND $to
+     ), floor AS (SELECT count(*) = count(floor_x) AND count(*) > 0 AS has FROM p),
+     steps AS (
+       SELECT ts, epoch_ms(ts - lag(ts) OVER w) / 1000.0 AS dt,
+         CASE WHEN (SELECT has FROM floor) THEN sqrt((floor_x - lag(floor_x) OVER w) ** 2 + (floor_y - lag(floor_y) OVER w) ** 2)
+              ELSE sqrt((cx - lag(cx) OVER w) ** 2 + (cy - lag(cy) OVER w) ** 2) END AS d
+       FROM p WINDOW w AS (ORDER BY ts)
+     )
+     SELECT (SELECT min(ts) FROM p) AS first_seen, (SELECT max(ts) FROM p) AS last_seen, (SELECT count(*) FROM p) AS frames,
+       (SELECT avg(confidence) FROM p) AS avg_conf, (SELECT arg_max(activity, ts) FROM p) AS last_activity,
+       (SELECT has FROM floor) AS floor,
+       coalesce(sum(d) FILTER (WHERE dt > 0 AND dt <= $maxstep), 0) AS distance,
+       coalesce(sum(dt) FILTER (WHERE dt > 0 AND dt <= $maxstep AND d / dt >= CASE WHEN (SELECT has FROM floor) THEN $vfloor ELSE $vview END), 0) AS moving,
+       coalesce(sum(dt) FILTER (WHERE dt > 0 AND dt <= $maxstep AND d / dt < CASE WHEN (SELECT has FROM floor) THEN $vfloor ELSE $vview END), 0) AS still
+     FROM steps`,
+    {
+      env: environmentId,
+      tid: trackId,
+      from: new Date(range.from),
+      to: new Date(range.to),
+      maxstep: MAX_STEP_S,
+      vfloor: DEFAULT_TRACKER_OPTIONS.movingSpeed.floor,
+      vview: DEFAULT_TRACKER_OPTIONS.movingSpeed.view,
+    },
+  );
+  if (!r || num(r.frames) === 0) return null;
+  const first = time(r.first_seen);
+  const last = time(r.last_seen);
+  const distance = num(r.distance);
+  const span = (last - first) / 1000;
+  return {
+    trackId,
+    environmentId,
+    firstSeen: first,
+    lastSeen: last,
+    frames: num(r.frames),
+    averageConfidence: num(r.avg_conf),
+    movementDistance: distance,
+    averageSpeed: span > 0 ? distance / span : 0,
+    timeStationary: num(r.still),
+    timeMoving: num(r.moving),
+    distanceUnit: r.floor === true ? 'm' : 'px',
+    lastActivity: typeof r.last_activity === 'string' ? r.last_activity : null,
+  };
+}
+
+/**
+ * A track's trajectory, at most `max` points spread evenly over it (every point when fewer).
+ * @returns the points oldest first and how many the track has in the range
+ */
+export async function trajectory(store: Store, environmentId: string, trackId: number, range: TimeRange, max: number): Promise<{ total: number; points: TrajectoryPoint[] }> {
+  const rows = await store.query(
+    `WITH p AS (
+       SELECT ts, confidence, floor_x, floor_y, bbox_x + bbox_w / 2 AS cx, bbox_y + bbox_h / 2 AS cy,
+         row_number() OVER (ORDER BY ts) - 1 AS i, count(*) OVER () AS n
+       FROM pose_persons WHERE environment_id = $env AND track_id = $tid AND ts BETWEEN $from AND $to
+     )
+     SELECT * FROM p WHERE n <= $max OR i % ceil(n / $max)::BIGINT = 0 ORDER BY ts`,
+    { env: environmentId, tid: trackId, from: new Date(range.from), to: new Date(range.to), max },
+  );
+  return {
+    total: rows.length ? num(rows[0]!.n) : 0,
+    points: rows.map((r) => ({
+      time: time(r.ts),
+      centerX: num(r.cx),
+      centerY: num(r.cy),
+      floorX: r.floor_x === null ? null : num(r.floor_x),
+      floorY: r.floor_y === null ? null : num(r.floor_y),
+      confidence: num(r.confidence),
+    })),
+  };
+}
