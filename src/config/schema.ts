@@ -674,7 +674,14 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       description: 'Stored pose history older than this is deleted',
       restart: false,
     },
-    anonymize_data: { type: 'boolean', default: false, description: 'Leave person-identifying detail out of stored and served data', restart: false },
+    anonymize_data: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Keep what describes a body out of what is stored and served: persons keep box, floor position, confidence, track and activity; ' +
+        'keypoints and dense pose are dropped as each frame is published (alerts computed from them still go out)',
+      restart: false,
+    },
     enable_encryption: {
       type: 'boolean',
       default: false,

@@ -24,6 +24,8 @@ function r3(v: number): number {
 
 function keypoints(p: PersonPose): Array<Record<string, unknown>> {
   const k = p.keypoints;
+  // An anonymised person (privacy.anonymize_data) carries no keypoints.
+  if (k.length === 0) return [];
   return KEYPOINT_NAMES.map((name, i) => ({
     name,
     x: r2(k[3 * i]!),
@@ -153,7 +155,7 @@ export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions):
     bounding_box: box(p),
   };
   if (o.includeKeypoints) out.keypoints = keypoints(p);
-  if (o.includeDensePose) {
+  if (o.includeDensePose && p.keypoints.length > 0) {
     const r = renderIuv(p);
     out.dense_pose = { iuv_image: r.iuv.toString('base64'), confidence_map: r.confidence.toString('base64') };
   }

@@ -31,6 +31,7 @@ import { WINDOW_FRAMES } from '../model/features.js';
 import { SUBCARRIERS } from '../sim/simulator.js';
 import { parseSource } from '../sources/uri.js';
 import { PoseFrameView } from '../render/view.js';
+import { anonymize } from '../pose/anonymize.js';
 import { livePipeline, processPipeline } from '../../pipelines/build.js';
 import { liveParams } from '../../pipelines/settings.js';
 import { LatestFrames } from './latest.js';
@@ -282,10 +283,11 @@ export class PoseService implements ServiceFace {
       .subscribe({ next: onPose, error: onFault, complete: () => onFault(new Error('the source ended')) });
   }
 
-  /** Each pose frame once to every outlet. */
+  /** Each pose frame once to every outlet (anonymised first when `privacy.anonymize_data` says so). */
   private publish(f: PoseFrame): void {
     this.figures.pose(f);
-    this.poseSubject.next(new PoseFrameView(f, this.figures.routerCount(), 'live'));
+    const frame = this.config.get().privacy.anonymize_data ? anonymize(f) : f;
+    this.poseSubject.next(new PoseFrameView(frame, this.figures.routerCount(), 'live'));
   }
 
   // ---- requests -----------------------------------------------------------------------------

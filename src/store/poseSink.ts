@@ -178,6 +178,8 @@ class PersonColumns {
   /** floor x, y, velocity x, y per row. */
   motion = new Float32Array(0);
   activityConf = new Float32Array(0);
+  /** Keypoint bytes of each row: 204, or 0 for an anonymised person. */
+  kpLength = new Int32Array(0);
   keypoints = new Uint8Array(0);
   private kpF32 = new Float32Array(0);
   dense = new Uint8Array(0);
@@ -200,6 +202,7 @@ class PersonColumns {
     this.bbox = grownF32(this.bbox, c * 4);
     this.motion = grownF32(this.motion, c * 4);
     this.activityConf = grownF32(this.activityConf, c);
+    this.kpLength = grownI32(this.kpLength, c);
     this.keypoints = grownU8(this.keypoints, c * KP_BYTES);
     this.kpF32 = new Float32Array(this.keypoints.buffer);
     // Dense pose buffer grows only once a person carries one (setDense): most models give none.
@@ -234,7 +237,7 @@ class PersonColumns {
   shift(k: number): void {
     if (k === 0) return;
     const n = this.n;
-    for (const a of [this.ts, this.seq, this.frameId, this.slot, this.personId, this.trackId, this.trackAge, this.confidence, this.activityConf, this.hasDense]) {
+    for (const a of [this.ts, this.seq, this.frameId, this.slot, this.personId, this.trackId, this.trackAge, this.confidence, this.activityConf, this.kpLength, this.hasDense]) {
       a.copyWithin(0, k, n);
     }
     this.bbox.copyWithin(0, k * 4, n * 4);
@@ -467,7 +470,9 @@ export class PoseSink {
     let invalid = 0;
     const start = P.n;
     for (const p of persons) {
-      if (!p || !isFloatArray(p.keypoints, KEYPOINT_FLOATS) || !p.bbox || p.bbox.length < 4 || (p.densePose !== undefined && !isFloatArray(p.densePose, DENSE_POSE_FLOATS))) {
+      // Keypoints are 51 floats, or none for an anonymised person (stored as an empty BLOB).
+      const anonymous = p?.keypoints?.length === 0;
+      if (!p || (!anonymous && !isFloatArray(p.keypoints, KEYPOINT_FLOATS)) || !p.bbox || p.bbox.length < 4 || (p.densePose !== undefined && !isFloatArray(p.densePose, DENSE_POSE_FLOATS))) {
         invalid++;
         continue;
       }
@@ -496,7 +501,8 @@ export class PoseSink {
       P.motion[b + 3] = finiteOrNaN(p.velocity?.y);
       P.activity[i] = typeof p.activity === 'string' ? p.activity : null;
       P.activityConf[i] = finiteOrNaN(p.activityConfidence);
-      P.setKeypoints(i, p.keypoints);
+      P.kpLength[i] = anonymous ? 0 : KP_BYTES;
+      if (!anonymous) P.setKeypoints(i, p.keypoints);
       if (p.densePose !== undefined) {
         P.setDense(i, p.densePose);
         P.hasDense[i] = 1;
@@ -772,7 +778,7 @@ export class PoseSink {
         act.setItem(r, P.activity[i]!);
         actConf.setItem(r, nullIfNaN(P.activityConf[i]!));
         // Views into the column buffer: the vector copies the bytes when flushed below.
-        kp.setItem(r, new DuckDBBlobValue(P.keypoints.subarray(i * KP_BYTES, (i + 1) * KP_BYTES)));
+        kp.setItem(r, new DuckDBBlobValue(P.keypoints.subarray(i * KP_BYTES, i * KP_BYTES + P.kpLength[i]!)));
         dp.setItem(r, P.hasDense[i] ? new DuckDBBlobValue(P.dense.subarray(i * DP_BYTES, (i + 1) * DP_BYTES)) : null);
         seq.setItem(r, BigInt(P.seq[i]!));
       }

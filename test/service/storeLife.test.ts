@@ -66,3 +66,37 @@ describe('the store of a running service', () => {
     }
   });
 });
+
+describe('privacy.anonymize_data', () => {
+  it('keeps keypoints and dense pose out of what is served and stored, live; boxes, tracks and activities stay', async () => {
+    const s = await startServer({ model: true, autostart: true, rateLimitScale: 100, config: { privacy: { anonymize_data: true } } });
+    try {
+      const token = await s.login();
+      const latest = await until(async () => {
+        const r = await s.api('GET', '/pose/latest', { token, query: { include_dense_pose: true } });
+        return r.status === 200 && r.body.data.persons.length > 0 ? r.body.data : undefined;
+      }, 'a frame with a person');
+      for (const p of latest.persons) {
+        expect(p.keypoints).toEqual([]);
+        expect(p.dense_pose).toBeUndefined();
+        expect(p.bounding_box.width).toBeGreaterThan(0);
+        expect(p.track_id).toBeGreaterThan(0);
+      }
+      const a = await s.api('GET', '/pose/latest', { token, form: 'a', query: { include_dense_pose: true } });
+      for (const p of a.body.persons) expect(p).toMatchObject({ keypoints: [], dense_pose: { body_parts: [] } });
+      const stored = await until(async () => {
+        const r = await s.svc.store.query<{ n: number; bytes: number }>('SELECT count(*) AS n, max(octet_length(keypoints)) AS bytes FROM pose_persons');
+        return r[0]!.n > 0 ? r[0]! : undefined;
+      }, 'stored persons');
+      expect(stored.bytes).toBe(0);
+      // Switched off: the next frames carry keypoints again, into the store too.
+      await s.api('PUT', '/config', { token, body: { privacy: { anonymize_data: false } } });
+      await until(async () => {
+        const r = await s.svc.store.query<{ bytes: number | null }>('SELECT max(octet_length(keypoints)) AS bytes FROM pose_persons');
+        return r[0]!.bytes === 204 ? true : undefined;
+      }, 'keypoints stored again');
+    } finally {
+      await s.close();
+    }
+  });
+});
