@@ -53,6 +53,16 @@ export async function throughput(
   return { name, value: median, unit, n: opts.items * rounds, spread: (rates[rates.length - 1]! - rates[0]!) / median };
 }
 
+/**
+ * The p-quantile of sorted values by nearest rank (p99 of 1,000 values is the 990th).
+ * @param sorted ascending
+ * @param p in (0, 1]
+ */
+export function quantile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+}
+
 /** Node version and CPU model, recorded with every set of figures. */
 export function machine(): { node: string; cpu: string } {
   const c = cpus();

@@ -5,15 +5,9 @@
 import type { Received } from './clients.js';
 import type { Published } from './server.js';
 
-/**
- * The p-quantile of sorted values by nearest rank (p99 of 1,000 values is the 990th).
- * @param sorted ascending
- * @param p in (0, 1]
- */
-export function quantile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
-}
+import { quantile } from '../lib.js';
+
+export { quantile };
 
 /** The median of a few values (the mean of the middle two for an even count). */
 export function median(values: readonly number[]): number {
