@@ -10,6 +10,8 @@ import { describeOperators, describePipelines } from './describe.js';
 import type { DecodeStats } from '../csi/decoder.js';
 import { serveCommand } from './serve.js';
 import { keysCommand } from './keys.js';
+import { queryCommand } from './query.js';
+import { exportCommand } from './export.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -129,6 +131,8 @@ export function program(): Command {
 
   cli.addCommand(serveCommand());
   cli.addCommand(keysCommand());
+  cli.addCommand(queryCommand());
+  cli.addCommand(exportCommand());
   return cli;
 }
 

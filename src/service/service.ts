@@ -21,11 +21,11 @@ import {
 import type { CsiFrame } from '../csi/frame.js';
 import type { ActivityEvent, PoseAlert, PoseFrame } from '../pose/types.js';
 import { ApiError } from '../errors.js';
-import { ConfigStore, ConfigUpdateError, type UpdateResult } from '../config/store.js';
+import { ConfigStore, ConfigUpdateError, type ConfigSnapshot, type UpdateResult } from '../config/store.js';
 import type { ConfigChange } from '../config/validate.js';
 import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
-import { Store } from '../store/store.js';
+import { Store, type StoreOptions } from '../store/store.js';
 import { PoseModel } from '../model/runtime.js';
 import { WINDOW_FRAMES } from '../model/features.js';
 import { SUBCARRIERS } from '../sim/simulator.js';
@@ -52,6 +52,8 @@ export interface ServiceOptions {
   source?: string;
   env?: Record<string, string | undefined>;
   log?: Logger;
+  /** How to open the store, from the configuration read at open (its allowed folders). Default: no file access. */
+  storeOptions?: (config: ConfigSnapshot) => StoreOptions;
 }
 
 /** Metrics history: one sample every 10 s, an hour of them. */
@@ -201,7 +203,7 @@ export class PoseService implements ServiceFace {
     let store: Store | undefined;
     try {
       const init = await auth.init({ dataDir: opts.dataDir, env: opts.env ?? process.env });
-      store = await Store.open(join(opts.dataDir, 'csipose.duckdb'));
+      store = await Store.open(join(opts.dataDir, 'csipose.duckdb'), opts.storeOptions?.(config.get()) ?? {});
       return new PoseService(opts, config, auth, store, init.generatedAdminPassword, log);
     } catch (e) {
       await store?.close().catch(() => undefined);

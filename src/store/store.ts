@@ -1,11 +1,24 @@
 import { mkdirSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 import {
+  DuckDBArrayValue,
+  DuckDBBlobValue,
+  DuckDBDateValue,
+  DuckDBDecimalValue,
   DuckDBInstance,
+  DuckDBListValue,
+  DuckDBMapValue,
+  DuckDBStructValue,
+  DuckDBTimestampMillisecondsValue,
+  DuckDBTimestampNanosecondsValue,
+  DuckDBTimestampSecondsValue,
+  DuckDBTimestampTZValue,
   DuckDBTimestampValue,
+  DuckDBUnionValue,
   StatementType,
   type DuckDBConnection,
   type DuckDBPreparedStatement,
+  type DuckDBValue,
   type JS,
 } from '@duckdb/node-api';
 import { migrate, SchemaError, SCHEMA_VERSION, TIME_TABLES, type TimeTable } from './schema.js';
@@ -94,7 +107,81 @@ export interface StoreOptions {
    * store only ever needs its own file, and a query must not become a file reader.
    */
   externalAccess?: boolean;
+  /**
+   * Folders SQL may still read and write while external access is off (absolute or relative to
+   * the working directory; each must exist): the targets of `copyTo` (exports, the Parquet lake)
+   * and whatever an ad-hoc query reads there. Nothing outside them, no URL. Set once at open: the
+   * configuration is then locked, so no statement can widen it. Ignored with `externalAccess`.
+   */
+  allowedDirectories?: readonly string[];
+  /**
+   * Open the file read-only (DuckDB `access_mode = READ_ONLY`): no migration, no writes, and
+   * another process may not hold the file meanwhile. For analysts' tools (`csipose query`).
+   */
+  readOnly?: boolean;
 }
+
+/** Why an ad-hoc SQL text (`Store.sql`) was refused or failed. */
+export type QueryErrorKind =
+  /** Not SQL DuckDB can parse. */
+  | 'syntax'
+  /** More than one statement in the text. */
+  | 'multiple_statements'
+  /** A statement other than a read (SELECT, EXPLAIN of a SELECT). */
+  | 'not_read_only'
+  /** A file or address outside the allowed folders. */
+  | 'permission'
+  /** Ran past its time limit and was interrupted. */
+  | 'timeout'
+  /** Anything else DuckDB refused: unknown table or column, a cast that fails, ... */
+  | 'query';
+
+/**
+ * An ad-hoc query the store refused or DuckDB could not run: the caller's mistake, never the
+ * store's (HTTP 422 at the edge). `message` is DuckDB's own where DuckDB spoke.
+ */
+export class QueryError extends StoreError {
+  constructor(
+    readonly kind: QueryErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super('invalid', message, options);
+    this.name = 'QueryError';
+  }
+}
+
+/** A JSON value: what `Store.sql` gives for every DuckDB value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** One result column of `Store.sql`. */
+export interface SqlColumn {
+  name: string;
+  /** DuckDB's type name, e.g. `TIMESTAMP`, `VARCHAR[]`, `DECIMAL(10,3)`. */
+  type: string;
+}
+
+/** The answer of `Store.sql`. */
+export interface SqlResult {
+  columns: SqlColumn[];
+  /** One array per row, values in column order (column names may repeat). */
+  rows: JsonValue[][];
+  row_count: number;
+  /** True when the result had more rows than `maxRows` and was cut there. */
+  truncated: boolean;
+  execution_time_ms: number;
+}
+
+/** Limits of one `Store.sql` run. */
+export interface SqlLimits {
+  /** Interrupt the query after this long (ms); default none. */
+  timeoutMs?: number;
+  /** Keep at most this many rows (then `truncated`); default all. */
+  maxRows?: number;
+}
+
+/** File formats of `Store.copyTo`. */
+export type CopyFormat = 'parquet' | 'csv';
 
 /** Files open in this process, by absolute path: DuckDB's lock does not stop a second instance here. */
 const OPEN_FILES = new Set<string>();
@@ -139,6 +226,114 @@ function openError(path: string, e: unknown): StoreError {
 function plain(v: JS): JS {
   if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
   return v;
+}
+
+/** ISO 8601 (UTC, `Z`) of microseconds since the epoch; microseconds kept when not whole ms. */
+function isoFromMicros(micros: bigint, fallback: string): string {
+  let ms = micros / 1000n;
+  let rest = micros - ms * 1000n;
+  if (rest < 0n) {
+    ms -= 1n;
+    rest += 1000n;
+  }
+  const d = new Date(Number(ms));
+  if (!Number.isFinite(d.getTime())) return fallback;
+  const iso = d.toISOString();
+  return rest === 0n ? iso : `${iso.slice(0, -1)}${String(rest).padStart(3, '0')}Z`;
+}
+
+/**
+ * A DuckDB value as JSON: numbers and strings as they are, BIGINTs as numbers when exact (else
+ * decimal strings), TIMESTAMP as ISO 8601 UTC (`2026-01-01T12:00:00.123Z`), DATE as
+ * `YYYY-MM-DD`, BLOB as base64, DECIMAL as a number, LIST/ARRAY as arrays, STRUCT as objects,
+ * MAP as `[{key, value}]`, anything else (TIME, INTERVAL, UUID, ...) as DuckDB prints it.
+ * @param v a value of a result chunk
+ * @returns its JSON form
+ */
+export function jsonValue(v: DuckDBValue): JsonValue {
+  if (v === null || v === undefined) return null;
+  switch (typeof v) {
+    case 'boolean':
+    case 'string':
+      return v;
+    case 'number':
+      return Number.isFinite(v) ? v : String(v);
+    case 'bigint':
+      return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
+  }
+  if (v instanceof DuckDBTimestampValue || v instanceof DuckDBTimestampTZValue) return v.isFinite ? isoFromMicros(v.micros, v.toString()) : v.toString();
+  if (v instanceof DuckDBTimestampMillisecondsValue) return v.isFinite ? isoFromMicros(v.millis * 1000n, v.toString()) : v.toString();
+  if (v instanceof DuckDBTimestampSecondsValue) return v.isFinite ? isoFromMicros(v.seconds * 1_000_000n, v.toString()) : v.toString();
+  if (v instanceof DuckDBTimestampNanosecondsValue) return v.isFinite ? isoFromMicros(v.nanos / 1000n, v.toString()) : v.toString();
+  if (v instanceof DuckDBDateValue) return v.toString();
+  if (v instanceof DuckDBBlobValue) return Buffer.from(v.bytes.buffer, v.bytes.byteOffset, v.bytes.byteLength).toString('base64');
+  if (v instanceof DuckDBDecimalValue) return v.toDouble();
+  if (v instanceof DuckDBListValue || v instanceof DuckDBArrayValue) return v.items.map(jsonValue);
+  if (v instanceof DuckDBStructValue) {
+    const o: { [key: string]: JsonValue } = {};
+    for (const [k, x] of Object.entries(v.entries)) o[k] = jsonValue(x);
+    return o;
+  }
+  if (v instanceof DuckDBMapValue) return v.entries.map((e) => ({ key: jsonValue(e.key), value: jsonValue(e.value) }));
+  if (v instanceof DuckDBUnionValue) return jsonValue(v.value);
+  return String(v);
+}
+
+/** A SQL string literal. */
+function sqlString(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+/** An absolute folder path ending in the separator, so that `/a/b/` does not also allow `/a/bc`. */
+function folder(dir: string): string {
+  const abs = resolve(dir);
+  return abs.endsWith(sep) ? abs : abs + sep;
+}
+
+/** Leading whitespace and comments of a SQL text removed. */
+function skipComments(sql: string): string {
+  let s = sql;
+  for (;;) {
+    const t = s.replace(/^\s+/, '');
+    if (t.startsWith('--')) {
+      const nl = t.indexOf('\n');
+      s = nl < 0 ? '' : t.slice(nl + 1);
+    } else if (t.startsWith('/*')) {
+      const end = t.indexOf('*/');
+      s = end < 0 ? '' : t.slice(end + 2);
+    } else return t;
+  }
+}
+
+/**
+ * Words a read statement may begin with. Checked on the text before DuckDB prepares it, because
+ * preparing is not always free of effects (binding `EXPORT DATABASE` creates its folder).
+ */
+const READ_START = /^(?:SELECT|WITH|FROM|VALUES|TABLE|DESCRIBE|DESC|SHOW|SUMMARIZE|PRAGMA|EXPLAIN)\b|^\(/i;
+
+/**
+ * The statement an `EXPLAIN` explains (`EXPLAIN [ANALYZE] [(options)] <statement>`), or
+ * undefined when the text is not in that shape.
+ */
+function explained(sql: string): string | undefined {
+  const m = /^EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^()]*\)\s*)?/i.exec(skipComments(sql));
+  if (!m) return undefined;
+  const rest = skipComments(sql).slice(m[0].length);
+  return rest.trim() ? rest : undefined;
+}
+
+/** The refusal of a statement that is not a read. */
+function notReadOnly(): QueryError {
+  return new QueryError('not_read_only', 'only read statements run here (SELECT, or EXPLAIN of a SELECT): the store is read-only to queries');
+}
+
+/** Classifies an error DuckDB raised while preparing or running an ad-hoc query. */
+function queryError(e: unknown): QueryError {
+  if (e instanceof QueryError) return e;
+  // The node API prefixes a parse failure of its own; DuckDB's message is what the user needs.
+  const msg = ((e as Error)?.message ?? String(e)).replace(/^Failed to extract statements: /, '');
+  const kind: QueryErrorKind = /^Parser Error/i.test(msg) ? 'syntax' : /^Permission Error|disabled by configuration/i.test(msg) ? 'permission' : 'query';
+  return new QueryError(kind, msg, { cause: e });
 }
 
 function bindOne(ps: DuckDBPreparedStatement, i: number, v: QueryParam): void {
@@ -222,6 +417,9 @@ export class Store {
   private readonly readStatements: StatementCache;
   private readonly writeStatements: StatementCache;
   private readonly clients = new Set<StoreClient>();
+  /** Ad-hoc SQL, exports and the lake: a connection of their own, so history reads never wait on them. */
+  private readonly sideLock = new Mutex();
+  private side: DuckDBConnection | undefined;
   private lastQueryMs: number | null = null;
   private lastWriteError: Error | undefined;
 
@@ -232,6 +430,8 @@ export class Store {
     private readonly instance: DuckDBInstance,
     private readonly writer: DuckDBConnection,
     private readonly reader: DuckDBConnection,
+    /** True when opened with `readOnly`. */
+    readonly readOnly = false,
   ) {
     this.readStatements = new StatementCache(reader);
     this.writeStatements = new StatementCache(writer);
@@ -249,33 +449,58 @@ export class Store {
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
     const memory = path === ':memory:' || path === '';
     const key = memory ? undefined : resolve(path);
+    const readOnly = !!options.readOnly && !memory;
+    const allowed = options.externalAccess ? [] : (options.allowedDirectories ?? []).map(folder);
     if (key !== undefined) {
       if (OPEN_FILES.has(key)) {
         throw new StoreError('in_use', `database ${path} is already open in this process: share the one Store instead of opening it twice`);
       }
-      try {
-        mkdirSync(dirname(key), { recursive: true });
-      } catch (e) {
-        throw new StoreError('io', `cannot create the directory of database ${path}: ${(e as Error).message}`, { cause: e });
+      if (readOnly) {
+        try {
+          statSync(key);
+        } catch (e) {
+          throw new StoreError('io', `no database at ${path}: ${(e as Error).message}`, { cause: e });
+        }
+      } else {
+        try {
+          mkdirSync(dirname(key), { recursive: true });
+        } catch (e) {
+          throw new StoreError('io', `cannot create the directory of database ${path}: ${(e as Error).message}`, { cause: e });
+        }
       }
       OPEN_FILES.add(key);
     }
-    const config: Record<string, string> = { enable_external_access: options.externalAccess ? 'true' : 'false' };
+    // Allowed folders can only be set while external access is on: it goes off right after, by SQL.
+    const config: Record<string, string> = { enable_external_access: options.externalAccess || allowed.length > 0 ? 'true' : 'false' };
     if (options.threads !== undefined) config['threads'] = String(options.threads);
     if (options.memoryLimit !== undefined) config['memory_limit'] = options.memoryLimit;
+    if (readOnly) config['access_mode'] = 'READ_ONLY';
     let instance: DuckDBInstance | undefined;
     let writer: DuckDBConnection | undefined;
     let reader: DuckDBConnection | undefined;
     try {
       instance = await DuckDBInstance.create(memory ? ':memory:' : key, config);
       writer = await instance.connect();
+      if (!options.externalAccess) {
+        // Global settings, for every connection of the instance; then nothing can change them.
+        if (allowed.length > 0) {
+          await writer.run(`SET allowed_directories = [${allowed.map(sqlString).join(', ')}]`);
+          await writer.run(`SET enable_external_access = false`);
+        }
+        await writer.run(`SET lock_configuration = true`);
+      }
       reader = await instance.connect();
       const w = writer;
-      await migrate({
-        run: (sql) => w.run(sql),
-        scalar: async (sql) => (await w.runAndReadAll(sql)).getRows()[0]?.[0],
-      });
-      return new Store(memory ? ':memory:' : path, key, instance, writer, reader);
+      if (readOnly) {
+        const found = Number((await w.runAndReadAll(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'schema_version'`)).getRows()[0]?.[0]);
+        if (found === 0) throw new SchemaError('the file has no schema_version table: it is not a csipose store');
+      } else {
+        await migrate({
+          run: (sql) => w.run(sql),
+          scalar: async (sql) => (await w.runAndReadAll(sql)).getRows()[0]?.[0],
+        });
+      }
+      return new Store(memory ? ':memory:' : path, key, instance, writer, reader, readOnly);
     } catch (e) {
       for (const h of [reader, writer, instance]) {
         try {
@@ -336,6 +561,182 @@ export class Store {
         throw new StoreError('io', `query failed: ${(e as Error).message}`, { cause: e });
       } finally {
         this.lastQueryMs = performance.now() - t0;
+      }
+    });
+  }
+
+  /** The side connection (ad-hoc SQL, exports, the lake), opened on first use. */
+  private async sideConnection(): Promise<DuckDBConnection> {
+    this.side ??= await this.instance.connect();
+    return this.side;
+  }
+
+  /** Drops the side connection after a failure that may have left it inside a transaction. */
+  private dropSide(): void {
+    try {
+      this.side?.closeSync();
+    } catch {
+      // Broken already; a new one is opened on next use.
+    }
+    this.side = undefined;
+  }
+
+  /**
+   * Runs one ad-hoc read statement, as an analyst types it (`csipose query`, `POST /store/query`):
+   * exactly one SELECT (or `EXPLAIN` of one; DESCRIBE, SHOW, SUMMARIZE, PRAGMA reads and FROM-first
+   * count as SELECT), without parameters, inside a READ ONLY transaction that is rolled back, on
+   * the side connection (so history reads do not wait on it). Results are streamed chunk by chunk
+   * and cut at `maxRows`; past `timeoutMs` the query is interrupted. Files outside the store are
+   * out of reach unless they lie in the folders allowed at open.
+   * @param sql the statement text
+   * @param limits time limit and row cap
+   * @returns columns, rows (values as {@link jsonValue} gives them), whether rows were cut, time
+   * @throws QueryError for a text that is not one read statement, a DuckDB error (syntax, unknown
+   *   table, permission, ...) or a timeout; StoreError `closed`
+   * @example await store.sql('SELECT environment_id, count(*) AS n FROM pose_frames GROUP BY ALL', { timeoutMs: 30_000, maxRows: 1000 })
+   */
+  sql(sql: string, limits: SqlLimits = {}): Promise<SqlResult> {
+    try {
+      this.assertOpen();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const maxRows = limits.maxRows ?? Infinity;
+    if (!(maxRows >= 0)) return Promise.reject(new StoreError('invalid', `maxRows must be >= 0, got ${maxRows}`));
+    return this.sideLock.run(async () => {
+      this.assertOpen();
+      const t0 = performance.now();
+      const conn = await this.sideConnection();
+      if (!skipComments(sql).replace(/;\s*$/, '').trim()) throw new QueryError('syntax', 'the SQL text holds no statement');
+      let ps: DuckDBPreparedStatement;
+      try {
+        // Parsing only: a syntax error or a second statement is refused before anything is bound.
+        const extracted = await conn.extractStatements(sql);
+        if (extracted.count !== 1) {
+          throw new QueryError('multiple_statements', `one statement at a time: the text holds ${extracted.count} statements`);
+        }
+        const inner = explained(sql);
+        for (const text of inner === undefined ? [sql] : [sql, inner]) {
+          if (!READ_START.test(skipComments(text)) || (text === inner && /^EXPLAIN\b/i.test(skipComments(inner)))) throw notReadOnly();
+        }
+        ps = await extracted.prepare(0);
+      } catch (e) {
+        throw queryError(e);
+      }
+      try {
+        await this.checkReadOnly(conn, ps, sql);
+        if (ps.parameterCount > 0) throw new QueryError('query', 'the statement has parameters ($1, ?): write the values into the SQL text');
+        try {
+          await conn.run('BEGIN TRANSACTION READ ONLY');
+        } catch (e) {
+          this.dropSide();
+          throw new StoreError('io', `cannot begin a read-only transaction: ${(e as Error).message}`, { cause: e });
+        }
+        let timedOut = false;
+        const timer =
+          limits.timeoutMs !== undefined && Number.isFinite(limits.timeoutMs)
+            ? setTimeout(() => {
+                timedOut = true;
+                conn.interrupt();
+              }, Math.max(0, limits.timeoutMs))
+            : undefined;
+        const columns: SqlColumn[] = [];
+        const rows: JsonValue[][] = [];
+        let truncated = false;
+        try {
+          const result = await ps.stream();
+          for (let i = 0; i < result.columnCount; i++) columns.push({ name: result.columnName(i), type: result.columnType(i).toString() });
+          for (;;) {
+            const chunk = await result.fetchChunk();
+            if (!chunk || chunk.rowCount === 0) break;
+            if (rows.length >= maxRows) {
+              truncated = true;
+              break;
+            }
+            const take = Math.min(chunk.rowCount, maxRows - rows.length);
+            const got = chunk.getRows();
+            for (let r = 0; r < take; r++) rows.push(got[r]!.map(jsonValue));
+            if (take < chunk.rowCount) {
+              truncated = true;
+              break;
+            }
+          }
+        } catch (e) {
+          if (timedOut) {
+            const s = Math.round((limits.timeoutMs ?? 0) / 100) / 10;
+            throw new QueryError('timeout', `the query ran longer than ${s} s and was interrupted (limit: storage.query_timeout_seconds)`, { cause: e });
+          }
+          throw queryError(e);
+        } finally {
+          clearTimeout(timer);
+          try {
+            await conn.run('ROLLBACK');
+          } catch {
+            this.dropSide();
+          }
+        }
+        return { columns, rows, row_count: rows.length, truncated, execution_time_ms: Math.round((performance.now() - t0) * 100) / 100 };
+      } finally {
+        ps.destroySync();
+        this.lastQueryMs = performance.now() - t0;
+      }
+    });
+  }
+
+  /** Refuses anything but a read, and an EXPLAIN of anything but a read (EXPLAIN ANALYZE runs it). */
+  private async checkReadOnly(conn: DuckDBConnection, ps: DuckDBPreparedStatement, sql: string): Promise<void> {
+    const refuse = notReadOnly;
+    if (ps.statementType === StatementType.SELECT) return;
+    if (ps.statementType !== StatementType.EXPLAIN) throw refuse();
+    const inner = explained(sql);
+    if (inner === undefined) throw refuse();
+    let ips: DuckDBPreparedStatement | undefined;
+    try {
+      const ex = await conn.extractStatements(inner);
+      if (ex.count !== 1) throw refuse();
+      ips = await ex.prepare(0);
+    } catch (e) {
+      throw e instanceof QueryError ? e : queryError(e);
+    }
+    try {
+      if (ips.statementType !== StatementType.SELECT) throw refuse();
+    } finally {
+      ips.destroySync();
+    }
+  }
+
+  /**
+   * Writes the rows of one SELECT of ours to a file with DuckDB's COPY, on the side connection.
+   * The file must lie in a folder allowed at open (`allowedDirectories`).
+   * @param select a SELECT of constant text (values go in `params`)
+   * @param params its bound values
+   * @param file the target path (overwritten)
+   * @param format `parquet` or `csv` (with a header row)
+   * @returns the number of rows written
+   * @throws StoreError `io` when DuckDB refuses (a folder not allowed, disk full...), `closed`
+   * @example await store.copyTo('SELECT * FROM alerts WHERE ts >= ?', [from], '/data/exports/x/alerts.parquet', 'parquet')
+   */
+  copyTo(select: string, params: QueryParams | undefined, file: string, format: CopyFormat): Promise<number> {
+    try {
+      this.assertOpen();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const options = format === 'parquet' ? '(FORMAT parquet)' : '(FORMAT csv, HEADER true)';
+    const text = `COPY (${select}) TO ${sqlString(resolve(file))} ${options}`;
+    return this.sideLock.run(async () => {
+      this.assertOpen();
+      const conn = await this.sideConnection();
+      let ps: DuckDBPreparedStatement | undefined;
+      try {
+        ps = await conn.prepare(text);
+        bindAll(ps, params);
+        return (await ps.run()).rowsChanged;
+      } catch (e) {
+        if (e instanceof StoreError) throw e;
+        throw new StoreError('io', `cannot write ${file}: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+      } finally {
+        ps?.destroySync();
       }
     });
   }
@@ -459,12 +860,12 @@ export class Store {
         }
       }
     }
-    const busy = this.isClosed ? 0 : Math.min(1, this.writeLock.busy) + Math.min(1, this.readLock.busy);
+    const busy = this.isClosed ? 0 : Math.min(1, this.writeLock.busy) + Math.min(1, this.readLock.busy) + Math.min(1, this.sideLock.busy);
     const h: StoreHealth = {
       status: this.isClosed ? 'closed' : this.lastWriteError ? 'degraded' : 'healthy',
       path: this.path,
       file_size_bytes: size,
-      connection_pool: `${busy}/${this.isClosed ? 0 : 2}`,
+      connection_pool: `${busy}/${this.isClosed ? 0 : this.side ? 3 : 2}`,
       query_time_ms: this.lastQueryMs,
       schema_version: SCHEMA_VERSION,
     };
@@ -489,9 +890,12 @@ export class Store {
         await this.writer.run('CHECKPOINT').catch(() => undefined);
       });
       await this.readLock.run(() => undefined);
+      await this.sideLock.run(() => undefined);
       try {
         this.readStatements.clear();
         this.writeStatements.clear();
+        this.side?.closeSync();
+        this.side = undefined;
         this.reader.closeSync();
         this.writer.closeSync();
         this.instance.closeSync();
