@@ -6,6 +6,7 @@ import { historyRoutes } from './history.js';
 import { systemRoutes } from './system.js';
 import { configRoutes } from './config.js';
 import { healthRoutes } from './health.js';
+import { analyticsRoutes } from './analytics.js';
 import { storeRoutes } from './store.js';
 
 /**
@@ -15,5 +16,5 @@ import { storeRoutes } from './store.js';
  * @param http the HTTP core's own figures (for health and metrics)
  */
 export function buildRoutes(svc: ServiceFace, http: CoreStats): Route[] {
-  return [...authRoutes(svc), ...poseRoutes(svc), ...historyRoutes(svc), ...systemRoutes(svc), ...configRoutes(svc), ...storeRoutes(svc), ...healthRoutes(svc, http)];
+  return [...authRoutes(svc), ...poseRoutes(svc), ...historyRoutes(svc), ...systemRoutes(svc), ...configRoutes(svc), ...storeRoutes(svc), ...analyticsRoutes(svc), ...healthRoutes(svc, http)];
 }
