@@ -97,10 +97,18 @@ function personParams(f: HistoryFilter): Record<string, number | string | Date |
 export async function personPage(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
   const params = personParams(f);
   const [count] = await store.query<{ n: number }>(`SELECT count(*) AS n FROM pose_persons p WHERE ${PERSON_WHERE}`, params);
+  // The page's first row by its order key alone (sorting two integers, not whole rows with their
+  // keypoint BLOBs: 32 ms instead of 360-900 ms at 2 M rows deep), then the page from there,
+  // which the zonemaps of `seq` prune to a few row groups.
+  const [first] = await store.query(`SELECT p.seq, p.slot FROM pose_persons p WHERE ${PERSON_WHERE} ORDER BY p.seq, p.slot LIMIT 1 OFFSET $offset`, {
+    ...params,
+    offset,
+  });
+  if (!first) return { total: num(count?.n), persons: [] };
   const rows = await store.query(
-    `SELECT ${PERSON_COLUMNS} FROM pose_persons p WHERE ${PERSON_WHERE}
-     ORDER BY p.seq, p.slot LIMIT $limit OFFSET $offset`,
-    { ...params, limit, offset },
+    `SELECT ${PERSON_COLUMNS} FROM pose_persons p WHERE ${PERSON_WHERE} AND (p.seq > $seq OR (p.seq = $seq AND p.slot >= $slot))
+     ORDER BY p.seq, p.slot LIMIT $limit`,
+    { ...params, seq: num(first.seq), slot: num(first.slot), limit },
   );
   return { total: num(count?.n), persons: rows.map(stored) };
 }
