@@ -149,6 +149,17 @@ function periodInfo(range: AnalyticsRange, period: Period) {
   return { period, start: new Date(range.start).toISOString(), end: new Date(range.end).toISOString() };
 }
 
+/** A healthcare, retail or security request: environment, period and metrics, validated. */
+function periodRequest<T extends string>(svc: ServiceFace, q: URLSearchParams, known: readonly T[]): { range: AnalyticsRange; period: Period; metrics: T[] } {
+  const c = new Checker();
+  checkParams(c, q, ['period', 'date', 'metrics', 'environment_id']);
+  const env = environment(c, q, svc);
+  const p = periodRange(c, q);
+  const metrics = metricList(c, q, known);
+  c.done();
+  return { range: { environmentId: env, start: p.start, end: p.end }, period: p.period, metrics };
+}
+
 /** The six `/analytics/*` endpoints (category `analytics`, role `viewer`). */
 export function analyticsRoutes(svc: ServiceFace): Route[] {
   return [
@@ -158,15 +169,9 @@ export function analyticsRoutes(svc: ServiceFace): Route[] {
       category: 'analytics',
       role: 'viewer',
       async handler(ctx) {
-        const c = new Checker();
-        checkParams(c, ctx.query, ['period', 'date', 'metrics', 'environment_id']);
-        const env = environment(c, ctx.query, svc);
-        const p = periodRange(c, ctx.query);
-        const metrics = metricList(c, ctx.query, HEALTHCARE_METRICS);
-        c.done();
-        const range: AnalyticsRange = { environmentId: env, start: p.start, end: p.end };
+        const { range, period, metrics } = periodRequest(svc, ctx.query, HEALTHCARE_METRICS);
         const figures = await healthcare(svc.store, range, metrics);
-        return { data: { environment_id: env, time_period: periodInfo(range, p.period), ...figures } };
+        return { data: { environment_id: range.environmentId, time_period: periodInfo(range, period), ...figures } };
       },
     },
     {
@@ -175,14 +180,8 @@ export function analyticsRoutes(svc: ServiceFace): Route[] {
       category: 'analytics',
       role: 'viewer',
       async handler(ctx) {
-        const c = new Checker();
-        checkParams(c, ctx.query, ['period', 'date', 'metrics', 'environment_id']);
-        const env = environment(c, ctx.query, svc);
-        const p = periodRange(c, ctx.query);
-        const metrics = metricList(c, ctx.query, RETAIL_METRICS);
-        c.done();
+        const { range, period, metrics } = periodRequest(svc, ctx.query, RETAIL_METRICS);
         const cfg = svc.config.get();
-        const range: AnalyticsRange = { environmentId: env, start: p.start, end: p.end };
         const figures = await retail(
           svc.store,
           range,
@@ -197,7 +196,7 @@ export function analyticsRoutes(svc: ServiceFace): Route[] {
           },
           metrics,
         );
-        return { data: { environment_id: env, time_period: periodInfo(range, p.period), ...figures } };
+        return { data: { environment_id: range.environmentId, time_period: periodInfo(range, period), ...figures } };
       },
     },
     {
@@ -206,16 +205,10 @@ export function analyticsRoutes(svc: ServiceFace): Route[] {
       category: 'analytics',
       role: 'viewer',
       async handler(ctx) {
-        const c = new Checker();
-        checkParams(c, ctx.query, ['period', 'date', 'metrics', 'environment_id']);
-        const env = environment(c, ctx.query, svc);
-        const p = periodRange(c, ctx.query);
-        const metrics = metricList(c, ctx.query, SECURITY_METRICS);
-        c.done();
+        const { range, period, metrics } = periodRequest(svc, ctx.query, SECURITY_METRICS);
         const cfg = svc.config.get();
-        const range: AnalyticsRange = { environmentId: env, start: p.start, end: p.end };
         const figures = await security(svc.store, range, { zones: cfg.environment.zones, crowdThreshold: cfg.analytics.crowd_threshold }, metrics);
-        return { data: { environment_id: env, time_period: periodInfo(range, p.period), ...figures } };
+        return { data: { environment_id: range.environmentId, time_period: periodInfo(range, period), ...figures } };
       },
     },
     {
