@@ -8,11 +8,11 @@
  * onnxruntime-node in the model's worker thread, tracking, activity, alerts) with the service's
  * default live settings. Every pose frame that comes out is scored against the simulator's ground
  * truth of the window's last CSI frame (the instant the estimate is for):
- * - PCK@0.2 of the torso diameter and MPJPE (`src/eval/pose.ts`), grouped by people in the room;
- * - exact person count (`src/eval/count.ts`);
- * - CLEAR-MOT MOTA and identity switches on box centres (`src/eval/mot.ts`);
- * - falls, on separate scripted scenarios in further TEST rooms (`src/eval/fallScripts.ts`,
- *   `src/eval/falls.ts`): precision over reported fall episodes, recall over true falls, delay.
+ * - PCK@0.2 of the torso diameter and MPJPE (`src/training/eval/pose.ts`), grouped by people in the room;
+ * - exact person count (`src/training/eval/count.ts`);
+ * - CLEAR-MOT MOTA and identity switches on box centres (`src/training/eval/mot.ts`);
+ * - falls, on separate scripted scenarios in further TEST rooms (`src/training/eval/fallScripts.ts`,
+ *   `src/training/eval/falls.ts`): precision over reported fall episodes, recall over true falls, delay.
  *
  * `--split val` runs the same benchmark on VALIDATION scenarios instead (the training distribution's
  * rooms and layouts, seeds of their own): the split on which tracker and alert settings may be
@@ -32,8 +32,8 @@ import type { CsiFrame } from '../src/csi/frame.js';
 import { deepFreeze, defaults } from '../src/config/schema.js';
 import { FEATURE_DIM } from '../src/model/features.js';
 import { PoseModel, type ModelOutputs, type PoseRunner, type RunOptions } from '../src/model/runtime.js';
-import { isHeldOut, makeRecipes, recipeSite, type ScenarioRecipe } from '../src/model/train/recipe.js';
-import { simOptions } from '../src/model/train/dataset.js';
+import { isHeldOut, makeRecipes, recipeSite, type ScenarioRecipe } from '../src/training/recipe.js';
+import { simOptions } from '../src/training/dataset.js';
 import { KEYPOINT_NAMES, type PoseFrame } from '../src/pose/types.js';
 import type { ConfigSnapshot } from '../src/config/store.js';
 import { deriveSeed, Rng } from '../src/sim/rng.js';
@@ -43,11 +43,11 @@ import type { InferStats } from '../operators/infer.js';
 import { livePipeline } from '../pipelines/build.js';
 import { liveParams, type LiveParams } from '../pipelines/settings.js';
 import { formatSite } from '../src/model/contract.js';
-import { addConfusion, addCount, countScores, emptyConfusion, MAX_REPORTED_COLUMN, MAX_TRUE_COUNT, type CountConfusion } from '../src/eval/count.js';
-import { addPoseCounts, emptyPoseCounts, PCK_ALPHA, poseScores, scorePoseFrame, TORSO_FROM_BOX, type PoseCounts } from '../src/eval/pose.js';
-import { addMotTotals, boxCentre, ClearMot, emptyMotTotals, MOT_THRESHOLD_PX, motScores, type MotPoint, type MotTotals } from '../src/eval/mot.js';
-import { episodesFrom, scoreFalls, type FallNotice, type FallScores, type TrueFall } from '../src/eval/falls.js';
-import { fallScenarioPeople, FALL_ROLES, ROLE_ROTATION, type FallRole, type ScriptedPerson } from '../src/eval/fallScripts.js';
+import { addConfusion, addCount, countScores, emptyConfusion, MAX_REPORTED_COLUMN, MAX_TRUE_COUNT, type CountConfusion } from '../src/training/eval/count.js';
+import { addPoseCounts, emptyPoseCounts, PCK_ALPHA, poseScores, scorePoseFrame, TORSO_FROM_BOX, type PoseCounts } from '../src/training/eval/pose.js';
+import { addMotTotals, boxCentre, ClearMot, emptyMotTotals, MOT_THRESHOLD_PX, motScores, type MotPoint, type MotTotals } from '../src/training/eval/mot.js';
+import { episodesFrom, scoreFalls, type FallNotice, type FallScores, type TrueFall } from '../src/training/eval/falls.js';
+import { fallScenarioPeople, FALL_ROLES, ROLE_ROTATION, type FallRole, type ScriptedPerson } from '../src/training/eval/fallScripts.js';
 import { argValue, fixed, machine, percent, type BenchResult } from './lib.js';
 
 /** How much to simulate. */

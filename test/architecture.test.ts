@@ -45,4 +45,12 @@ describe('the shape of the house', () => {
       expect(text, f).not.toMatch(/from 'uWebSockets\.js'|from 'mqtt'/);
     }
   });
+
+  it('the service loads no offline code: training, evaluation and studies live in src/training', () => {
+    // What `csipose serve` can load: everything but src/training (bench/ and test/ are not in SOURCES).
+    const loaded = SOURCES.filter((f) => !f.startsWith('src/training/'));
+    const offenders = loaded.flatMap((f) => imports(f).filter((i) => i.startsWith('src/training/')).map((i) => `${f} -> ${i}`));
+    expect(offenders).toEqual([]);
+    expect(files('src/training').length).toBeGreaterThan(10);
+  });
 });

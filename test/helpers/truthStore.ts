@@ -26,7 +26,7 @@ import type { CameraSpec } from '../../src/sim/camera.js';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
 import type { ZoneConfig } from '../../src/pose/zones.js';
 import type { Activity } from '../../src/sim/scenario.js';
-import { fallScenarioPeople, type FallRole } from '../../src/eval/fallScripts.js';
+import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
 import { Camera } from '../../src/sim/camera.js';
 import { Rng } from '../../src/sim/rng.js';
 

@@ -29,7 +29,7 @@ import { simSource } from '../../src/sources/sim.js';
 import { FEATURE_DIM, HOP, OFFSETS, WINDOW_FRAMES } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import { defaultLiveParams } from '../../bench/accuracy.js';
-import { fallScenarioPeople, type FallRole } from '../../src/eval/fallScripts.js';
+import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
 import { Camera, type CameraSpec } from '../../src/sim/camera.js';
 import { Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, SIM_DEFAULTS, type SimOptions, type TruthPerson } from '../../src/sim/simulator.js';

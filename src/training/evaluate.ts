@@ -16,9 +16,9 @@
  * - Floor error: metres between matched persons' floor positions.
  * Groups `one`, `two`, `three`, `four` are the windows with that many people in the room.
  */
-import { decodeOutputs, type ModelOutputs } from '../runtime.js';
-import { Hungarian } from '../../pose/hungarian.js';
-import { N_KEYPOINTS } from '../../pose/types.js';
+import { decodeOutputs, type ModelOutputs } from '../model/runtime.js';
+import { Hungarian } from '../pose/hungarian.js';
+import { N_KEYPOINTS } from '../pose/types.js';
 import { MAX_PERSONS, OUT, OUTPUT_DIM, VIEW } from './targets.js';
 
 /** Accumulated counts of one group of windows. */

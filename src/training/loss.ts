@@ -17,7 +17,7 @@
  *     visible parts of smoothL1(u) + smoothL1(v) (beta 0.1 of the box).
  * The batch loss is the mean over samples.
  */
-import { N_DENSE_PARTS, N_KEYPOINTS } from '../../pose/types.js';
+import { N_DENSE_PARTS, N_KEYPOINTS } from '../pose/types.js';
 import { MAX_PERSONS, OUT, OUTPUT_DIM } from './targets.js';
 
 export const LOSS_WEIGHTS = Object.freeze({

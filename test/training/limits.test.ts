@@ -1,5 +1,5 @@
 /**
- * bench:limits on the quick plan's seeds with tiny pools: the recipes are one-person VALIDATION
+ * study:limits on the quick plan's seeds with tiny pools: the recipes are one-person VALIDATION
  * ones, the data helper lines windows up with the right frames, and the whole harness produces
  * finite numbers and every table row. Accuracy values are not asserted (a contract test model
  * stands in for the shipped one).
@@ -24,11 +24,11 @@ import {
   SMOOTHING_ALPHAS,
   type LimitsPlan,
   type PoolName,
-} from '../../bench/limits.js';
+} from '../../src/training/studies/limits.js';
 import { FEATURE_DIM, WINDOW_FRAMES } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
-import { isHeldOut } from '../../src/model/train/recipe.js';
-import { OUTPUT_DIM } from '../../src/model/train/targets.js';
+import { isHeldOut } from '../../src/training/recipe.js';
+import { OUTPUT_DIM } from '../../src/training/targets.js';
 import { ACTIVITIES } from '../../src/sim/scenario.js';
 import { contractModel, tempDir, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
 import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
@@ -47,7 +47,7 @@ const TINY: LimitsPlan = {
 };
 const NAMES: readonly PoolName[] = ['pose', 'fit', 'activityFit', 'activityScore'];
 
-describe('bench:limits', () => {
+describe('study:limits', () => {
   const tmp = tempDir();
   afterAll(() => tmp.cleanup());
 

@@ -22,10 +22,10 @@
  * (same walls, same camera convention), not a different kind of installation, and it is simulated:
  * real CSI will score lower.
  */
-import type { SiteGeometry } from '../contract.js';
-import type { CameraSpec } from '../../sim/camera.js';
-import { deriveSeed, Rng } from '../../sim/rng.js';
-import type { SubcarrierLayout } from '../../sim/simulator.js';
+import type { SiteGeometry } from '../model/contract.js';
+import type { CameraSpec } from '../sim/camera.js';
+import { deriveSeed, Rng } from '../sim/rng.js';
+import type { SubcarrierLayout } from '../sim/simulator.js';
 
 export type Split = 'train' | 'val' | 'test';
 export type TxWall = 'back' | 'left' | 'right';

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:limits [-- --quick] [-- --json] [-- --model PATH]`: WHY the pose model is far from
+ * `npm run study:limits [-- --quick] [-- --json] [-- --model PATH]`: WHY the pose model is far from
  * its accuracy targets. Seven measurements on simulated VALIDATION scenarios (never TEST: the
  * held-out rooms and layouts stay unseen by anything that is tuned on these numbers):
  *
@@ -38,26 +38,26 @@ import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Subject, tap } from 'rxjs';
-import type { CsiFrame } from '../src/csi/frame.js';
-import { sanitizePhase } from '../operators/sanitizePhase.js';
-import { slidingWindow } from '../operators/slidingWindow.js';
-import { FEATURE_DIM, FeatureExtractor, OFFSETS, WINDOW_FRAMES } from '../src/model/features.js';
-import { PoseModel, type PoseRunner } from '../src/model/runtime.js';
-import { simOptions } from '../src/model/train/dataset.js';
-import { AdamW, Mlp } from '../src/model/train/mlp.js';
-import { mapJobs, serveJobs } from '../src/model/train/workerPool.js';
-import { isHeldOut, makeRecipes, PEOPLE_WEIGHTS, recipeSite, type ScenarioRecipe } from '../src/model/train/recipe.js';
-import type { SiteGeometry } from '../src/model/contract.js';
-import { defaults } from '../src/config/schema.js';
-import { siteGeometry } from '../src/config/site.js';
-import type { ConfigSnapshot } from '../src/config/store.js';
-import { fillTargets, OUT, OUTPUT_DIM, VIEW } from '../src/model/train/targets.js';
-import { PCK_ALPHA, torsoDiameter } from '../src/eval/pose.js';
-import { N_KEYPOINTS } from '../src/pose/types.js';
-import { deriveSeed, Rng } from '../src/sim/rng.js';
-import { ACTIVITIES, type PersonSpec } from '../src/sim/scenario.js';
-import { CsiSimulator, type GroundTruth } from '../src/sim/simulator.js';
-import { argValue, fixed, machine, percent } from './lib.js';
+import type { CsiFrame } from '../../csi/frame.js';
+import { sanitizePhase } from '../../../operators/sanitizePhase.js';
+import { slidingWindow } from '../../../operators/slidingWindow.js';
+import { FEATURE_DIM, FeatureExtractor, OFFSETS, WINDOW_FRAMES } from '../../model/features.js';
+import { PoseModel, type PoseRunner } from '../../model/runtime.js';
+import { simOptions } from '../dataset.js';
+import { AdamW, Mlp } from '../mlp.js';
+import { mapJobs, serveJobs } from '../workerPool.js';
+import { isHeldOut, makeRecipes, PEOPLE_WEIGHTS, recipeSite, type ScenarioRecipe } from '../recipe.js';
+import type { SiteGeometry } from '../../model/contract.js';
+import { defaults } from '../../config/schema.js';
+import { siteGeometry } from '../../config/site.js';
+import type { ConfigSnapshot } from '../../config/store.js';
+import { fillTargets, OUT, OUTPUT_DIM, VIEW } from '../targets.js';
+import { PCK_ALPHA, torsoDiameter } from '../eval/pose.js';
+import { N_KEYPOINTS } from '../../pose/types.js';
+import { deriveSeed, Rng } from '../../sim/rng.js';
+import { ACTIVITIES, type PersonSpec } from '../../sim/scenario.js';
+import { CsiSimulator, type GroundTruth } from '../../sim/simulator.js';
+import { argValue, fixed, machine, percent } from '../../../bench/lib.js';
 
 /** Frames between the two frames of the motion energy (40 ms at 100 Hz). */
 export const ENERGY_LAG = 4;
@@ -661,7 +661,7 @@ const tgt = (d: ScenarioRows, i: number, at: number): number => d.targets[i * OU
 /**
  * Runs the model on every window of the pool and measures slot 0 against the one true person:
  * box centre, width and height (px of the 640 x 480 reference view; windows with a visible person),
- * floor x, y and distance (m); and keypoint MPJPE / PCK@0.2 (torso, the `src/eval/pose.ts`
+ * floor x, y and distance (m); and keypoint MPJPE / PCK@0.2 (torso, the `src/training/eval/pose.ts`
  * convention) under exponential smoothing along each scenario's windows, plus the oracle that
  * removes each scenario's mean error per keypoint (what is left is the jitter).
  * @param model the model
@@ -1465,7 +1465,7 @@ export function markdown(r: LimitsReport): string {
     "whether the keypoint errors are jitter (smoothing would remove them) or per-scene biases (only removing each scenario's mean error does).",
     [row(['keypoints', 'MPJPE px', 'PCK@0.2 torso', 'scored keypoints']), align(1, 3), ...e.smoothing.map((x) => row([x.label, fixed(x.mpjpePx, 1), fixed(x.pck), x.keypoints]))],
     `How: slot 0's keypoints smoothed exponentially along each scenario's windows (hop ${hop} frames, ${(100 / hop).toFixed(1)} windows/s, the live rate), ` +
-      `MPJPE and PCK@${PCK_ALPHA} of the torso diameter (src/eval/pose.ts) on visible keypoints; pool pose.`,
+      `MPJPE and PCK@${PCK_ALPHA} of the torso diameter (src/training/eval/pose.ts) on visible keypoints; pool pose.`,
   );
 
   const g = r.geometry;
@@ -1572,7 +1572,7 @@ async function main(): Promise<void> {
   const sidecar = modelPath.replace(/\.onnx$/, '.json');
   let seedCheck: LimitsReport['seedCheck'];
   if (existsSync(sidecar)) {
-    const { checkSidecar } = await import('./accuracy.js');
+    const { checkSidecar } = await import('../../../bench/accuracy.js');
     const all = POOL_ORDER.flatMap((name) => poolRecipes(plan.pools[name]));
     const check = checkSidecar(JSON.parse(readFileSync(sidecar, 'utf8')), all);
     if (check.sharedSeeds > 0) throw new Error(`${check.sharedSeeds} scenarios share a simulator seed with the model's training or validation scenarios`);
@@ -1592,7 +1592,7 @@ async function main(): Promise<void> {
 
 if (isMainThread && process.argv[1] && import.meta.url === pathToFileURL(resolvePath(process.argv[1])).href) {
   main().catch((e: unknown) => {
-    process.stderr.write(`bench:limits failed: ${(e as Error).stack ?? String(e)}\n`);
+    process.stderr.write(`study:limits failed: ${(e as Error).stack ?? String(e)}\n`);
     process.exitCode = 1;
   });
 }

@@ -1,5 +1,5 @@
 /**
- * The worker pool of the training data generator and of bench:limits: results in job order
+ * The worker pool of the training data generator and of study:limits: results in job order
  * whatever the workers and job times, buffers transferred, a failing job named in the error.
  * The workers run the compiled `serveJobs` (dist/), as the real ones do.
  */
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { mapJobs } from '../../src/model/train/workerPool.js';
+import { mapJobs } from '../../src/training/workerPool.js';
 import { ensureBuilt, repoRoot } from '../helpers/cli.js';
 
 interface Job {
@@ -25,7 +25,7 @@ const square = (j: Job): Float64Array => {
 
 /** A worker serving `square` through the compiled serveJobs. */
 function spawn(): Worker {
-  const pool = pathToFileURL(join(repoRoot, 'dist/src/model/train/workerPool.js')).href;
+  const pool = pathToFileURL(join(repoRoot, 'dist/src/training/workerPool.js')).href;
   const source = `
     const { parentPort } = require('node:worker_threads');
     import(${JSON.stringify(pool)}).then(({ serveJobs }) => {

@@ -7,12 +7,12 @@
  */
 import { Subject } from 'rxjs';
 import { Worker } from 'node:worker_threads';
-import type { CsiFrame } from '../../csi/frame.js';
-import { sanitizePhase } from '../../../operators/sanitizePhase.js';
-import { slidingWindow } from '../../../operators/slidingWindow.js';
-import { CsiSimulator, type GroundTruth, type SimOptions } from '../../sim/simulator.js';
-import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../features.js';
-import { SITE_DIM, siteVector } from '../contract.js';
+import type { CsiFrame } from '../csi/frame.js';
+import { sanitizePhase } from '../../operators/sanitizePhase.js';
+import { slidingWindow } from '../../operators/slidingWindow.js';
+import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
+import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';
+import { SITE_DIM, siteVector } from '../model/contract.js';
 import { recipeSite, type ScenarioRecipe } from './recipe.js';
 import { fillTargets, mirrorTargets, OUTPUT_DIM } from './targets.js';
 import { mapJobs } from './workerPool.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { fallScenarioPeople, walkDistance, walkSeconds, FALL_ROLES, NEGATIVE_ROLES, type FallRole } from '../../src/eval/fallScripts.js';
-import { Camera } from '../../src/sim/camera.js';
-import { Rng } from '../../src/sim/rng.js';
-import { CsiSimulator, type GroundTruth } from '../../src/sim/simulator.js';
+import { fallScenarioPeople, walkDistance, walkSeconds, FALL_ROLES, NEGATIVE_ROLES, type FallRole } from '../../../src/training/eval/fallScripts.js';
+import { Camera } from '../../../src/sim/camera.js';
+import { Rng } from '../../../src/sim/rng.js';
+import { CsiSimulator, type GroundTruth } from '../../../src/sim/simulator.js';
 
 const ROOM = { width: 7.4, depth: 6.6, height: 2.8, wallReflection: 0.4, floorReflection: 0.5, ceilingReflection: 0.3 };
 const CAMERA = { position: { x: 3.7, y: 0.05, z: 1.9 }, yaw: Math.PI / 2, pitch: -0.2, focalPx: 320 };

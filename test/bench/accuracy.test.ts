@@ -9,7 +9,7 @@ import { benchRecipes, checkSidecar, defaultLiveParams, json, markdown, runAccur
 import { oracleRunner } from '../../bench/oracle.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
-import { isHeldOut, makeRecipes } from '../../src/model/train/recipe.js';
+import { isHeldOut, makeRecipes } from '../../src/training/recipe.js';
 import { contractModel, tempDir } from '../helpers/poseModels.js';
 
 const PLAN: AccuracyPlan = { seed: 4242, split: 'test', poseScenarios: 2, poseSeconds: 6, fallScenarios: 2, fallSeconds: 18 };

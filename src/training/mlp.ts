@@ -5,7 +5,7 @@
  * Activations and gradients live in buffers sized for the largest batch seen, so a training step
  * allocates nothing.
  */
-import { Rng } from '../../sim/rng.js';
+import { Rng } from '../sim/rng.js';
 import { gemm, transpose } from './matmul.js';
 
 /** One dense layer: y = x W + b, W row-major [in][out]. */

@@ -21,9 +21,9 @@
  *   the camera, back parts when it points away, a face half when (chest normal +- right
  *   direction) points towards it; hands and feet need only be inside the image.
  */
-import type { Camera } from '../../sim/camera.js';
-import type { GroundTruth } from '../../sim/simulator.js';
-import { N_DENSE_PARTS, N_KEYPOINTS } from '../../pose/types.js';
+import type { Camera } from '../sim/camera.js';
+import type { GroundTruth } from '../sim/simulator.js';
+import { N_DENSE_PARTS, N_KEYPOINTS } from '../pose/types.js';
 
 /** Person slots of the shipped model. */
 export const MAX_PERSONS = 4;

@@ -8,15 +8,15 @@ import { PoseModel } from '../../src/model/runtime.js';
 import { Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, type GroundTruth, type TruthPerson } from '../../src/sim/simulator.js';
 import { Camera } from '../../src/sim/camera.js';
-import { gemm, gemmNaive, transpose } from '../../src/model/train/matmul.js';
-import { AdamW, Mlp } from '../../src/model/train/mlp.js';
-import { poseLoss } from '../../src/model/train/loss.js';
-import { fillTargets, mirrorTargets, MAX_PERSONS, OUT, OUTPUT_DIM } from '../../src/model/train/targets.js';
-import { isHeldOut, makeRecipes, recipeSite } from '../../src/model/train/recipe.js';
-import { concatScenarios, generateScenario, simOptions, withSiteInputs } from '../../src/model/train/dataset.js';
-import { predict } from '../../src/model/train/trainer.js';
-import { QUICK, runTraining, type RunResult } from '../../src/model/train/run.js';
-import { outputsFromFlat, scoreOutputs } from '../../src/model/train/evaluate.js';
+import { gemm, gemmNaive, transpose } from '../../src/training/matmul.js';
+import { AdamW, Mlp } from '../../src/training/mlp.js';
+import { poseLoss } from '../../src/training/loss.js';
+import { fillTargets, mirrorTargets, MAX_PERSONS, OUT, OUTPUT_DIM } from '../../src/training/targets.js';
+import { isHeldOut, makeRecipes, recipeSite } from '../../src/training/recipe.js';
+import { concatScenarios, generateScenario, simOptions, withSiteInputs } from '../../src/training/dataset.js';
+import { predict } from '../../src/training/trainer.js';
+import { QUICK, runTraining, type RunResult } from '../../src/training/run.js';
+import { outputsFromFlat, scoreOutputs } from '../../src/training/evaluate.js';
 
 const rand = (rng: Rng, n: number, scale = 1) => Float32Array.from({ length: n }, () => rng.uniform(-scale, scale));
 

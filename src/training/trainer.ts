@@ -4,9 +4,9 @@
  * the form `buildMlpPoseModel` writes (standardisation and the floor scale folded in, so that the
  * ONNX model takes raw feature rows and returns metres).
  */
-import { N_DENSE_PARTS, N_KEYPOINTS } from '../../pose/types.js';
-import { Rng, deriveSeed } from '../../sim/rng.js';
-import type { DenseWeights, MlpPoseWeights } from '../onnxWriter.js';
+import { N_DENSE_PARTS, N_KEYPOINTS } from '../pose/types.js';
+import { Rng, deriveSeed } from '../sim/rng.js';
+import type { DenseWeights, MlpPoseWeights } from '../model/onnxWriter.js';
 import type { Dataset } from './dataset.js';
 import { emptyLoss, poseLoss, type LossParts } from './loss.js';
 import { AdamW, Mlp } from './mlp.js';
