@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { argValue, printResults, type BenchResult } from './lib.js';
 
@@ -13,7 +14,12 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   track: () => import('./track.js'),
   store: () => import('./store.js'),
   http: () => import('./http.js'),
+  live: () => import('./live.js'),
 };
+
+/** Suites measured on one core: the process is pinned with taskset where there is one. */
+const ONE_CORE = new Set(['live']);
+const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((p) => existsSync(p));
 
 /**
  * `npm run bench [-- --json] [-- --only NAME]`: every stage benchmark, as a table or as the JSON
@@ -34,7 +40,9 @@ async function main(): Promise<void> {
   for (const name of Object.keys(SUITES)) {
     if (only && only !== name) continue;
     if (!json) process.stderr.write(`running ${name}...\n`);
-    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', '--only', name], {
+    const args = [process.execPath, fileURLToPath(import.meta.url), '--child', '--only', name];
+    const pinned = ONE_CORE.has(name) && TASKSET ? [TASKSET, '-c', '0', ...args] : args;
+    const child = spawnSync(pinned[0]!, pinned.slice(1), {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],
       maxBuffer: 64 << 20,
