@@ -107,6 +107,7 @@
  * noise, the channel itself being smooth over ~1 MHz), over every frame; SNR = (1 - sigma^2)
  * / sigma^2 since frames have unit power. A proxy: channel curvature caps it near 35-40 dB.
  */
+import FFT from 'fft.js';
 import { windowShift, type CsiWindow } from '../csi/frame.js';
 
 /** Frames per window the model is trained on (1.28 s at 100 Hz). */
@@ -352,17 +353,27 @@ export class FeatureExtractor {
   private readonly mean = new Float64Array(LG * 2);
   private readonly v = new Float64Array(LG);
   private readonly beam = new Float64Array(NB);
-  private readonly zr = new Float64Array(FAST_FRAMES);
-  private readonly zi = new Float64Array(FAST_FRAMES);
   private readonly bandPow = new Float64Array(N_DOPPLER_BANDS);
   /** Unit vector along the mean channel of a view (the leak direction). */
   private readonly e1 = new Float64Array(LG * 2);
-  /** Real 2L x 2L embedding of the link covariance, and its eigenvalues. */
-  private readonly cov = new Float64Array(4 * N_LINKS * N_LINKS);
-  private readonly eig = new Float64Array(2 * N_LINKS);
+  /** Link covariance of a view's moving part by link slot (upper triangle): real, imaginary. */
+  private readonly rRe = new Float64Array(N_LINKS * N_LINKS);
+  private readonly rIm = new Float64Array(N_LINKS * N_LINKS);
+  /** The same over the present links only (full Hermitian L x L), destroyed by the eigensolver. */
+  private readonly covRe = new Float64Array(N_LINKS * N_LINKS);
+  private readonly covIm = new Float64Array(N_LINKS * N_LINKS);
+  private readonly eig = new Float64Array(N_LINKS);
   private readonly links = new Int32Array(N_LINKS);
-  private static readonly COS = Float64Array.from({ length: FAST_FRAMES }, (_, i) => Math.cos((2 * Math.PI * i) / FAST_FRAMES));
-  private static readonly SIN = Float64Array.from({ length: FAST_FRAMES }, (_, i) => Math.sin((2 * Math.PI * i) / FAST_FRAMES));
+  /** Doppler: the FFT over the fast frames, its input and output (interleaved re, im). */
+  private readonly fft = new FFT(FAST_FRAMES);
+  private readonly fftIn = new Float64Array(FAST_FRAMES * 2);
+  private readonly fftOut = new Float64Array(FAST_FRAMES * 2);
+  /** Hann taper over `taperFrames` frames. */
+  private readonly taper = new Float64Array(FAST_FRAMES);
+  private taperFrames = 0;
+  /** Signed band of each Doppler bin at `bandRate` Hz (the DC and Nyquist bins are split). */
+  private readonly binBand = new Int8Array(FAST_FRAMES);
+  private bandRate = NaN;
 
   /**
    * Computes the feature row of one window.
@@ -720,24 +731,12 @@ export class FeatureExtractor {
     }
     out[o.total] = Math.log(total / (rxN * txN * N_GRID) + LOG_FLOOR);
 
-    const corr = (la: number, lb: number, at: number) => {
-      let re = 0;
-      let im = 0;
-      let ea = 0;
-      let eb = 0;
-      for (let k = 0; k < count; k++) {
-        const st = (first + k) * L2;
-        for (let g = 0; g < N_GRID; g++) {
-          const a = st + (la * N_GRID + g) * 2;
-          const b = st + (lb * N_GRID + g) * 2;
-          re += s[a]! * s[b]! + s[a + 1]! * s[b + 1]!;
-          im += s[a + 1]! * s[b]! - s[a]! * s[b + 1]!;
-          ea += s[a]! * s[a]! + s[a + 1]! * s[a + 1]!;
-          eb += s[b]! * s[b]! + s[b + 1]! * s[b + 1]!;
-        }
-      }
-      writeCorr(out, at, re, im, ea, eb);
-    };
+    // Every cross-link statistic below is a quadratic form of the link covariance R.
+    const Rr = this.rRe;
+    const Ri = this.rIm;
+    this.linkCovariance(s, first, count, valid, rxN, txN);
+    const corr = (la: number, lb: number, at: number) =>
+      writeCorr(out, at, Rr[la * N_LINKS + lb]!, Ri[la * N_LINKS + lb]!, Rr[la * N_LINKS + la]!, Rr[lb * N_LINKS + lb]!);
     for (let n = 0; n < txN; n++) {
       for (let q = 0; q < 3; q++) {
         const [a, b] = PAIRS[q]!;
@@ -770,34 +769,72 @@ export class FeatureExtractor {
       out[o.delay + 1] = mag / nl;
     }
 
-    // Beam map over (rx direction, tx direction).
+    // Beam map over (rx direction, tx direction): the power of w^T D summed over time and grid
+    // points is w^T R conj(w), R Hermitian, so the upper triangle suffices.
+    const links = this.links;
+    let L = 0;
+    for (let m = 0; m < rxN; m++) for (let n = 0; n < txN; n++) links[L++] = m * MAX_TX + n;
     const beam = this.beam;
-    beam.fill(0);
+    let bsum = 0;
+    for (let c = 0; c < NB; c++) {
+      let p = 0;
+      for (let i = 0; i < L; i++) {
+        const li = links[i]!;
+        p += Rr[li * N_LINKS + li]!;
+        const ar = STEER_RE[c * N_LINKS + li]!;
+        const ai = STEER_IM[c * N_LINKS + li]!;
+        for (let j = i + 1; j < L; j++) {
+          const lj = links[j]!;
+          const br = STEER_RE[c * N_LINKS + lj]!;
+          const bi = STEER_IM[c * N_LINKS + lj]!;
+          // Re(w_i conj(w_j) R_ij), twice for the lower triangle
+          p += 2 * ((ar * br + ai * bi) * Rr[li * N_LINKS + lj]! - (ai * br - ar * bi) * Ri[li * N_LINKS + lj]!);
+        }
+      }
+      beam[c] = Math.max(0, p);
+      bsum += beam[c]!;
+    }
+    if (bsum > 0 && bsum < Infinity) for (let c = 0; c < NB; c++) out[o.beam + c] = beam[c]! / bsum;
+    this.eigenShares(out, o.eigen, L);
+  }
+
+  /**
+   * R = sum over steps and grid points of D D^H over the present links (link slots l, l' of
+   * N_LINKS x N_LINKS; upper triangle and diagonal), D the zero-mean series (invalid steps are 0).
+   */
+  private linkCovariance(s: Float64Array, first: number, count: number, valid: Uint8Array, rxN: number, txN: number): void {
+    const Rr = this.rRe;
+    const Ri = this.rIm;
+    Rr.fill(0);
+    Ri.fill(0);
+    const links = this.links;
+    let L = 0;
+    for (let m = 0; m < rxN; m++) for (let n = 0; n < txN; n++) links[L++] = m * MAX_TX + n;
+    const L2 = LG * 2;
     for (let k = 0; k < count; k++) {
       if (!valid[k]) continue;
       const st = (first + k) * L2;
-      for (let g = 0; g < N_GRID; g++) {
-        for (let c = 0; c < NB; c++) {
-          let br = 0;
-          let bi = 0;
-          for (let m = 0; m < rxN; m++) {
-            for (let n = 0; n < txN; n++) {
-              const l = m * MAX_TX + n;
-              const a = st + (l * N_GRID + g) * 2;
-              const wr = STEER_RE[c * N_LINKS + l]!;
-              const wi = STEER_IM[c * N_LINKS + l]!;
-              br += wr * s[a]! - wi * s[a + 1]!;
-              bi += wr * s[a + 1]! + wi * s[a]!;
-            }
+      for (let i = 0; i < L; i++) {
+        const li = links[i]!;
+        const pa = st + li * N_GRID * 2;
+        for (let j = i; j < L; j++) {
+          const lj = links[j]!;
+          const pb = st + lj * N_GRID * 2;
+          let re = 0;
+          let im = 0;
+          for (let g = 0; g < N_GRID * 2; g += 2) {
+            const ar = s[pa + g]!;
+            const ai = s[pa + g + 1]!;
+            const br = s[pb + g]!;
+            const bi = s[pb + g + 1]!;
+            re += ar * br + ai * bi;
+            im += ai * br - ar * bi;
           }
-          beam[c] += br * br + bi * bi;
+          Rr[li * N_LINKS + lj] += re;
+          Ri[li * N_LINKS + lj] += im;
         }
       }
     }
-    let bsum = 0;
-    for (let c = 0; c < NB; c++) bsum += beam[c]!;
-    if (bsum > 0 && bsum < Infinity) for (let c = 0; c < NB; c++) out[o.beam + c] = beam[c]! / bsum;
-    this.eigenShares(out, s, first, count, valid, o.eigen, rxN, txN);
   }
 
   /**
@@ -822,109 +859,81 @@ export class FeatureExtractor {
     return 1;
   }
 
-  /** Eigenvalue shares of the link covariance of a zero-mean series (see the module comment). */
-  private eigenShares(out: Float32Array, s: Float64Array, first: number, count: number, valid: Uint8Array, at: number, rxN: number, txN: number): void {
+  /** Eigenvalue shares of the link covariance R of the L present links (see the module comment). */
+  private eigenShares(out: Float32Array, at: number, L: number): void {
     const links = this.links;
-    let L = 0;
-    for (let m = 0; m < rxN; m++) for (let n = 0; n < txN; n++) links[L++] = m * MAX_TX + n;
-    const N = 2 * L;
-    const a = this.cov;
-    a.fill(0, 0, N * N);
-    const L2 = LG * 2;
-    for (let k = 0; k < count; k++) {
-      if (!valid[k]) continue;
-      const st = (first + k) * L2;
-      for (let g = 0; g < N_GRID; g++) {
-        for (let i = 0; i < L; i++) {
-          const p = st + (links[i]! * N_GRID + g) * 2;
-          const pr = s[p]!;
-          const pi = s[p + 1]!;
-          for (let j = i; j < L; j++) {
-            const q = st + (links[j]! * N_GRID + g) * 2;
-            // R[i][j] += D_i conj(D_j)
-            const re = pr * s[q]! + pi * s[q + 1]!;
-            const im = pi * s[q]! - pr * s[q + 1]!;
-            a[i * N + j] += re;
-            a[(i + L) * N + (j + L)] += re;
-            a[(i + L) * N + j] += im;
-            a[i * N + (j + L)] -= im;
-          }
-        }
-      }
-    }
-    // Fill the lower triangle of each block from the Hermitian symmetry.
+    const ar = this.covRe;
+    const ai = this.covIm;
+    const Rr = this.rRe;
+    const Ri = this.rIm;
     for (let i = 0; i < L; i++) {
-      for (let j = 0; j < i; j++) {
-        a[i * N + j] = a[j * N + i]!;
-        a[(i + L) * N + (j + L)] = a[(j + L) * N + (i + L)]!;
-        a[(i + L) * N + j] = -a[(j + L) * N + i]!;
-        a[i * N + (j + L)] = -a[j * N + (i + L)]!;
+      for (let j = i; j < L; j++) {
+        const r = Rr[links[i]! * N_LINKS + links[j]!]!;
+        const m = Ri[links[i]! * N_LINKS + links[j]!]!;
+        ar[i * L + j] = r;
+        ai[i * L + j] = m;
+        ar[j * L + i] = r;
+        ai[j * L + i] = -m;
       }
     }
-    const ev = this.eig;
-    jacobiEigenvalues(a, N, ev);
-    // Each eigenvalue of R appears twice in the real embedding.
-    const vals = ev.subarray(0, N).sort().reverse();
+    const vals = this.eig.subarray(0, L);
+    hermitianEigenvalues(ar, ai, L, vals);
+    vals.sort().reverse();
     let trace = 0;
-    for (let i = 0; i < N; i += 2) trace += Math.max(0, vals[i]!);
+    for (let i = 0; i < L; i++) trace += Math.max(0, vals[i]!);
     if (!(trace > 0 && trace < Infinity)) return;
-    for (let i = 0; i < N_EIGEN && 2 * i < N; i++) out[at + i] = Math.max(0, vals[2 * i]!) / trace;
+    for (let i = 0; i < N_EIGEN && i < L; i++) out[at + i] = Math.max(0, vals[i]!) / trace;
   }
 
   private writeDoppler(out: Float32Array, x: Float64Array, first: number, count: number, rxN: number, txN: number, rateHz: number): void {
-    const { zr, zi, bandPow } = this;
-    const cos = FeatureExtractor.COS;
-    const sin = FeatureExtractor.SIN;
+    const { fftIn, fftOut, bandPow, taper, binBand } = this;
     const L2 = LG * 2;
     const N = FAST_FRAMES;
-    const rate = rateHz > 0 && rateHz < Infinity ? rateHz : 100;
     const half = N / 2;
+    const rate = rateHz > 0 && rateHz < Infinity ? rateHz : 100;
+    if (count !== this.taperFrames) {
+      // Zero-padded to N frames when the window is shorter; Hann taper over the frames present.
+      for (let k = 0; k < count; k++) taper[k] = 0.5 - 0.5 * Math.cos((2 * Math.PI * (k + 0.5)) / count);
+      this.taperFrames = count;
+    }
+    if (rate !== this.bandRate) {
+      for (let bin = 1; bin < N; bin++) {
+        if (bin === half) continue;
+        const f = ((bin < half ? bin : bin - N) * rate) / N;
+        const af = Math.abs(f);
+        let band = DOPPLER_EDGES_HZ.length;
+        for (let e = 0; e < DOPPLER_EDGES_HZ.length; e++) {
+          if (af <= DOPPLER_EDGES_HZ[e]!) {
+            band = e;
+            break;
+          }
+        }
+        binBand[bin] = f < 0 ? 3 - band : 4 + band;
+      }
+      this.bandRate = rate;
+    }
+    fftIn.fill(0);
     for (let m = 0; m < rxN; m++) {
       for (let n = 0; n < txN; n++) {
         const l = m * MAX_TX + n;
         bandPow.fill(0);
         for (let g = 0; g < N_GRID; g++) {
-          // Zero-padded to N frames when the window is shorter; Hann taper over the frames present.
-          zr.fill(0);
-          zi.fill(0);
           for (let k = 0; k < count; k++) {
             const a = (first + k) * L2 + (l * N_GRID + g) * 2;
-            const h = 0.5 - 0.5 * Math.cos((2 * Math.PI * (k + 0.5)) / count);
-            zr[k] = x[a]! * h;
-            zi[k] = x[a + 1]! * h;
+            fftIn[2 * k] = x[a]! * taper[k]!;
+            fftIn[2 * k + 1] = x[a + 1]! * taper[k]!;
           }
-          for (let bin = 0; bin < N; bin++) {
-            // F = sum_k z_k exp(-j 2 pi bin k / N)
-            let fr = 0;
-            let fi = 0;
-            let idx = 0;
-            for (let k = 0; k < N; k++) {
-              const c = cos[idx]!;
-              const s = sin[idx]!;
-              fr += zr[k]! * c + zi[k]! * s;
-              fi += zi[k]! * c - zr[k]! * s;
-              idx += bin;
-              if (idx >= N) idx -= N;
-            }
-            const p = fr * fr + fi * fi;
-            if (bin === 0) {
-              bandPow[3] += p / 2;
-              bandPow[4] += p / 2;
-            } else if (bin === half) {
-              bandPow[0] += p / 2;
-              bandPow[N_DOPPLER_BANDS - 1] += p / 2;
-            } else {
-              const f = ((bin < half ? bin : bin - N) * rate) / N;
-              const af = Math.abs(f);
-              let band = DOPPLER_EDGES_HZ.length;
-              for (let e = 0; e < DOPPLER_EDGES_HZ.length; e++) {
-                if (af <= DOPPLER_EDGES_HZ[e]!) {
-                  band = e;
-                  break;
-                }
-              }
-              bandPow[f < 0 ? 3 - band : 4 + band] += p;
-            }
+          // F[bin] = sum_k z_k exp(-j 2 pi bin k / N)
+          this.fft.transform(fftOut, fftIn);
+          const p0 = fftOut[0]! * fftOut[0]! + fftOut[1]! * fftOut[1]!;
+          bandPow[3] += p0 / 2;
+          bandPow[4] += p0 / 2;
+          const pn = fftOut[2 * half]! * fftOut[2 * half]! + fftOut[2 * half + 1]! * fftOut[2 * half + 1]!;
+          bandPow[0] += pn / 2;
+          bandPow[N_DOPPLER_BANDS - 1] += pn / 2;
+          for (let bin = 1; bin < N; bin++) {
+            if (bin === half) continue;
+            bandPow[binBand[bin]!] += fftOut[2 * bin]! * fftOut[2 * bin]! + fftOut[2 * bin + 1]! * fftOut[2 * bin + 1]!;
           }
         }
         let sum = 0;
@@ -938,44 +947,71 @@ export class FeatureExtractor {
 }
 
 /**
- * Eigenvalues of a real symmetric n x n matrix (row-major, destroyed) by cyclic Jacobi rotations,
- * until the off-diagonal part is below 1e-12 of the diagonal (at most 30 sweeps).
+ * Eigenvalues of a Hermitian n x n matrix (row-major real and imaginary parts, both triangles;
+ * destroyed) by cyclic complex Jacobi rotations, until the off-diagonal part is below 1e-12 of
+ * the diagonal (at most 30 sweeps). Each rotation first turns a_pq real with a phase on row and
+ * column q, then zeroes it with a real plane rotation.
  */
-function jacobiEigenvalues(a: Float64Array, n: number, out: Float64Array): void {
+export function hermitianEigenvalues(ar: Float64Array, ai: Float64Array, n: number, out: Float64Array): void {
   for (let sweep = 0; sweep < 30; sweep++) {
     let off = 0;
     let diag = 0;
     for (let i = 0; i < n; i++) {
-      diag += a[i * n + i]! * a[i * n + i]!;
-      for (let j = i + 1; j < n; j++) off += a[i * n + j]! * a[i * n + j]!;
+      diag += ar[i * n + i]! * ar[i * n + i]!;
+      for (let j = i + 1; j < n; j++) off += ar[i * n + j]! * ar[i * n + j]! + ai[i * n + j]! * ai[i * n + j]!;
     }
     if (!(off > 1e-24 * diag)) break;
     for (let p = 0; p < n; p++) {
       for (let q = p + 1; q < n; q++) {
-        const apq = a[p * n + q]!;
-        if (apq === 0) continue;
-        const app = a[p * n + p]!;
-        const aqq = a[q * n + q]!;
-        const theta = (aqq - app) / (2 * apq);
+        const r = Math.hypot(ar[p * n + q]!, ai[p * n + q]!);
+        if (r === 0) continue;
+        // Phase: column q times e^{-j phi}, row q times e^{j phi}, phi = angle(a_pq).
+        const er = ar[p * n + q]! / r;
+        const ei = ai[p * n + q]! / r;
+        for (let k = 0; k < n; k++) {
+          if (k === q) continue;
+          const xr = ar[k * n + q]!;
+          const xi = ai[k * n + q]!;
+          ar[k * n + q] = xr * er + xi * ei;
+          ai[k * n + q] = xi * er - xr * ei;
+          ar[q * n + k] = ar[k * n + q]!;
+          ai[q * n + k] = -ai[k * n + q]!;
+        }
+        ai[p * n + q] = 0;
+        ai[q * n + p] = 0;
+        ar[p * n + q] = r;
+        ar[q * n + p] = r;
+        const app = ar[p * n + p]!;
+        const aqq = ar[q * n + q]!;
+        const theta = (aqq - app) / (2 * r);
         const t = (theta >= 0 ? 1 : -1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
         const c = 1 / Math.sqrt(t * t + 1);
         const sn = t * c;
+        // Columns p, q then rows p, q (A J, then J^T A), keeping the matrix Hermitian.
         for (let k = 0; k < n; k++) {
-          const akp = a[k * n + p]!;
-          const akq = a[k * n + q]!;
-          a[k * n + p] = c * akp - sn * akq;
-          a[k * n + q] = sn * akp + c * akq;
+          const kpR = ar[k * n + p]!;
+          const kpI = ai[k * n + p]!;
+          const kqR = ar[k * n + q]!;
+          const kqI = ai[k * n + q]!;
+          ar[k * n + p] = c * kpR - sn * kqR;
+          ai[k * n + p] = c * kpI - sn * kqI;
+          ar[k * n + q] = sn * kpR + c * kqR;
+          ai[k * n + q] = sn * kpI + c * kqI;
         }
         for (let k = 0; k < n; k++) {
-          const apk = a[p * n + k]!;
-          const aqk = a[q * n + k]!;
-          a[p * n + k] = c * apk - sn * aqk;
-          a[q * n + k] = sn * apk + c * aqk;
+          const pkR = ar[p * n + k]!;
+          const pkI = ai[p * n + k]!;
+          const qkR = ar[q * n + k]!;
+          const qkI = ai[q * n + k]!;
+          ar[p * n + k] = c * pkR - sn * qkR;
+          ai[p * n + k] = c * pkI - sn * qkI;
+          ar[q * n + k] = sn * pkR + c * qkR;
+          ai[q * n + k] = sn * pkI + c * qkI;
         }
       }
     }
   }
-  for (let i = 0; i < n; i++) out[i] = a[i * n + i]!;
+  for (let i = 0; i < n; i++) out[i] = ar[i * n + i]!;
 }
 
 /**

@@ -2,7 +2,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { Observable, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
-import { ReplayClock, stampTime } from './replayClock.js';
+import { FAST_CHUNK, ReplayClock, nextTurn, stampTime } from './replayClock.js';
 
 export interface ReplayOptions {
   /** 1 = recorded pace, 2 = twice as fast, 0 = as fast as possible. */
@@ -18,9 +18,6 @@ export interface ReplayOptions {
   scheduler?: SchedulerLike;
   onStats?: (stats: DecodeStats) => void;
 }
-
-/** In fast mode, frames emitted before yielding to the event loop. */
-const FAST_BATCH = 2048;
 
 /**
  * Replays a capture file as a stream of frames, decoding lazily as it goes (memory stays bounded
@@ -115,8 +112,8 @@ export function replayFile(path: string, createDecoder: () => CsiDecoder, opts: 
               later(wait);
               return;
             }
-          } else if (++emitted > FAST_BATCH) {
-            later(0);
+          } else if (++emitted > FAST_CHUNK) {
+            pending = nextTurn(scheduler, loop);
             return;
           }
           const f = nextFrame;

@@ -2,6 +2,7 @@ import { Observable, asyncScheduler, type SchedulerLike, type Subscription } fro
 import type { CsiFrame } from '../csi/frame.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
 import { SourceError } from './errors.js';
+import { FAST_CHUNK, nextTurn } from './replayClock.js';
 
 export interface SimSourceOptions {
   /** 1 = real time, 2 = twice as fast, 0 = as fast as possible. */
@@ -11,9 +12,6 @@ export interface SimSourceOptions {
 
 /** Simulator settings that a `sim?...` URI can carry, plus whether to attach the ground truth. */
 export type SimParams = Partial<SimOptions> & { truth?: boolean };
-
-/** In fast mode, frames emitted before yielding to the event loop. */
-const FAST_BATCH = 1024;
 
 /**
  * The ground truth as plain JSON, attached to frames as `meta.truth` when asked for
@@ -115,8 +113,8 @@ export function simSource(params: SimParams, opts: SimSourceOptions = {}): Obser
               pending = scheduler.schedule(loop, Math.max(wait, 1));
               return;
             }
-          } else if (++emitted > FAST_BATCH) {
-            pending = scheduler.schedule(loop, 0);
+          } else if (++emitted > FAST_CHUNK) {
+            pending = nextTurn(scheduler, loop);
             return;
           }
           const s = next;

@@ -298,6 +298,19 @@ describe('csipose run with the simulator', () => {
     expect(again.stdout).toBe(r.stdout);
   });
 
+  itWithSimulator('run --pipeline live --fast infers every window: every 8 frames a pose frame, none shed', async () => {
+    // As fast as possible the source yields between small chunks, so the inference worker's
+    // results get in and its queue never overflows (with 1,024-frame chunks most windows were dropped).
+    const r = await runCli(['run', '--source', 'sim?seed=3&people=2', '--pipeline', 'live', '--limit', '600', '--fast']);
+    expect(r.code).toBe(0);
+    const frames = ndjson<{ timestamp: string; frame_id: number }>(r.stdout);
+    expect(frames).toHaveLength(600);
+    // The same seed windowed without inference: one pose frame per window, at the window's end.
+    const w = await runCli(['run', '--source', 'sim?seed=3&people=2', '--pipeline', 'sanitize | window size=128 hop=8 | features', '--limit', '600', '--fast']);
+    const rows = ndjson<{ frameTime: number }>(w.stdout);
+    expect(frames.map((f) => Date.parse(f.timestamp))).toEqual(rows.map((x) => Math.round(x.frameTime)));
+  }, 60_000);
+
   itWithSimulator('SIGINT stops a live run cleanly: exit 0, every line complete', async () => {
     const child = spawn(process.execPath, [cliMain, 'run', '--source', 'sim'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

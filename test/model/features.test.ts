@@ -10,6 +10,7 @@ import {
   N_LINKS,
   OFFSETS,
   WINDOW_FRAMES,
+  hermitianEigenvalues,
 } from '../../src/model/features.js';
 import { features, windowQuality } from '../../operators/features.js';
 import type { FeatureRow } from '../../operators/infer.js';
@@ -348,5 +349,62 @@ describe('features operator', () => {
     // The same frames spread over twice the time: half of the expected frames arrived.
     const sparse = { ...w, times: w.times.map((t, i) => t + (i * 1000) / RATE) };
     expect(windowQuality(sparse, 30)).toBeCloseTo(WINDOW_FRAMES / (1 + 2 * (WINDOW_FRAMES - 1)), 10);
+  });
+});
+
+describe('hermitianEigenvalues', () => {
+  /** A = U diag(lambda) U^H with U unitary (Gram-Schmidt of fixed complex vectors). */
+  function hermitian(lambda: number[]): { re: Float64Array; im: Float64Array } {
+    const n = lambda.length;
+    const ur: number[][] = [];
+    const ui: number[][] = [];
+    for (let c = 0; c < n; c++) {
+      let vr = Array.from({ length: n }, (_, k) => Math.sin(1.3 * (c + 1) * (k + 1) + 0.2 * c));
+      let vi = Array.from({ length: n }, (_, k) => Math.cos(0.7 * (c + 2) * (k + 1) - 0.1 * k));
+      for (let p = 0; p < c; p++) {
+        // v -= (u_p^H v) u_p
+        let dr = 0;
+        let di = 0;
+        for (let k = 0; k < n; k++) {
+          dr += ur[p]![k]! * vr[k]! + ui[p]![k]! * vi[k]!;
+          di += ur[p]![k]! * vi[k]! - ui[p]![k]! * vr[k]!;
+        }
+        vr = vr.map((x, k) => x - (dr * ur[p]![k]! - di * ui[p]![k]!));
+        vi = vi.map((x, k) => x - (dr * ui[p]![k]! + di * ur[p]![k]!));
+      }
+      const norm = Math.sqrt(vr.reduce((a, x, k) => a + x * x + vi[k]! * vi[k]!, 0));
+      ur.push(vr.map((x) => x / norm));
+      ui.push(vi.map((x) => x / norm));
+    }
+    const re = new Float64Array(n * n);
+    const im = new Float64Array(n * n);
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++)
+        for (let c = 0; c < n; c++) {
+          // u_c[i] conj(u_c[j]) lambda_c
+          re[i * n + j] += lambda[c]! * (ur[c]![i]! * ur[c]![j]! + ui[c]![i]! * ui[c]![j]!);
+          im[i * n + j] += lambda[c]! * (ui[c]![i]! * ur[c]![j]! - ur[c]![i]! * ui[c]![j]!);
+        }
+    return { re, im };
+  }
+
+  it('recovers the spectrum of a 9 x 9 Hermitian matrix with complex entries', () => {
+    const lambda = [5, 3.5, 2, 1, 0.5, 0.25, 0.1, 0.01, 0];
+    const { re, im } = hermitian(lambda);
+    expect(Math.max(...Array.from(im, Math.abs))).toBeGreaterThan(0.1);
+    const out = new Float64Array(9);
+    hermitianEigenvalues(re, im, 9, out);
+    const got = Array.from(out).sort((a, b) => b - a);
+    for (let i = 0; i < 9; i++) expect(got[i]).toBeCloseTo(lambda[i]!, 9);
+  });
+
+  it('handles repeated eigenvalues and a 1 x 1 matrix', () => {
+    const { re, im } = hermitian([2, 2, 1, 1]);
+    const out = new Float64Array(4);
+    hermitianEigenvalues(re, im, 4, out);
+    expect(Array.from(out).sort((a, b) => b - a).map((x) => +x.toFixed(9))).toEqual([2, 2, 1, 1]);
+    const one = new Float64Array(1);
+    hermitianEigenvalues(Float64Array.of(3), Float64Array.of(0), 1, one);
+    expect(one[0]).toBe(3);
   });
 });
