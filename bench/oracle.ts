@@ -1,77 +1,119 @@
 /**
  * The oracle: a "model" that answers every window of the accuracy benchmark's scenarios with the
- * simulator's ground truth of the window's last frame. `npm run bench:accuracy -- --oracle` runs
- * the benchmark with it, which scores the rest of the system (decoding, tracking, activities, fall
- * alerts) as if the pose model were perfect: a check of the harness, and the ceiling that tracker
- * and alert rules reach. It recognises a window by a hash of its feature row, so it answers only
- * the windows of the scenarios it was built for.
+ * simulator's ground truth of the window's last frame, in the v2 contract's terms (count, presence,
+ * skeletons relative to the receiver, activity, fall). `npm run bench:accuracy -- --oracle` runs
+ * the benchmark with it, which scores the rest of the system (projection, tracking, activities,
+ * fall alerts) as if the pose model were perfect: a check of the harness, and the ceiling that
+ * tracker and alert rules reach. It recognises a window by a hash of its feature row, so it
+ * answers only the windows of the scenarios it was built for (both settings' scored sessions, with
+ * the same frames the benchmark feeds: `planStreams`, `openStream`).
+ *
+ * It also carries the baseline's mean pose, which the benchmark otherwise reads from the model's
+ * training report: the mean over every person of every window it indexed (its own truth).
  */
 import { createHash } from 'node:crypto';
 import { Subject } from 'rxjs';
 import type { CsiFrame } from '../src/csi/frame.js';
+import { CONTRACT_V2, MODEL_ACTIVITIES } from '../src/model/contract.js';
 import { FEATURE_DIM, HOP, WINDOW_FRAMES } from '../src/model/features.js';
-import type { ModelOutputs, PoseRunner } from '../src/model/runtime.js';
-import { fillTargets, MAX_PERSONS, OUTPUT_DIM } from '../src/training/targets.js';
-import { outputsFromFlat } from '../src/training/evaluate.js';
-import { CsiSimulator, type GroundTruth } from '../src/sim/simulator.js';
+import type { ModelOutputsV2, PoseRunner } from '../src/model/runtime.js';
+import type { MeanPose } from '../src/training/evaluate.js';
+import { fillTargets, MAX_PERSONS, TARGET, TARGET_DIM } from '../src/training/targets.js';
+import type { GroundTruth } from '../src/sim/simulator.js';
 import { sanitizePhase } from '../operators/sanitizePhase.js';
 import { slidingWindow } from '../operators/slidingWindow.js';
 import { features } from '../operators/features.js';
-import { benchRecipes, fallSimOptions, planFallScenarios, recipeSimulator, type AccuracyPlan } from './accuracy.js';
+import { N_KEYPOINTS } from '../src/pose/types.js';
+import { openStream, planStreams, type AccuracyPlan, type BenchStream } from './accuracy/plan.js';
 
 const key = (f: Float32Array): string => createHash('sha1').update(Buffer.from(f.buffer, f.byteOffset, f.byteLength)).digest('hex');
 
-/** Maps the features of every window of a simulated stream to the targets of its last frame. */
-function indexWindows(sim: CsiSimulator, frames: number, table: Map<string, Float32Array>): void {
+/** Running sums of the mean pose. */
+interface MeanSums {
+  offsets: Float64Array;
+  z: number;
+  n: number;
+}
+
+/** Maps the features of every window of a stream to the targets of its last frame. */
+function indexWindows(s: BenchStream, table: Map<string, Float32Array>, sums: MeanSums): void {
+  const open = openStream(s);
   const truths = new Map<number, GroundTruth>();
+  // The benchmark sets environment.site.receiver_x/_y to the recipe's receiver: skeletons are relative to it.
+  const receiver = { x: s.recipe.rx.x, y: s.recipe.rx.y };
   const input = new Subject<CsiFrame>();
   input.pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), features()).subscribe((row) => {
-    const out = new Float32Array(OUTPUT_DIM);
-    fillTargets(truths.get(row.frameTime)!, sim.scenario.camera, out);
+    const out = new Float32Array(TARGET_DIM);
+    fillTargets(truths.get(row.frameTime)!, receiver, out);
     table.set(key(row.features), out);
+    for (let p = 0; p < MAX_PERSONS; p++) {
+      if (out[TARGET.presence + p]! < 0.5) continue;
+      sums.n++;
+      sums.z += out[TARGET.root + p * 3 + 2]!;
+      for (let i = 0; i < N_KEYPOINTS * 3; i++) sums.offsets[i] += out[TARGET.offsets + p * N_KEYPOINTS * 3 + i]!;
+    }
   });
-  for (let i = 0; i < frames; i++) {
-    const s = sim.next();
-    truths.set(s.frame.time, s.truth);
-    input.next(s.frame);
+  for (let i = 0; i < open.frames; i++) {
+    const x = open.next();
+    truths.set(x.frame.time, x.truth);
+    input.next(x.frame);
   }
   input.complete();
 }
 
+/** The oracle runner, with the mean pose of its truth. */
+export type OracleRunner = PoseRunner & { readonly meanPose: MeanPose };
+
 /**
- * Builds the oracle for a benchmark plan (simulates every scenario of the plan once).
+ * Builds the oracle for a benchmark plan (simulates every scored scenario of the plan once).
  * @param plan the plan the benchmark will run
- * @returns a PoseRunner whose outputs are the ground truth (keypoint confidence = visibility;
- *   dense pose as the training targets have it)
+ * @returns a PoseRunner whose outputs are the ground truth, and its mean pose
  * @example
- * const report = await runAccuracy(plan, oracleRunner(plan), 'oracle');
+ * const oracle = oracleRunner(plan);
+ * const report = await runAccuracy(plan, oracle, { modelPath: 'oracle', meanPose: oracle.meanPose, oracle: true });
  */
-export function oracleRunner(plan: AccuracyPlan): PoseRunner {
+export function oracleRunner(plan: AccuracyPlan): OracleRunner {
   const table = new Map<string, Float32Array>();
-  const recipes = benchRecipes(plan);
-  for (const r of recipes.pose) {
-    const { sim } = recipeSimulator(r);
-    indexWindows(sim, Math.round(r.seconds * sim.rateHz), table);
-  }
-  const people = planFallScenarios(recipes.fall);
-  recipes.fall.forEach((r, i) => {
-    const sim = new CsiSimulator(fallSimOptions(r, people[i]!));
-    indexWindows(sim, Math.round(r.seconds * sim.rateHz), table);
-  });
+  const sums: MeanSums = { offsets: new Float64Array(N_KEYPOINTS * 3), z: 0, n: 0 };
+  const streams = planStreams(plan);
+  for (const s of [...streams.unseen.pose, ...streams.unseen.fall, ...streams.room.pose, ...streams.room.fall]) indexWindows(s, table, sums);
+  const meanPose: MeanPose = { offsets: Array.from(sums.offsets, (v) => (sums.n > 0 ? v / sums.n : 0)), pelvisZ: sums.n > 0 ? sums.z / sums.n : 0 };
   const P = MAX_PERSONS;
+  const A = MODEL_ACTIVITIES.length;
   return {
-    metadata: { csipose_contract: 'csipose-pose-v1', model_version: 'oracle', feature_dim: FEATURE_DIM, max_persons: P, window_frames: WINDOW_FRAMES, trained_on: 'ground truth' },
+    contract: 2,
+    meanPose,
+    metadata: { csipose_contract: CONTRACT_V2, model_version: 'oracle', feature_dim: FEATURE_DIM, max_persons: P, window_frames: WINDOW_FRAMES, trained_on: 'ground truth' },
     featureDim: FEATURE_DIM,
     maxPersons: P,
-    async run(f: Float32Array, n: number): Promise<ModelOutputs> {
-      const flat = new Float32Array(n * OUTPUT_DIM);
+    async run(f: Float32Array, n: number): Promise<ModelOutputsV2> {
+      const out: ModelOutputsV2 = {
+        contract: 2,
+        n,
+        maxPersons: P,
+        count: new Float32Array(n * (P + 1)),
+        presence: new Float32Array(n * P),
+        keypoints3d: new Float32Array(n * P * N_KEYPOINTS * 3),
+        activity: new Float32Array(n * P * A),
+        fall: new Float32Array(n),
+      };
       for (let r = 0; r < n; r++) {
         const t = table.get(key(f.subarray(r * FEATURE_DIM, (r + 1) * FEATURE_DIM)));
         if (!t) throw new Error('oracle: a window of a scenario it was not built for');
-        flat.set(t, r * OUTPUT_DIM);
+        out.count[r * (P + 1) + Math.round(t[TARGET.count]!)] = 1;
+        out.fall[r] = t[TARGET.fall]!;
+        for (let p = 0; p < P; p++) {
+          out.presence[r * P + p] = t[TARGET.presence + p]!;
+          const a = Math.round(t[TARGET.activity + p]!);
+          if (a >= 0) out.activity[(r * P + p) * A + a] = 1;
+          for (let k = 0; k < N_KEYPOINTS; k++) {
+            for (let c = 0; c < 3; c++) {
+              out.keypoints3d[((r * P + p) * N_KEYPOINTS + k) * 3 + c] = t[TARGET.root + p * 3 + c]! + t[TARGET.offsets + p * N_KEYPOINTS * 3 + k * 3 + c]!;
+            }
+          }
+        }
       }
-      // The targets are in the layout of the training network's outputs, activations applied.
-      return outputsFromFlat(flat, n);
+      return out;
     },
   };
 }

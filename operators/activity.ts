@@ -11,6 +11,7 @@ import {
   type ActivityThresholds,
 } from '../src/pose/posture.js';
 import type { Activity, ActivityEvent, PersonPose, PoseFrame } from '../src/pose/types.js';
+import { MODEL_ACTIVITIES } from '../src/model/contract.js';
 
 export interface ActivityOptions {
   /** False passes frames through unlabelled (config `analytics.enable_activity_recognition`); default true. Live. */
@@ -61,8 +62,21 @@ function resolve(o: ActivityOptions): Resolved {
   return { enabled: o.enabled !== false, minDurationMs, historyMs, forgetAfterMs, thresholds: { ...DEFAULT_ACTIVITY_THRESHOLDS, walkSpeed, walkBoxRate } };
 }
 
+/** Smoothing of a v2 model's activity probabilities per track: weight of the newest frame. */
+export const MODEL_ACTIVITY_SMOOTHING = 0.35;
+/** A frame whose `fallProbability` reaches this makes its most fallen-looking person `falling`. */
+export const FALL_TRIGGER = 0.5;
+/** ...unless that person is this sure to be upright (P(standing) + P(walking)): posture vetoes. */
+export const UPRIGHT_VETO = 0.8;
+const FALLING = MODEL_ACTIVITIES.indexOf('falling');
+const LYING = MODEL_ACTIVITIES.indexOf('lying');
+const STANDING = MODEL_ACTIVITIES.indexOf('standing');
+const WALKING = MODEL_ACTIVITIES.indexOf('walking');
+
 interface TrackState {
   readonly history: PoseHistory;
+  /** v2 models: the track's smoothed activity probabilities (MODEL_ACTIVITIES order). */
+  probs: Float32Array | null;
   /** Activity currently reported; null before the first valid pose. */
   reported: Activity | null;
   reportedConfidence: number;
@@ -74,7 +88,17 @@ interface TrackState {
 
 /**
  * Labels every person with an activity (standing, sitting, lying, walking, falling) and a
- * confidence, from their posture (`estimatePosture`) and a short per-track history
+ * confidence.
+ *
+ * Persons from a v2 model (`modelActivity` set) take the model's own answer: its activity
+ * probabilities, smoothed per track (MODEL_ACTIVITY_SMOOTHING of the newest frame), with the
+ * hysteresis below; and when the frame's `fallProbability` (the model's fall detector over the last
+ * seconds of Doppler and motion) reaches FALL_TRIGGER, the person most likely down is `falling` at
+ * once (confidence: the larger of the two probabilities), unless the model is UPRIGHT_VETO sure
+ * that person is standing or walking.
+ *
+ * Other persons (v1 models, submitted poses) are labelled from their posture (`estimatePosture`)
+ * and a short per-track history
  * (`activityOf`: walking from floor speed or box motion, falling from a fast upright-to-lying
  * change that did not follow going down in place, as lying down on the floor through kneeling does).
  *
@@ -109,8 +133,9 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
       const act: ActivityEstimate = { activity: 'standing', confidence: 0, speed: NaN, floorSpeed: false };
       const single = new PoseHistory(2);
 
-      const label = (frame: PoseFrame, cfg: Resolved, tracks: Map<number, TrackState>, p: PersonPose, events: ActivityEvent[]): PersonPose => {
+      const label = (frame: PoseFrame, cfg: Resolved, tracks: Map<number, TrackState>, p: PersonPose, events: ActivityEvent[], fallen: boolean): PersonPose => {
         const t = frame.time;
+        if (p.modelActivity) return labelFromModel(frame, cfg, tracks, p, events, fallen);
         estimatePosture(p.keypoints, p.bbox, est);
         const floor = p.floor;
         const fx = floor && Number.isFinite(floor.x) && Number.isFinite(floor.y) ? floor.x : NaN;
@@ -129,7 +154,7 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
 
         let st = tracks.get(id);
         if (!st) {
-          st = { history: new PoseHistory(HISTORY_CAPACITY), reported: null, reportedConfidence: 0, candidate: null, candidateSince: 0, lastSeen: t };
+          st = { history: new PoseHistory(HISTORY_CAPACITY), probs: null, reported: null, reportedConfidence: 0, candidate: null, candidateSince: 0, lastSeen: t };
           tracks.set(id, st);
         }
         st.lastSeen = t;
@@ -138,35 +163,105 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
         st.history.push(t, est, fx, fy, speed);
         activityOf(st.history, cfg.thresholds, act);
 
-        if (st.reported === null || act.activity === st.reported) {
-          st.reported = act.activity;
-          st.reportedConfidence = act.confidence;
+        settle(frame, cfg, st, id, act.activity, act.confidence, fx, fy, events);
+        return { ...p, activity: st.reported!, activityConfidence: st.reportedConfidence };
+      };
+
+      /** Hysteresis: a new activity replaces the reported one after minDurationMs (falling at once). */
+      const settle = (frame: PoseFrame, cfg: Resolved, st: TrackState, id: number, a: Activity, confidence: number, fx: number, fy: number, events: ActivityEvent[]) => {
+        const t = frame.time;
+        if (st.reported === null || a === st.reported) {
+          st.reported = a;
+          st.reportedConfidence = confidence;
           st.candidate = null;
-        } else {
-          if (st.candidate !== act.activity) {
-            st.candidate = act.activity;
-            st.candidateSince = t;
-          }
-          if (act.activity === 'falling' || t - st.candidateSince >= cfg.minDurationMs) {
-            events.push({
-              eventId: `evt_${frame.environmentId}_${id}_${t}_activity`,
-              type: 'activity_change',
-              severity: 'low',
-              time: t,
-              environmentId: frame.environmentId,
-              personId: id,
-              trackId: id,
-              confidence: act.confidence,
-              location: { x: fx, y: fy },
-              metadata: { from: st.reported, to: act.activity },
-              actionsTaken: [],
-            });
-            st.reported = act.activity;
-            st.reportedConfidence = act.confidence;
-            st.candidate = null;
-          }
+          return;
         }
-        return { ...p, activity: st.reported, activityConfidence: st.reportedConfidence };
+        if (st.candidate !== a) {
+          st.candidate = a;
+          st.candidateSince = t;
+        }
+        if (a === 'falling' || t - st.candidateSince >= cfg.minDurationMs) {
+          events.push({
+            eventId: `evt_${frame.environmentId}_${id}_${t}_activity`,
+            type: 'activity_change',
+            severity: 'low',
+            time: t,
+            environmentId: frame.environmentId,
+            personId: id,
+            trackId: id,
+            confidence,
+            location: { x: fx, y: fy },
+            metadata: { from: st.reported, to: a },
+            actionsTaken: [],
+          });
+          st.reported = a;
+          st.reportedConfidence = confidence;
+          st.candidate = null;
+        }
+      };
+
+      /**
+       * A v2 model's answer: its activity probabilities, smoothed per track, and the frame's fall
+       * probability for the person chosen by `fallenPerson`.
+       */
+      const labelFromModel = (
+        frame: PoseFrame,
+        cfg: Resolved,
+        tracks: Map<number, TrackState>,
+        p: PersonPose,
+        events: ActivityEvent[],
+        fallen: boolean,
+      ): PersonPose => {
+        const t = frame.time;
+        const m = p.modelActivity!;
+        const fx = p.floor && Number.isFinite(p.floor.x) ? p.floor.x : NaN;
+        const fy = p.floor && Number.isFinite(p.floor.y) ? p.floor.y : NaN;
+        const argmax = (v: ArrayLike<number>) => {
+          let b = 0;
+          for (let i = 1; i < MODEL_ACTIVITIES.length; i++) if (v[i]! > v[b]!) b = i;
+          return b;
+        };
+        const fallConfidence = Math.max(frame.fallProbability ?? 0, m.probabilities[FALLING] ?? 0);
+        const id = p.trackId;
+        if (id === undefined || id === null || !Number.isFinite(id)) {
+          if (fallen) return { ...p, activity: 'falling', activityConfidence: fallConfidence };
+          return { ...p, activity: m.activity, activityConfidence: m.confidence };
+        }
+        let st = tracks.get(id);
+        if (!st) {
+          st = { history: new PoseHistory(2), probs: null, reported: null, reportedConfidence: 0, candidate: null, candidateSince: 0, lastSeen: t };
+          tracks.set(id, st);
+        }
+        st.lastSeen = t;
+        if (!st.probs) st.probs = Float32Array.from(m.probabilities);
+        else for (let i = 0; i < st.probs.length; i++) st.probs[i] = st.probs[i]! + MODEL_ACTIVITY_SMOOTHING * ((m.probabilities[i] ?? 0) - st.probs[i]!);
+        const best = fallen ? FALLING : argmax(st.probs);
+        const a = MODEL_ACTIVITIES[best]!;
+        settle(frame, cfg, st, id, a, fallen ? fallConfidence : st.probs[best]!, fx, fy, events);
+        return { ...p, activity: st.reported!, activityConfidence: st.reportedConfidence };
+      };
+
+      /**
+       * The person a v2 frame's fall probability points at: when it reaches FALL_TRIGGER, the person
+       * most likely down (P(falling) + P(lying)), unless that person is UPRIGHT_VETO sure to be up.
+       * @returns the index in frame.persons, or -1
+       */
+      const fallenPerson = (frame: PoseFrame): number => {
+        if (!((frame.fallProbability ?? 0) >= FALL_TRIGGER)) return -1;
+        let best = -1;
+        let bestDown = -1;
+        frame.persons.forEach((p, i) => {
+          const pr = p?.modelActivity?.probabilities;
+          if (!pr) return;
+          const down = pr[FALLING]! + pr[LYING]!;
+          if (down > bestDown) {
+            bestDown = down;
+            best = i;
+          }
+        });
+        if (best < 0) return -1;
+        const pr = frame.persons[best]!.modelActivity!.probabilities;
+        return pr[STANDING]! + pr[WALKING]! >= UPRIGHT_VETO ? -1 : best;
       };
 
       const sub = source.subscribe({
@@ -188,7 +283,8 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
             for (const [id, st] of tracks) if (Math.abs(t - st.lastSeen) > cfg.forgetAfterMs) tracks.delete(id);
 
             const events: ActivityEvent[] = [];
-            const persons = frame.persons.map((p) => (p && p.keypoints ? label(frame, cfg, tracks!, p, events) : p));
+            const fallen = fallenPerson(frame);
+            const persons = frame.persons.map((p, i) => (p && p.keypoints ? label(frame, cfg, tracks!, p, events, i === fallen) : p));
             out = { ...frame, persons };
             if (events.length > 0) out.events = frame.events ? [...frame.events, ...events] : events;
           } catch (e) {

@@ -19,7 +19,7 @@ export interface FallDetectionConfig {
   sensitivity?: number;
   /**
    * The alert is raised when the person is still down this long after the fall, a critical one at
-   * 3x; default 5 s. 0 raises the alert on the fall's first frame, with no escalation.
+   * 3x; default 2 s (the configuration's). 0 raises the alert on the fall's first frame, with no escalation.
    */
   notificationDelaySeconds?: number;
   /**

@@ -2,6 +2,7 @@ import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike }
 import type { CsiWindow } from '../src/csi/frame.js';
 import type { OperatorSpec } from '../src/engine/spec.js';
 import { FeatureExtractor } from '../src/model/features.js';
+import { frameMsOf, HISTORY_WIDTH, HistoryRing } from '../src/model/history.js';
 import type { FeatureRow } from './infer.js';
 
 export interface FeaturesOptions {
@@ -10,6 +11,9 @@ export interface FeaturesOptions {
   /** Called with each window dropped because it was malformed (and the reason). */
   onDrop?: (window: CsiWindow, reason: string) => void;
 }
+
+/** Sources whose history one `features` operator keeps at once. */
+export const MAX_STREAMS = 64;
 
 /** SNR (dB) at and below which the SNR factor of csiQuality is 0, and at and above which it is 1. */
 export const QUALITY_SNR_DB = Object.freeze({ low: 5, high: 30 });
@@ -44,9 +48,11 @@ export function windowQuality(w: CsiWindow, snrDb: number): number {
  *
  * Each row carries `frameTime` = the time of the window's last frame, `arrival` = the scheduler's
  * clock (wall-clock ms) when the window was processed, the window's source and environment, and
- * `csiQuality` (see `windowQuality`). Each subscription has its own extractor, whose scratch buffers
- * (and the prepared frames shared by overlapping windows) are reused from window to window; each
- * row gets its own Float32Array, since `infer` batches rows asynchronously.
+ * `csiQuality` (see `windowQuality`), and `history`: the model's memory of the stream's earlier
+ * windows (`src/model/history.ts`), from a ring kept per source (at most MAX_STREAMS sources; the
+ * least recently seen is forgotten first). Each subscription has its own extractor, whose scratch
+ * buffers (and the prepared frames shared by overlapping windows) are reused from window to window;
+ * each row gets its own Float32Arrays, since `infer` batches rows asynchronously.
  * A malformed window (shape and data disagree) is dropped, not turned into an error: a bad packet
  * must not stop a live stream.
  *
@@ -60,14 +66,35 @@ export function features(options: FeaturesOptions = {}): OperatorFunction<CsiWin
   return (source) =>
     new Observable<FeatureRow>((subscriber) => {
       const fx = new FeatureExtractor();
+      const rings = new Map<string, HistoryRing>();
+      const ringOf = (w: CsiWindow): HistoryRing => {
+        const frameMs = frameMsOf(w.rateHz);
+        let ring = rings.get(w.sourceId);
+        if (ring) {
+          // Most recently seen last, so the first key is the one to forget.
+          rings.delete(w.sourceId);
+          ring.setFrameMs(frameMs);
+        } else {
+          ring = new HistoryRing(frameMs);
+          if (rings.size >= MAX_STREAMS) rings.delete(rings.keys().next().value!);
+        }
+        rings.set(w.sourceId, ring);
+        return ring;
+      };
       return source.subscribe({
         next(w) {
           let row: FeatureRow;
           try {
             const f = fx.extract(w);
+            const end = w.size > 0 ? w.times[w.size - 1]! : 0;
+            const ring = ringOf(w);
+            const history = new Float32Array(HISTORY_WIDTH);
+            ring.historyFor(end, history);
+            ring.push(end, f);
             row = {
               features: f,
-              frameTime: w.size > 0 ? w.times[w.size - 1]! : 0,
+              history,
+              frameTime: end,
               arrival: scheduler.now(),
               sourceId: w.sourceId,
               environmentId: w.environmentId,

@@ -4,11 +4,15 @@ import { configParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
 import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
+import { HISTORY_WIDTH } from '../src/model/history.js';
+import { viewCamera, type Camera, type ViewSettings } from '../src/pose/camera.js';
 
 /** One feature row for the model: the features of one CSI window and where it came from. */
 export interface FeatureRow {
   /** feature_dim values (the model's input row). */
   features: Float32Array;
+  /** HISTORY_WIDTH values: the stream's memory for v2 models (`src/model/history.ts`); absent = none. */
+  history?: Float32Array;
   /** Epoch ms of the last CSI frame of the window; becomes `PoseFrame.time`. */
   frameTime: number;
   /** Wall-clock epoch ms (`Date.now()`) when that frame arrived; 0 when unknown. */
@@ -61,6 +65,22 @@ export interface InferOptions {
   viewWidth?: number;
   viewHeight?: number;
   /**
+   * Where the reference camera is and how it looks (environment.view's other fields; defaults
+   * theirs): v2 models' skeletons are projected through it. Live (per batch).
+   */
+  viewHfovDeg?: number;
+  viewX?: number;
+  viewY?: number;
+  viewZ?: number;
+  viewYawDeg?: number;
+  viewPitchDeg?: number;
+  /**
+   * Where the receiver is on the floor plan (environment.site.receiver_x / _y, used whether or not
+   * the site is `known`): v2 models' skeletons are relative to it. Live (per batch).
+   */
+  receiverX?: number;
+  receiverY?: number;
+  /**
    * The installation's geometry, fed to models with the `site` input (see `src/model/contract.ts`);
    * null or absent = unknown. Live (per batch).
    */
@@ -85,6 +105,24 @@ const CONFIDENCE = configParam('detection.confidence_threshold');
 const MAX_PERSONS = configParam('detection.max_persons');
 const VIEW_WIDTH = configParam('environment.view.width');
 const VIEW_HEIGHT = configParam('environment.view.height');
+const VIEW = {
+  viewHfovDeg: configParam('environment.view.hfov_deg'),
+  viewX: configParam('environment.view.x'),
+  viewY: configParam('environment.view.y'),
+  viewZ: configParam('environment.view.z'),
+  viewYawDeg: configParam('environment.view.yaw_deg'),
+  viewPitchDeg: configParam('environment.view.pitch_deg'),
+} as const;
+const RECEIVER_X = configParam('environment.site.receiver_x');
+const RECEIVER_Y = configParam('environment.site.receiver_y');
+
+/** The camera of the last view settings seen, so a live view is turned into a camera once per change. */
+let lastView: { key: string; camera: Camera } | undefined;
+function cameraOf(v: ViewSettings): Camera {
+  const key = `${v.width},${v.height},${v.hfov_deg},${v.x},${v.y},${v.z},${v.yaw_deg},${v.pitch_deg}`;
+  if (lastView?.key !== key) lastView = { key, camera: viewCamera(v) };
+  return lastView.camera;
+}
 const DEFAULT_QUEUE = 256;
 
 /** What the service lends the infer stage of a pipeline it composes (see `pipelines/build.ts`). */
@@ -123,12 +161,26 @@ function resolve(o: InferOptions): Resolved {
   const site = o.site ?? null;
   const problem = site ? siteProblem(site) : null;
   if (problem) throw new RangeError(`infer: site: ${problem}`);
+  const num = (v: number | undefined, spec: { default?: unknown }) => v ?? (spec.default as number);
+  const view: ViewSettings = {
+    width,
+    height,
+    hfov_deg: num(o.viewHfovDeg, VIEW.viewHfovDeg),
+    x: num(o.viewX, VIEW.viewX),
+    y: num(o.viewY, VIEW.viewY),
+    z: num(o.viewZ, VIEW.viewZ),
+    yaw_deg: num(o.viewYawDeg, VIEW.viewYawDeg),
+    pitch_deg: num(o.viewPitchDeg, VIEW.viewPitchDeg),
+  };
+  for (const [k, v] of Object.entries(view)) if (!Number.isFinite(v)) throw new RangeError(`infer: view ${k} must be a number, got ${v}`);
+  const receiver = { x: num(o.receiverX, RECEIVER_X), y: num(o.receiverY, RECEIVER_Y) };
+  if (!(Number.isFinite(receiver.x) && Number.isFinite(receiver.y))) throw new RangeError(`infer: receiver must be finite, got ${receiver.x}, ${receiver.y}`);
   return {
     site,
     batchSize,
     maxWaitMs,
     maxQueue,
-    decode: { view: { width, height }, confidenceThreshold, maxPersons, includeDensePose: o.includeDensePose ?? true },
+    decode: { view: { width, height }, confidenceThreshold, maxPersons, includeDensePose: o.includeDensePose ?? true, camera: cameraOf(view), receiver },
   };
 }
 
@@ -289,6 +341,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
               processingMs: row.arrival > 0 ? Math.max(0, now - row.arrival) : 0,
               modelVersion: version,
               csiQuality: row.csiQuality,
+              ...(out.contract === 2 ? { fallProbability: out.fall[r]! } : {}),
             });
           }
           ready = finished.get(nextToEmit);
@@ -299,19 +352,21 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         const F = m.featureDim;
         const rows: FeatureRow[] = new Array(k);
         const batch = new Float32Array(k * F);
+        const history = m.contract === 2 ? new Float32Array(k * HISTORY_WIDTH) : undefined;
         for (let i = 0; i < k; i++) {
           const row = queue.shift();
           rows[i] = row;
           const len = row.features?.length;
           if (len !== F) throw new ModelError(`feature row has ${len ?? 'no'} values, the model expects feature_dim ${F}`);
           batch.set(row.features, i * F);
+          if (history && row.history?.length === HISTORY_WIDTH) history.set(row.history, i * HISTORY_WIDTH);
         }
         const seq = launched++;
         inFlight++;
         const t0 = performance.now();
         let pending: Promise<ModelOutputs>;
         try {
-          pending = m.run(batch, k, { transfer: true, site });
+          pending = m.run(batch, k, history ? { transfer: true, site, history } : { transfer: true, site });
         } catch (e) {
           inFlight--;
           throw e;
@@ -465,6 +520,14 @@ const PARAMS: readonly ParamSpec[] = [
   { name: 'maxPersons', ...MAX_PERSONS, description: 'At most this many persons per frame (detection.max_persons)' },
   { name: 'viewWidth', ...VIEW_WIDTH, description: 'Reference view width in pixels (environment.view.width)' },
   { name: 'viewHeight', ...VIEW_HEIGHT, description: 'Reference view height in pixels (environment.view.height)' },
+  { name: 'viewHfovDeg', ...VIEW.viewHfovDeg, description: 'Reference view horizontal field of view, degrees (environment.view.hfov_deg)' },
+  { name: 'viewX', ...VIEW.viewX, description: 'Reference camera x on the floor plan, m (environment.view.x)' },
+  { name: 'viewY', ...VIEW.viewY, description: 'Reference camera y on the floor plan, m (environment.view.y)' },
+  { name: 'viewZ', ...VIEW.viewZ, description: 'Reference camera height, m (environment.view.z)' },
+  { name: 'viewYawDeg', ...VIEW.viewYawDeg, description: 'Reference camera yaw, degrees, 0 = into the room (environment.view.yaw_deg)' },
+  { name: 'viewPitchDeg', ...VIEW.viewPitchDeg, description: 'Reference camera pitch, degrees, negative = down (environment.view.pitch_deg)' },
+  { name: 'receiverX', ...RECEIVER_X, description: "Receiver x on the floor plan, m: v2 skeletons are relative to it (environment.site.receiver_x)" },
+  { name: 'receiverY', ...RECEIVER_Y, description: "Receiver y on the floor plan, m (environment.site.receiver_y)" },
   {
     name: 'site',
     type: 'string',
@@ -499,6 +562,14 @@ function optionsOf(params: ParamValues, site: (raw: unknown) => SiteGeometry | n
     maxPersons: Number(params.maxPersons),
     viewWidth: Number(params.viewWidth),
     viewHeight: Number(params.viewHeight),
+    viewHfovDeg: Number(params.viewHfovDeg),
+    viewX: Number(params.viewX),
+    viewY: Number(params.viewY),
+    viewZ: Number(params.viewZ),
+    viewYawDeg: Number(params.viewYawDeg),
+    viewPitchDeg: Number(params.viewPitchDeg),
+    receiverX: Number(params.receiverX),
+    receiverY: Number(params.receiverY),
     site: site(params.site),
     includeDensePose: params.includeDensePose !== false,
   };

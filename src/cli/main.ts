@@ -9,6 +9,7 @@ import { runDecode } from './decode.js';
 import { describeOperators, describePipelines } from './describe.js';
 import type { DecodeStats } from '../csi/decoder.js';
 import { serveCommand } from './serve.js';
+import { calibrateCommand } from './calibrate.js';
 import { keysCommand } from './keys.js';
 import { queryCommand } from './query.js';
 import { exportCommand } from './export.js';
@@ -133,6 +134,7 @@ export function program(): Command {
   cli.addCommand(keysCommand());
   cli.addCommand(queryCommand());
   cli.addCommand(exportCommand());
+  cli.addCommand(calibrateCommand());
   return cli;
 }
 

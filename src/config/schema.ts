@@ -13,6 +13,7 @@
  * `detection.confidence_threshold`.
  */
 
+import { DEFAULT_VIEW, type ViewSettings } from '../pose/camera.js';
 import type { AlertSeverity } from '../pose/types.js';
 import type { ZoneConfig } from '../pose/zones.js';
 
@@ -126,7 +127,7 @@ export interface ServiceConfig {
     id: string;
     name: string;
     calibration_timestamp: string | null;
-    view: { width: number; height: number };
+    view: ViewSettings;
     zones: ZoneConfig[];
     site: {
       known: boolean;
@@ -223,6 +224,20 @@ function siteCoordinate(radio: 'receiver' | 'transmitter', axis: 'x' | 'y' | 'z'
   };
 }
 
+/** One coordinate of the reference view's camera (`environment.view`), in metres. */
+function viewCoordinate(axis: 'x' | 'y' | 'z', what: string, fallback: string): NumberField {
+  return {
+    type: 'number',
+    default: DEFAULT_VIEW[axis],
+    // The camera may stand outside the room (behind the front wall for a wider view); not below the floor.
+    minimum: axis === 'z' ? 0 : -100,
+    maximum: axis === 'z' ? 20 : 100,
+    unit: 'm',
+    description: `The camera's ${axis}: ${what} (default ${fallback})`,
+    restart: false,
+  };
+}
+
 /** A zone of the retail conversion funnel: the id of a zone of `environment.zones`, '' for none. */
 function funnelZone(stage: string, what: string): StringField {
   return {
@@ -298,10 +313,49 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       description: 'When the environment was last calibrated (ISO 8601), or null when never',
       restart: false,
     },
-    view: group('Reference view: keypoints and bounding boxes are pixels of this image', {
-      width: { type: 'integer', default: 640, minimum: 16, maximum: 8192, unit: 'px', description: 'View width in pixels', restart: false },
-      height: { type: 'integer', default: 480, minimum: 16, maximum: 8192, unit: 'px', description: 'View height in pixels', restart: false },
-    }),
+    view: group(
+      'Reference view: keypoints and bounding boxes are pixels of this image, the 3-D skeleton projected ' +
+        'through a pinhole camera (no roll; u right, v down from the top-left corner). The camera stands in ' +
+        "room coordinates, metres in the frame of environment.site and the zones: x across the room from its left " +
+        "wall as seen from the receiver's (front) wall, y in depth away from that wall, z above the floor. " +
+        "yaw_deg 0 looks straight into the room (+y), positive turns towards +x (the view's right); pitch_deg " +
+        "negative looks down. The defaults are centred on the receiver's wall of the default room at 1.6 m, looking " +
+        "into the room, pitched 10 degrees down; the simulator's ground truth uses the same projection (src/pose/camera.ts)",
+      {
+        width: { type: 'integer', default: DEFAULT_VIEW.width, minimum: 16, maximum: 8192, unit: 'px', description: 'View width in pixels', restart: false },
+        height: { type: 'integer', default: DEFAULT_VIEW.height, minimum: 16, maximum: 8192, unit: 'px', description: 'View height in pixels', restart: false },
+        hfov_deg: {
+          type: 'number',
+          default: DEFAULT_VIEW.hfov_deg,
+          minimum: 20,
+          maximum: 170,
+          unit: 'deg',
+          description: `Horizontal field of view in degrees (default ${DEFAULT_VIEW.hfov_deg}); the focal length is (width / 2) / tan(hfov_deg / 2) pixels, the same vertically`,
+          restart: false,
+        },
+        x: viewCoordinate('x', "across the room from its left wall (seen from the receiver's wall)", `${DEFAULT_VIEW.x}, the middle of the default 6 m room`),
+        y: viewCoordinate('y', "in depth away from the receiver's (front) wall", `${DEFAULT_VIEW.y}, just off that wall`),
+        z: viewCoordinate('z', 'height above the floor', `${DEFAULT_VIEW.z}`),
+        yaw_deg: {
+          type: 'number',
+          default: DEFAULT_VIEW.yaw_deg,
+          minimum: -180,
+          maximum: 180,
+          unit: 'deg',
+          description: `Camera yaw in degrees: 0 looks straight into the room (+y), positive turns towards +x, the view's right (default ${DEFAULT_VIEW.yaw_deg})`,
+          restart: false,
+        },
+        pitch_deg: {
+          type: 'number',
+          default: DEFAULT_VIEW.pitch_deg,
+          minimum: -89,
+          maximum: 89,
+          unit: 'deg',
+          description: `Camera pitch in degrees: negative looks down, positive up (default ${DEFAULT_VIEW.pitch_deg})`,
+          restart: false,
+        },
+      },
+    ),
     zones: {
       type: 'zones',
       default: [],
@@ -508,7 +562,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       },
       notification_delay_seconds: {
         type: 'number',
-        default: 5,
+        default: 2,
         minimum: 0,
         maximum: 600,
         unit: 's',

@@ -22,7 +22,38 @@
  * `model_version`, `feature_dim`, `max_persons`, `window_frames`, `trained_on`, and `site_dim` on
  * models with the `site` input.
  */
+import { ACTIVITIES } from '../pose/types.js';
+
 export const CONTRACT_VERSION = 'csipose-pose-v1';
+
+/**
+ * Contract v2: a model with memory, whose skeletons are in metres and whose count, activity and
+ * fall answers are its own (docs/model.md "Contract v2"). Inputs:
+ *   `features`    float32 [N, FEATURE_DIM]                    the window's row, as in v1
+ *   `history`     float32 [N, HISTORY_STEPS, HISTORY_DIM]      summaries of the stream's earlier
+ *                 windows, oldest first (`src/model/history.ts`); zeros where unknown
+ *   `site`        float32 [N, SITE_DIM]                        optional, as in v1
+ * Outputs (P = person slots):
+ *   `count`       [N, P + 1]          probability of 0, 1, ..., P people in the room (sums to 1)
+ *   `presence`    [N, P]              probability that slot p holds a person
+ *   `keypoints3d` [N, P, 17, 3]       COCO-17 joints in metres: x, y on the floor plan RELATIVE TO
+ *                                     THE RECEIVER (x - receiver_x, y - receiver_y), z above the floor
+ *   `activity`    [N, P, 5]           probabilities of MODEL_ACTIVITIES per slot (sum to 1)
+ *   `fall`        [N, 1]              probability that someone began to fall in the last FALL_WINDOW_S
+ * Metadata: as v1 (`csipose_contract` = CONTRACT_V2) plus `history_steps`, `history_dim`,
+ * `history_stride_frames` and `fall_window_s`. Keypoints in pixels, boxes, floor positions and
+ * DensePose part locations are the service's: the skeleton projected through `environment.view`.
+ */
+export const CONTRACT_V2 = 'csipose-pose-v2';
+export const INPUT_HISTORY = 'history';
+export const OUTPUT_COUNT = 'count';
+export const OUTPUT_KEYPOINTS3D = 'keypoints3d';
+export const OUTPUT_ACTIVITY = 'activity';
+export const OUTPUT_FALL = 'fall';
+/** The activity classes of the v2 `activity` output, in order (the service's activities). */
+export const MODEL_ACTIVITIES = ACTIVITIES;
+/** The `fall` output looks this many seconds back from the window's end. */
+export const FALL_WINDOW_S = 3;
 
 export const INPUT_FEATURES = 'features';
 export const INPUT_SITE = 'site';
@@ -33,6 +64,7 @@ export const OUTPUT_FLOOR = 'floor';
 export const OUTPUT_DENSEPOSE = 'densepose';
 
 export const MODEL_OUTPUTS = [OUTPUT_PRESENCE, OUTPUT_KEYPOINTS, OUTPUT_BOXES, OUTPUT_FLOOR, OUTPUT_DENSEPOSE] as const;
+export const MODEL_V2_OUTPUTS = [OUTPUT_COUNT, OUTPUT_PRESENCE, OUTPUT_KEYPOINTS3D, OUTPUT_ACTIVITY, OUTPUT_FALL] as const;
 
 /** Metadata a contract model carries. */
 export interface ModelMetadata {
@@ -44,6 +76,12 @@ export interface ModelMetadata {
   trained_on: string;
   /** Width of the optional `site` input (SITE_DIM); absent on models without it. */
   site_dim?: number;
+  /** v2: the `history` input's steps, values per step and frames between steps. */
+  history_steps?: number;
+  history_dim?: number;
+  history_stride_frames?: number;
+  /** v2: seconds the `fall` output looks back. */
+  fall_window_s?: number;
 }
 
 /** A point in the room, metres: x across the room, y in depth from the receiver's wall, z height. */

@@ -11,9 +11,15 @@
  */
 import onnxProto from 'onnx-proto';
 import {
+  CONTRACT_V2,
   CONTRACT_VERSION,
   INPUT_FEATURES,
+  INPUT_HISTORY,
   INPUT_SITE,
+  OUTPUT_ACTIVITY,
+  OUTPUT_COUNT,
+  OUTPUT_FALL,
+  OUTPUT_KEYPOINTS3D,
   OUTPUT_BOXES,
   OUTPUT_DENSEPOSE,
   OUTPUT_FLOOR,
@@ -563,4 +569,132 @@ export function buildMlpPoseModel(weights: MlpPoseWeights, meta: ModelMetadata):
   g.setMetadata('trained_on', meta.trained_on);
   if (S > 0) g.setMetadata('site_dim', S);
   return g.toBytes({ docString: `csipose MLP pose model (${CONTRACT_VERSION} layout)` });
+}
+
+/** The heads of a v2 model (contract `csipose-pose-v2`), as raw dense layers on the trunk output. */
+export type PoseHeadNameV2 = 'count' | 'presence' | 'root' | 'offsets' | 'activity' | 'fall';
+
+/**
+ * The weights of a v2 MLP pose model. The trunk reads `features`, `history` (flattened) and `site`
+ * side by side, in that order (`layers[0].in` = F + history_steps x history_dim + site_dim), each
+ * layer followed by ReLU. With P = max_persons and A = the activity classes:
+ * - `count`    out P + 1, then Softmax:  output `count` [N, P + 1];
+ * - `presence` out P, then Sigmoid:      output `presence` [N, P];
+ * - `root`     out P x 3 (the pelvis, metres, x and y relative to the receiver, z above the floor)
+ *   and `offsets` out P x 17 x 3 (each joint minus the pelvis, metres): output `keypoints3d`
+ *   [N, P, 17, 3] = offsets + root;
+ * - `activity` out P x A, then Softmax over A: output `activity` [N, P, A];
+ * - `fall`     out 1, then Sigmoid:      output `fall` [N, 1].
+ */
+export interface PoseWeightsV2 {
+  layers: DenseWeights[];
+  heads: Record<PoseHeadNameV2, DenseWeights>;
+}
+
+/** Shapes of a v2 model's inputs. */
+export interface V2Shape {
+  featureDim: number;
+  historySteps: number;
+  historyDim: number;
+  siteDim: number;
+  maxPersons: number;
+  activities: number;
+}
+
+/**
+ * Writes a v2 contract pose model (see `contract.ts` CONTRACT_V2) from the weights of an MLP.
+ * Metadata: `csipose_contract` (as given in `meta`), `model_version`, `feature_dim`, `max_persons`,
+ * `window_frames`, `trained_on`, `site_dim`, `history_steps`, `history_dim`,
+ * `history_stride_frames`, `fall_window_s`.
+ *
+ * @param weights trunk and head weights, row-major [in][out] (y = x W + b)
+ * @param shape input sizes and slots; must agree with the weights and `meta`
+ * @param meta model metadata
+ * @returns the ONNX model bytes
+ * @throws RangeError when the weights do not fit together or contain non-finite values
+ */
+export function buildPoseModelV2(weights: PoseWeightsV2, shape: V2Shape, meta: ModelMetadata): Uint8Array {
+  const { featureDim: F, historySteps: K, historyDim: S, siteDim: G, maxPersons: P, activities: A } = shape;
+  for (const [k, v] of Object.entries(shape)) if (!Number.isInteger(v) || v < (k === 'siteDim' ? 0 : 1)) throw new RangeError(`${k} must be a positive integer, got ${v}`);
+  if (meta.feature_dim !== F || meta.max_persons !== P) throw new RangeError('metadata feature_dim / max_persons do not match the shape');
+  const g = new OnnxGraphBuilder('csipose_pose_v2');
+  g.addInput(INPUT_FEATURES, [BATCH_DIM, F]);
+  g.addInput(INPUT_HISTORY, [BATCH_DIM, K, S]);
+  const parts = [INPUT_FEATURES, g.reshape(INPUT_HISTORY, [0, K * S], 'history.flat')];
+  if (G > 0) {
+    g.addInput(INPUT_SITE, [BATCH_DIM, G]);
+    parts.push(INPUT_SITE);
+  }
+  let x = g.concat(parts, 1, 'trunk.input');
+  let width = F + K * S + G;
+  weights.layers.forEach((layer, i) => {
+    checkDense(`trunk layer ${i}`, layer, width);
+    const w = g.addInitializer(`trunk${i}.w`, layer.w, [layer.in, layer.out]);
+    const b = g.addInitializer(`trunk${i}.b`, layer.b, [layer.out]);
+    x = g.relu(g.gemm(x, w, b, { output: `trunk${i}.linear` }), `trunk${i}.relu`);
+    width = layer.out;
+  });
+  const head = (name: PoseHeadNameV2, out: number): string => {
+    const d = weights.heads[name];
+    if (!d) throw new RangeError(`head ${name} is missing`);
+    checkDense(`head ${name}`, d, width, out);
+    return g.gemm(x, g.addInitializer(`${name}.w`, d.w, [d.in, d.out]), g.addInitializer(`${name}.b`, d.b, [d.out]), { output: `${name}.linear` });
+  };
+  g.addNode('Softmax', [head('count', P + 1)], [OUTPUT_COUNT], { axis: attr.int(1) });
+  g.sigmoid(head('presence', P), OUTPUT_PRESENCE);
+  const root = g.reshape(head('root', P * 3), [0, P, 1, 3], 'root.shaped');
+  const offsets = g.reshape(head('offsets', P * N_KEYPOINTS * 3), [0, P, N_KEYPOINTS, 3], 'offsets.shaped');
+  g.add(offsets, root, OUTPUT_KEYPOINTS3D);
+  g.addNode('Softmax', [g.reshape(head('activity', P * A), [0, P, A], 'activity.shaped')], [OUTPUT_ACTIVITY], { axis: attr.int(2) });
+  g.sigmoid(head('fall', 1), OUTPUT_FALL);
+  g.addOutput(OUTPUT_COUNT, [BATCH_DIM, P + 1]);
+  g.addOutput(OUTPUT_PRESENCE, [BATCH_DIM, P]);
+  g.addOutput(OUTPUT_KEYPOINTS3D, [BATCH_DIM, P, N_KEYPOINTS, 3]);
+  g.addOutput(OUTPUT_ACTIVITY, [BATCH_DIM, P, A]);
+  g.addOutput(OUTPUT_FALL, [BATCH_DIM, 1]);
+  const props: Array<[string, string | number | undefined]> = [
+    ['csipose_contract', meta.csipose_contract],
+    ['model_version', meta.model_version],
+    ['feature_dim', F],
+    ['max_persons', P],
+    ['window_frames', meta.window_frames],
+    ['trained_on', meta.trained_on],
+    ['site_dim', G > 0 ? G : undefined],
+    ['history_steps', K],
+    ['history_dim', S],
+    ['history_stride_frames', meta.history_stride_frames],
+    ['fall_window_s', meta.fall_window_s],
+  ];
+  for (const [k, v] of props) if (v !== undefined) g.setMetadata(k, v);
+  return g.toBytes({ docString: `csipose MLP pose model (${CONTRACT_V2} layout)` });
+}
+
+/**
+ * Reads the weights of a v2 model that `buildPoseModelV2` wrote (its initializers by name), so that
+ * `csipose calibrate` can fine-tune a shipped model.
+ * @param bytes the ONNX file
+ * @returns the weights
+ * @throws RangeError when the file is not such a model
+ */
+export function readPoseWeightsV2(bytes: Uint8Array): PoseWeightsV2 {
+  const model = onnx.ModelProto.decode(bytes);
+  const init = new Map<string, { dims: number[]; data: Float32Array }>();
+  for (const t of model.graph?.initializer ?? []) {
+    if (t.dataType !== ElemType.FLOAT || !t.name) continue;
+    const raw = t.rawData ?? new Uint8Array(0);
+    const copy = new Uint8Array(raw.length);
+    copy.set(raw);
+    const data = t.floatData && t.floatData.length > 0 ? Float32Array.from(t.floatData) : new Float32Array(copy.buffer);
+    init.set(t.name, { dims: (t.dims ?? []).map(Number), data });
+  }
+  const dense = (name: string): DenseWeights => {
+    const w = init.get(`${name}.w`);
+    const b = init.get(`${name}.b`);
+    if (!w || !b || w.dims.length !== 2) throw new RangeError(`not a csipose v2 MLP model: no weights ${name}.w / ${name}.b`);
+    return { in: w.dims[0]!, out: w.dims[1]!, w: w.data, b: b.data };
+  };
+  const layers: DenseWeights[] = [];
+  for (let i = 0; init.has(`trunk${i}.w`); i++) layers.push(dense(`trunk${i}`));
+  const names: PoseHeadNameV2[] = ['count', 'presence', 'root', 'offsets', 'activity', 'fall'];
+  return { layers, heads: Object.fromEntries(names.map((n) => [n, dense(n)])) as Record<PoseHeadNameV2, DenseWeights> };
 }

@@ -14,10 +14,18 @@ import { Worker } from 'node:worker_threads';
 import onnxProto from 'onnx-proto';
 import type { InferenceSession } from 'onnxruntime-node';
 import {
+  CONTRACT_V2,
   CONTRACT_VERSION,
   INPUT_FEATURES,
+  INPUT_HISTORY,
   INPUT_SITE,
+  MODEL_ACTIVITIES,
   MODEL_OUTPUTS,
+  MODEL_V2_OUTPUTS,
+  OUTPUT_ACTIVITY,
+  OUTPUT_COUNT,
+  OUTPUT_FALL,
+  OUTPUT_KEYPOINTS3D,
   OUTPUT_BOXES,
   OUTPUT_DENSEPOSE,
   OUTPUT_FLOOR,
@@ -29,6 +37,9 @@ import {
   type SiteGeometry,
 } from './contract.js';
 import { N_DENSE_PARTS, N_KEYPOINTS, type PersonPose } from '../pose/types.js';
+import type { Camera } from '../pose/camera.js';
+import { densePoseParts } from '../pose/densepose.js';
+import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from './history.js';
 
 const { onnx } = onnxProto;
 
@@ -44,8 +55,9 @@ export class ModelError extends Error {
   }
 }
 
-/** The outputs of one `run`: row-major float32 arrays, shapes as in the contract. */
-export interface ModelOutputs {
+/** The outputs of one `run` of a v1 model: row-major float32 arrays, shapes as in the contract. */
+export interface ModelOutputsV1 {
+  contract: 1;
   /** Rows in the batch. */
   n: number;
   /** P, the model's person slots. */
@@ -62,12 +74,31 @@ export interface ModelOutputs {
   densepose: Float32Array;
 }
 
+/** The outputs of one `run` of a v2 model (contract CONTRACT_V2). */
+export interface ModelOutputsV2 {
+  contract: 2;
+  n: number;
+  maxPersons: number;
+  /** [n, P + 1]: probability of 0..P people */
+  count: Float32Array;
+  /** [n, P] */
+  presence: Float32Array;
+  /** [n, P, 17, 3]: metres, x and y relative to the receiver, z above the floor */
+  keypoints3d: Float32Array;
+  /** [n, P, 5]: MODEL_ACTIVITIES probabilities */
+  activity: Float32Array;
+  /** [n, 1]: a fall began in the last fall_window_s */
+  fall: Float32Array;
+}
+
+export type ModelOutputs = ModelOutputsV1 | ModelOutputsV2;
+
 /** Options of one `run`. */
 export interface RunOptions {
   /**
-   * Hand `features` over to the model instead of copying it: with the worker thread its buffer is
-   * transferred (and detached here), so the caller must not touch the array again. Only valid when
-   * `features` spans its whole buffer; otherwise it is copied anyway.
+   * Hand `features` (and `history`) over to the model instead of copying them: with the worker
+   * thread their buffers are transferred (and detached here), so the caller must not touch the
+   * arrays again. Only for arrays that span their whole buffer; others are copied anyway.
    */
   transfer?: boolean;
   /**
@@ -75,6 +106,11 @@ export interface RunOptions {
    * repeated for every window); null or absent = unknown site. Models without the input ignore it.
    */
   site?: SiteGeometry | null;
+  /**
+   * v2 models: n x HISTORY_WIDTH values, each row's `history` input (`HistoryRing.historyFor`);
+   * absent = all zeros (no memory). Ignored by v1 models.
+   */
+  history?: Float32Array;
 }
 
 /** What the `infer` operator needs of a model; `PoseModel` is the implementation. */
@@ -82,6 +118,8 @@ export interface PoseRunner {
   readonly metadata: ModelMetadata;
   readonly featureDim: number;
   readonly maxPersons: number;
+  /** 1 or 2: which contract the model follows (2 takes `history` and answers in metres). */
+  readonly contract: 1 | 2;
   run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs>;
 }
 
@@ -110,6 +148,8 @@ interface Feed {
   name: string;
   data: Float32Array;
   dims: number[];
+  /** Built for this run (not the caller's): may always be handed over. */
+  owned?: boolean;
 }
 
 interface RawOutput {
@@ -297,11 +337,11 @@ class WorkerSession implements SessionLike {
   run(feeds: readonly Feed[], transfer: boolean): Promise<Record<string, RawOutput>> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
-    // Transferring moves the whole buffer: only do it when the array is all of it. Only the first
-    // feed (the features) may be the caller's; the others are copied or built for this run.
-    const sent = feeds.map((f, i) => {
+    // Transferring moves the whole buffer: only do it when the array is all of it, and only for
+    // the caller's arrays when the caller said so (`transfer`); arrays built for this run always go.
+    const sent = feeds.map((f) => {
       const whole = f.data.byteOffset === 0 && f.data.byteLength === f.data.buffer.byteLength && f.data.buffer instanceof ArrayBuffer;
-      return { name: f.name, dims: f.dims, data: (transfer || i > 0) && whole ? f.data : f.data.slice() };
+      return { name: f.name, dims: f.dims, data: (transfer || f.owned === true) && whole ? f.data : f.data.slice() };
     });
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
@@ -338,6 +378,7 @@ function readModelProps(bytes: Uint8Array, where: string): Map<string, string> {
 const shapeText = (shape: ReadonlyArray<number | string> | undefined) => `[${(shape ?? []).join(', ')}]`;
 
 interface Validated {
+  contract: 1 | 2;
   metadata: ModelMetadata;
   featureDim: number;
   /** Width of the `site` input, 0 without it. */
@@ -354,6 +395,21 @@ const TRAILING: Record<(typeof MODEL_OUTPUTS)[number], readonly number[]> = {
   [OUTPUT_FLOOR]: [2],
   [OUTPUT_DENSEPOSE]: [N_DENSE_PARTS, 3],
 };
+
+/** v2 outputs: whether the second dimension is P (else fixed) and the dimensions after it. */
+const V2_SHAPES: Record<(typeof MODEL_V2_OUTPUTS)[number], { perPerson: boolean; extra: number; trailing: readonly number[] }> = {
+  [OUTPUT_COUNT]: { perPerson: true, extra: 1, trailing: [] },
+  [OUTPUT_PRESENCE]: { perPerson: true, extra: 0, trailing: [] },
+  [OUTPUT_KEYPOINTS3D]: { perPerson: true, extra: 0, trailing: [N_KEYPOINTS, 3] },
+  [OUTPUT_ACTIVITY]: { perPerson: true, extra: 0, trailing: [MODEL_ACTIVITIES.length] },
+  [OUTPUT_FALL]: { perPerson: false, extra: 1, trailing: [] },
+};
+
+/** The dims a v2 output must have for n rows and P slots. */
+function v2Dims(name: (typeof MODEL_V2_OUTPUTS)[number], n: number, P: number): number[] {
+  const s = V2_SHAPES[name];
+  return [n, s.perPerson ? P + s.extra : s.extra, ...s.trailing];
+}
 
 function metadataNumber(props: Map<string, string>, key: string, fail: (msg: string) => ModelError): number | undefined {
   const raw = props.get(key);
@@ -373,8 +429,10 @@ function validateContract(
 ): Validated {
   const fail = (msg: string) => new ModelError(`${msg} (${where})`);
   const contract = props.get('csipose_contract');
-  if (contract !== undefined && contract !== CONTRACT_VERSION)
-    throw fail(`model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)}`);
+  if (contract !== undefined && contract !== CONTRACT_VERSION && contract !== CONTRACT_V2)
+    throw fail(`model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)} and ${JSON.stringify(CONTRACT_V2)}`);
+  if (contract === CONTRACT_V2 || (contract === undefined && inputs.some((i) => i.name === INPUT_HISTORY)))
+    return validateV2(inputs, outputs, props, expectFeatureDim, fail, contract);
 
   const names = inputs.map((i) => `'${i.name}'`).join(', ');
   const input = inputs.find((i) => i.name === INPUT_FEATURES);
@@ -452,13 +510,92 @@ function validateContract(
   };
   return contract === undefined
     ? {
+        contract: 1,
         metadata,
         featureDim,
         siteDim,
         maxPersons,
         warning: `model has no csipose_contract metadata; accepted on its input and output names and shapes (assumed ${CONTRACT_VERSION})`,
       }
-    : { metadata, featureDim, siteDim, maxPersons };
+    : { contract: 1, metadata, featureDim, siteDim, maxPersons };
+}
+
+/** Checks one float32 input's shape against [N, ...rest] (symbolic dims accepted). */
+function checkInput(i: ValueInfo, rest: readonly number[], fail: (msg: string) => ModelError): void {
+  const shape = i.shape ?? [];
+  if (!i.isTensor || i.type !== 'float32') throw fail(`model input '${i.name}' is ${i.type ?? 'not a tensor'}, expected float32`);
+  const expected = `[N${rest.map((d) => `, ${d}`).join('')}]`;
+  if (shape.length !== 1 + rest.length || (typeof shape[0] === 'number' && shape[0] !== 0) || rest.some((d, k) => typeof shape[k + 1] === 'number' && shape[k + 1] !== d))
+    throw fail(`model input '${i.name}' has shape ${shapeText(shape)}, expected ${expected}`);
+}
+
+/** The v2 checks of `validateContract`. */
+function validateV2(
+  inputs: readonly ValueInfo[],
+  outputs: readonly ValueInfo[],
+  props: Map<string, string>,
+  expectFeatureDim: number | undefined,
+  fail: (msg: string) => ModelError,
+  contract: string | undefined,
+): Validated {
+  const allowed = new Set([INPUT_FEATURES, INPUT_HISTORY, INPUT_SITE]);
+  const names = inputs.map((i) => `'${i.name}'`).join(', ');
+  const features = inputs.find((i) => i.name === INPUT_FEATURES);
+  const history = inputs.find((i) => i.name === INPUT_HISTORY);
+  if (!features || !history || inputs.some((i) => !allowed.has(i.name)))
+    throw fail(`a ${CONTRACT_V2} model takes '${INPUT_FEATURES}', '${INPUT_HISTORY}' and optionally '${INPUT_SITE}'; it has ${names || 'none'}`);
+  const featureDim = typeof features.shape?.[1] === 'number' ? features.shape[1] : metadataNumber(props, 'feature_dim', fail);
+  if (featureDim === undefined || featureDim < 1) throw fail(`model feature_dim is unknown: input shape ${shapeText(features.shape)} and no feature_dim metadata`);
+  checkInput(features, [featureDim], fail);
+  if (expectFeatureDim !== undefined && featureDim !== expectFeatureDim)
+    throw fail(`model expects feature_dim ${featureDim}, the features have ${expectFeatureDim}`);
+  checkInput(history, [HISTORY_STEPS, HISTORY_DIM], fail);
+  for (const [key, want] of [
+    ['history_steps', HISTORY_STEPS],
+    ['history_dim', HISTORY_DIM],
+    ['history_stride_frames', HISTORY_STRIDE_FRAMES],
+  ] as const) {
+    const v = metadataNumber(props, key, fail);
+    if (v !== undefined && v !== want) throw fail(`model metadata ${key} is ${v}, this service builds history with ${want}`);
+  }
+  const site = inputs.find((i) => i.name === INPUT_SITE);
+  if (site) checkInput(site, [SITE_DIM], fail);
+  const byName = new Map(outputs.map((o) => [o.name, o]));
+  let maxPersons = metadataNumber(props, 'max_persons', fail);
+  for (const name of MODEL_V2_OUTPUTS) {
+    const o = byName.get(name);
+    if (!o) throw fail(`model has no output '${name}' (outputs: ${outputs.map((x) => `'${x.name}'`).join(', ') || 'none'})`);
+    if (!o.isTensor || o.type !== 'float32') throw fail(`model output '${name}' is ${o.type ?? 'not a tensor'}, expected float32`);
+    const spec = V2_SHAPES[name];
+    const shape = o.shape ?? [];
+    if (shape.length === 0) continue;
+    if (shape.length !== 2 + spec.trailing.length || spec.trailing.some((d, k) => typeof shape[2 + k] === 'number' && shape[2 + k] !== d))
+      throw fail(`model output '${name}' has shape ${shapeText(shape)}, expected ${shapeText(['N', spec.perPerson ? (spec.extra ? 'P + 1' : 'P') : spec.extra, ...spec.trailing])}`);
+    if (spec.perPerson && typeof shape[1] === 'number') {
+      const p = shape[1] - spec.extra;
+      if (maxPersons === undefined) maxPersons = p;
+      else if (p !== maxPersons) throw fail(`model output '${name}' has shape ${shapeText(shape)}: ${p} person slots, expected ${maxPersons}`);
+    }
+  }
+  if (maxPersons === undefined || maxPersons < 1) throw fail('model max_persons is unknown: output shapes give no person dimension and no max_persons metadata');
+  const fallWindow = Number(props.get('fall_window_s'));
+  const metadata: ModelMetadata = {
+    csipose_contract: contract ?? '',
+    model_version: props.get('model_version') ?? '',
+    feature_dim: featureDim,
+    max_persons: maxPersons,
+    window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
+    trained_on: props.get('trained_on') ?? '',
+    ...(site ? { site_dim: SITE_DIM } : {}),
+    history_steps: HISTORY_STEPS,
+    history_dim: HISTORY_DIM,
+    history_stride_frames: HISTORY_STRIDE_FRAMES,
+    ...(Number.isFinite(fallWindow) && fallWindow > 0 ? { fall_window_s: fallWindow } : {}),
+  };
+  const base = { contract: 2 as const, metadata, featureDim, siteDim: site ? SITE_DIM : 0, maxPersons };
+  return contract === undefined
+    ? { ...base, warning: `model has no csipose_contract metadata; accepted on its input and output names and shapes (assumed ${CONTRACT_V2})` }
+    : base;
 }
 
 /**
@@ -485,6 +622,8 @@ export class PoseModel implements PoseRunner {
 
   private constructor(
     private readonly session: SessionLike,
+    /** 1 or 2: the contract the model follows. */
+    readonly contract: 1 | 2,
     /** The contract metadata (from the model, or derived from its shapes when it has none). */
     readonly metadata: ModelMetadata,
     /** Width of one feature row. */
@@ -531,7 +670,7 @@ export class PoseModel implements PoseRunner {
     }
     try {
       const v = validateContract(session.inputs, session.outputs, props, opts.featureDim, where);
-      return new PoseModel(session, v.metadata, v.featureDim, v.siteDim, v.maxPersons, v.warning, where);
+      return new PoseModel(session, v.contract, v.metadata, v.featureDim, v.siteDim, v.maxPersons, v.warning, where);
     } catch (e) {
       await session.release().catch(() => undefined);
       throw e;
@@ -556,36 +695,54 @@ export class PoseModel implements PoseRunner {
     let raw: Record<string, RawOutput>;
     try {
       const feeds: Feed[] = [{ name: INPUT_FEATURES, data: features, dims: [n, this.featureDim] }];
+      if (this.contract === 2) {
+        const width = HISTORY_STEPS * HISTORY_DIM;
+        const h = opts.history;
+        if (h !== undefined && h.length !== n * width) throw new RangeError(`run: history has ${h.length} values for ${n} rows of ${width}`);
+        feeds.push({ name: INPUT_HISTORY, data: h ?? new Float32Array(n * width), dims: [n, HISTORY_STEPS, HISTORY_DIM], owned: h === undefined });
+      }
       if (this.siteDim > 0) {
         const row = siteVector(opts.site ?? null);
         const rows = new Float32Array(n * this.siteDim);
         for (let r = 0; r < n; r++) rows.set(row, r * this.siteDim);
-        feeds.push({ name: INPUT_SITE, data: rows, dims: [n, this.siteDim] });
+        feeds.push({ name: INPUT_SITE, data: rows, dims: [n, this.siteDim], owned: true });
       }
       raw = await this.session.run(feeds, opts.transfer === true);
     } catch (e) {
-      if (e instanceof ModelError) throw e;
+      if (e instanceof ModelError || e instanceof RangeError) throw e;
       throw new ModelError(`inference failed: ${message(e)}`, { cause: e });
     }
     const P = this.maxPersons;
-    const take = (name: (typeof MODEL_OUTPUTS)[number]): Float32Array => {
+    const take = (name: string, dims: readonly number[]): Float32Array => {
       const o = raw[name];
-      const trailing = TRAILING[name];
-      const dims = [n, P, ...trailing];
       if (!o || !(o.data instanceof Float32Array))
         throw new ModelError(`model output '${name}' is missing or not float32 (${this.source})`);
       if (o.dims.length !== dims.length || o.dims.some((d, i) => d !== dims[i]))
         throw new ModelError(`model output '${name}' has shape ${shapeText(o.dims)}, expected ${shapeText(dims)} (${this.source})`);
       return o.data;
     };
+    if (this.contract === 2) {
+      return {
+        contract: 2,
+        n,
+        maxPersons: P,
+        count: take(OUTPUT_COUNT, v2Dims(OUTPUT_COUNT, n, P)),
+        presence: take(OUTPUT_PRESENCE, v2Dims(OUTPUT_PRESENCE, n, P)),
+        keypoints3d: take(OUTPUT_KEYPOINTS3D, v2Dims(OUTPUT_KEYPOINTS3D, n, P)),
+        activity: take(OUTPUT_ACTIVITY, v2Dims(OUTPUT_ACTIVITY, n, P)),
+        fall: take(OUTPUT_FALL, v2Dims(OUTPUT_FALL, n, P)),
+      };
+    }
+    const v1 = (name: (typeof MODEL_OUTPUTS)[number]) => take(name, [n, P, ...TRAILING[name]]);
     return {
+      contract: 1,
       n,
       maxPersons: P,
-      presence: take(OUTPUT_PRESENCE),
-      keypoints: take(OUTPUT_KEYPOINTS),
-      boxes: take(OUTPUT_BOXES),
-      floor: take(OUTPUT_FLOOR),
-      densepose: take(OUTPUT_DENSEPOSE),
+      presence: v1(OUTPUT_PRESENCE),
+      keypoints: v1(OUTPUT_KEYPOINTS),
+      boxes: v1(OUTPUT_BOXES),
+      floor: v1(OUTPUT_FLOOR),
+      densepose: v1(OUTPUT_DENSEPOSE),
     };
   }
 
@@ -599,66 +756,171 @@ export class PoseModel implements PoseRunner {
 
 /** Options of `decodeOutputs`. */
 export interface DecodeOptions {
-  /** The reference view keypoints and boxes are scaled to, in pixels. */
+  /** The reference view keypoints and boxes are scaled to, in pixels (v1 models). */
   view: { width: number; height: number };
-  /** Slots with presence below this are dropped (NaN presence is always dropped). */
+  /**
+   * v1: slots with presence below this are dropped (NaN presence is always dropped). v2: the
+   * count rule: as many persons as the model's probability that AT LEAST that many are present
+   * is >= this (0.5 takes the median of the `count` output).
+   */
   confidenceThreshold: number;
   /** At most this many persons, highest presence first. */
   maxPersons: number;
   /** Attach each person's DensePose parts. */
   includeDensePose: boolean;
+  /** v2: the reference view's camera (`environment.view`), through which skeletons are projected. */
+  camera?: Camera;
+  /** v2: where the receiver is on the floor plan (`environment.site`); skeletons are relative to it. */
+  receiver?: { x: number; y: number };
 }
 
 /**
- * The persons of one row of model outputs: slots with presence >= `confidenceThreshold`, highest
- * presence first (ties by slot), at most `maxPersons`. Keypoint x, y and boxes are scaled from
- * 0..1 to view pixels; keypoint confidences, floor metres and DensePose values are kept as the
- * model gave them.
+ * The number of persons a v2 row reports: the largest k with P(count >= k) >= threshold.
+ * @param count the row's count probabilities (P + 1 values from `at`)
+ * @param at offset of the row
+ * @param P slots
+ * @param threshold 0..1
+ * @returns 0..P
+ */
+export function countFromProbabilities(count: Float32Array, at: number, P: number, threshold: number): number {
+  let tail = 0;
+  for (let k = P; k >= 1; k--) {
+    tail += count[at + k]!;
+    if (tail >= threshold) return k;
+  }
+  return 0;
+}
+
+/** Scratch of the v2 decoder (one person at a time). */
+const room3d = new Float64Array(N_KEYPOINTS * 3);
+const px2d = new Float64Array(N_KEYPOINTS * 2);
+const inView = new Uint8Array(N_KEYPOINTS);
+const L_HIP = 11;
+const R_HIP = 12;
+
+/**
+ * The persons of one row of model outputs, highest presence first (ties by slot), at most
+ * `maxPersons`.
+ *
+ * v1: slots with presence >= `confidenceThreshold`; keypoint x, y and boxes are scaled from 0..1 to
+ * view pixels; keypoint confidences, floor metres and DensePose values are kept as the model gave
+ * them.
+ *
+ * v2: the count rule of `confidenceThreshold` (see DecodeOptions) picks how many slots, by
+ * presence. Each skeleton is moved from receiver-relative to room metres (`keypoints3d`), its floor
+ * position is the pelvis (mid-hip) on the floor, its keypoints are projected through `camera`
+ * (confidence = presence for a keypoint in the view, 0 outside it), its box is the padded box of
+ * the keypoints in view (`Camera.bbox`), its DensePose parts come from the skeleton
+ * (`densePoseParts`), and its activity is the most probable of the `activity` output.
  *
  * @param outputs the result of `PoseModel.run`
  * @param row which row of the batch
- * @param opts view size, threshold, person limit, whether to include DensePose
+ * @param opts view size, threshold, person limit, whether to include DensePose; camera and
+ *   receiver for v2
  * @returns the persons, each with its own arrays
- * @throws RangeError when `row` is outside the batch
+ * @throws RangeError when `row` is outside the batch, or a v2 row is decoded without a camera
  * @example
  * decodeOutputs(out, 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4,
  *   includeDensePose: true })[0].bbox // Float32Array [x, y, w, h] in pixels
  */
 export function decodeOutputs(outputs: ModelOutputs, row: number, opts: DecodeOptions): PersonPose[] {
   if (!Number.isInteger(row) || row < 0 || row >= outputs.n) throw new RangeError(`row ${row} outside a batch of ${outputs.n}`);
+  if (outputs.contract === 2) return decodeV2(outputs, row, opts);
   const P = outputs.maxPersons;
   const base = row * P;
   const presence = outputs.presence;
   const chosen: number[] = [];
-  for (let p = 0; p < P; p++) if (presence[base + p] >= opts.confidenceThreshold) chosen.push(p);
-  chosen.sort((a, b) => presence[base + b] - presence[base + a] || a - b);
+  for (let p = 0; p < P; p++) if (presence[base + p]! >= opts.confidenceThreshold) chosen.push(p);
+  chosen.sort((a, b) => presence[base + b]! - presence[base + a]! || a - b);
   const limit = Math.max(0, Math.min(chosen.length, Math.floor(opts.maxPersons)));
   const { width, height } = opts.view;
   const persons: PersonPose[] = [];
   for (let k = 0; k < limit; k++) {
-    const p = chosen[k];
+    const p = chosen[k]!;
     const slot = base + p;
     const keypoints = new Float32Array(N_KEYPOINTS * 3);
     const kp = outputs.keypoints;
     const kOff = slot * N_KEYPOINTS * 3;
     for (let j = 0; j < N_KEYPOINTS; j++) {
-      keypoints[j * 3] = kp[kOff + j * 3] * width;
-      keypoints[j * 3 + 1] = kp[kOff + j * 3 + 1] * height;
-      keypoints[j * 3 + 2] = kp[kOff + j * 3 + 2];
+      keypoints[j * 3] = kp[kOff + j * 3]! * width;
+      keypoints[j * 3 + 1] = kp[kOff + j * 3 + 1]! * height;
+      keypoints[j * 3 + 2] = kp[kOff + j * 3 + 2]!;
     }
     const b = outputs.boxes;
     const bOff = slot * 4;
-    const bbox = new Float32Array([b[bOff] * width, b[bOff + 1] * height, b[bOff + 2] * width, b[bOff + 3] * height]);
+    const bbox = new Float32Array([b[bOff]! * width, b[bOff + 1]! * height, b[bOff + 2]! * width, b[bOff + 3]! * height]);
     const person: PersonPose = {
       slot: p,
-      confidence: presence[slot],
+      confidence: presence[slot]!,
       keypoints,
       bbox,
-      floor: { x: outputs.floor[slot * 2], y: outputs.floor[slot * 2 + 1] },
+      floor: { x: outputs.floor[slot * 2]!, y: outputs.floor[slot * 2 + 1]! },
     };
     if (opts.includeDensePose) {
       const dOff = slot * N_DENSE_PARTS * 3;
       person.densePose = outputs.densepose.slice(dOff, dOff + N_DENSE_PARTS * 3);
+    }
+    persons.push(person);
+  }
+  return persons;
+}
+
+function decodeV2(outputs: ModelOutputsV2, row: number, opts: DecodeOptions): PersonPose[] {
+  const camera = opts.camera;
+  if (!camera) throw new RangeError('decodeOutputs: a v2 model needs the view camera to project its skeletons');
+  const P = outputs.maxPersons;
+  const A = MODEL_ACTIVITIES.length;
+  const base = row * P;
+  const presence = outputs.presence;
+  const n = Math.min(countFromProbabilities(outputs.count, row * (P + 1), P, opts.confidenceThreshold), Math.max(0, Math.floor(opts.maxPersons)));
+  const order: number[] = [];
+  for (let p = 0; p < P; p++) if (!Number.isNaN(presence[base + p]!)) order.push(p);
+  order.sort((a, b) => presence[base + b]! - presence[base + a]! || a - b);
+  const rx = opts.receiver?.x ?? 0;
+  const ry = opts.receiver?.y ?? 0;
+  const persons: PersonPose[] = [];
+  for (let k = 0; k < Math.min(n, order.length); k++) {
+    const p = order[k]!;
+    const slot = base + p;
+    const conf = presence[slot]!;
+    const kOff = slot * N_KEYPOINTS * 3;
+    const kp3 = outputs.keypoints3d;
+    const keypoints3d = new Float32Array(N_KEYPOINTS * 3);
+    for (let j = 0; j < N_KEYPOINTS; j++) {
+      room3d[3 * j] = kp3[kOff + 3 * j]! + rx;
+      room3d[3 * j + 1] = kp3[kOff + 3 * j + 1]! + ry;
+      room3d[3 * j + 2] = kp3[kOff + 3 * j + 2]!;
+      keypoints3d[3 * j] = room3d[3 * j]!;
+      keypoints3d[3 * j + 1] = room3d[3 * j + 1]!;
+      keypoints3d[3 * j + 2] = room3d[3 * j + 2]!;
+    }
+    camera.projectKeypoints(room3d, px2d, inView);
+    const keypoints = new Float32Array(N_KEYPOINTS * 3);
+    for (let j = 0; j < N_KEYPOINTS; j++) {
+      const u = px2d[2 * j]!;
+      const v = px2d[2 * j + 1]!;
+      const finite = Number.isFinite(u) && Number.isFinite(v);
+      keypoints[3 * j] = finite ? u : 0;
+      keypoints[3 * j + 1] = finite ? v : 0;
+      keypoints[3 * j + 2] = inView[j] ? conf : 0;
+    }
+    const bbox = Float32Array.from(camera.bbox(px2d, inView));
+    let best = 0;
+    const aOff = slot * A;
+    for (let a = 1; a < A; a++) if (outputs.activity[aOff + a]! > outputs.activity[aOff + best]!) best = a;
+    const person: PersonPose = {
+      slot: p,
+      confidence: conf,
+      keypoints,
+      bbox,
+      floor: { x: 0.5 * (room3d[3 * L_HIP]! + room3d[3 * R_HIP]!), y: 0.5 * (room3d[3 * L_HIP + 1]! + room3d[3 * R_HIP + 1]!) },
+      keypoints3d,
+      modelActivity: { activity: MODEL_ACTIVITIES[best]!, confidence: outputs.activity[aOff + best]!, probabilities: outputs.activity.slice(aOff, aOff + A) },
+    };
+    if (opts.includeDensePose) {
+      const dp = new Float32Array(N_DENSE_PARTS * 3);
+      densePoseParts(room3d, 0, camera, bbox, conf, dp);
+      person.densePose = dp;
     }
     persons.push(person);
   }

@@ -84,6 +84,10 @@ export interface PersonPose {
   floor?: { x: number; y: number };
   /** 24 x (confidence, u, v): per DensePose part, its confidence and UV (0..1) coordinates. */
   densePose?: Float32Array;
+  /** 17 x (x, y, z): the skeleton in room metres (models of contract v2). */
+  keypoints3d?: Float32Array;
+  /** What a v2 model says the person is doing (the activity operator smooths it over the track). */
+  modelActivity?: { activity: Activity; confidence: number; probabilities: Float32Array };
   /** Set by the tracker. */
   trackId?: number;
   trackAge?: number;
@@ -111,6 +115,8 @@ export interface PoseFrame {
   alerts?: PoseAlert[];
   /** Activity events recorded at this frame (falls, recoveries, activity changes, intrusions). */
   events?: ActivityEvent[];
+  /** v2 models: probability that someone began to fall in the last few seconds (contract `fall`). */
+  fallProbability?: number;
 }
 
 /** An activity event (spec "Activity event", `/analytics/events`). */

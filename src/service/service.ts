@@ -269,7 +269,9 @@ export class PoseService implements ServiceFace {
   private openSource(): Observable<CsiFrame> {
     const c = this.config.get();
     const uri = this.opts.source ?? c.hardware.source;
-    return parseSource(uri).open('frame', { environmentId: c.environment.id }) as Observable<CsiFrame>;
+    // The simulator projects its ground truth through the configured reference view, live.
+    const view = () => this.config.get().environment.view;
+    return parseSource(uri).open('frame', { environmentId: c.environment.id, view }) as Observable<CsiFrame>;
   }
 
   private startPipeline(frames: Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {

@@ -15,7 +15,7 @@
  *   until the person starts to get up; `fallOnset` is set from fall_start until then.
  */
 
-import { Camera, type CameraSpec, type Vec3 } from './camera.js';
+import { Camera, DEFAULT_VIEW, viewSpec, type CameraSpec, type Vec3 } from '../pose/camera.js';
 import type { RoomSurfaces } from './channel.js';
 import { deriveSeed, Rng } from './rng.js';
 import {
@@ -100,7 +100,11 @@ export interface ScenarioOptions {
   tx?: ArraySpec;
   /** Receive array; default centred on the front wall (y = 0.2) at 1.2 m. */
   rx?: ArraySpec;
-  /** Camera; default on the front wall at 1.6 m looking into the room, tilted 11 degrees down, 90 degree field of view. */
+  /**
+   * Camera of the ground truth; default the default reference view (DEFAULT_VIEW, environment.view's
+   * defaults) centred across the room: on the front wall at 1.6 m looking into the room, pitched 10
+   * degrees down, 90 degree field of view, 640x480.
+   */
   camera?: CameraSpec;
   /** Activities generated behaviour may choose; default all. */
   activities?: readonly Activity[];
@@ -255,7 +259,8 @@ export function arrayPositions(spec: ArraySpec, n: number, spacing: number): Flo
  */
 export class Scenario {
   readonly room: Readonly<RoomSpec>;
-  readonly camera: Camera;
+  /** The ground truth's camera; may be replaced between ticks (the service's live reference view). */
+  camera: Camera;
   /** Transmit antenna positions, nTx * 3. */
   readonly txPositions: Float64Array;
   /** Receive antenna positions, nRx * 3. */
@@ -308,7 +313,8 @@ export class Scenario {
     this.rxPositions = arrayPositions(rx, nRx, lambda / 2);
     for (let i = 0; i < nTx; i++) inside({ x: this.txPositions[3 * i]!, y: this.txPositions[3 * i + 1]!, z: this.txPositions[3 * i + 2]! }, 'every tx antenna');
     for (let i = 0; i < nRx; i++) inside({ x: this.rxPositions[3 * i]!, y: this.rxPositions[3 * i + 1]!, z: this.rxPositions[3 * i + 2]! }, 'every rx antenna');
-    this.camera = new Camera(opts.camera ?? { position: { x: room.width / 2, y: 0.05, z: 1.6 }, yaw: Math.PI / 2, pitch: -0.2, focalPx: 320 });
+    // The default reference view (environment.view's defaults), centred across this room.
+    this.camera = new Camera(opts.camera ?? viewSpec({ ...DEFAULT_VIEW, x: room.width / 2 }));
 
     if (typeof people === 'number') {
       if (!(Number.isInteger(people) && people >= 0 && people <= MAX_PEOPLE)) throw new RangeError(`scenario: people must be an integer 0..${MAX_PEOPLE}`);

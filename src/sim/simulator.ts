@@ -18,17 +18,18 @@
  *   snrDb below the empty-room channel; packets lost in Gilbert-Elliott bursts (their sequence
  *   numbers are missing from the stream, the truth clock still advances); Gaussian timestamp
  *   jitter on `frame.time` only; rare single-sample outliers; optional int quantisation.
- * - Ground truth is exact: keypoints are the skeleton's own joints projected by the camera
- *   (camera.ts), labels and events come from the behaviour state machine, all at the packet's true
- *   time (no jitter).
+ * - Ground truth is exact: keypoints are the skeleton's own joints projected by the camera of the
+ *   reference view (src/pose/camera.ts), labels and events come from the behaviour state machine,
+ *   all at the packet's true time (no jitter).
  * - Determinism: the seed drives independent random streams for placement, each person's
  *   behaviour, the impairments and packet loss, so the same options give byte-identical streams,
  *   and switching one impairment does not change how people move.
  * - RSSI per receive antenna is txPowerDbm plus the mean clean channel power of that antenna plus
  *   noise, in whole dBm (before AGC, as hardware measures it); `noise` is the noise floor in dBm.
  * - Defaults: a 6 x 5 x 2.8 m room; transmit array on the back wall and receive array on the front
- *   wall, both at 1.2 m with antennas along x, half a wavelength apart; camera on the front wall at
- *   1.6 m looking into the room (90 degree horizontal field of view, 640x480). 2.4 GHz is channel
+ *   wall, both at 1.2 m with antennas along x, half a wavelength apart; the camera is the default
+ *   reference view (environment.view): on the front wall at 1.6 m looking into the room, pitched
+ *   10 degrees down (90 degree horizontal field of view, 640x480). 2.4 GHz is channel
  *   6 (2437 MHz), 5 GHz channel 36 (5180 MHz); the 114-subcarrier layout is 40 MHz HT40+, whose
  *   centre is 10 MHz above the primary channel's (2447 / 5190 MHz).
  * - Not modelled (a model trained here will meet these only on real data): furniture and
@@ -129,7 +130,7 @@ export interface TruthPerson {
   visible: Uint8Array;
   /** 17 x (x, y, z) room metres. */
   keypoints3d: Float32Array;
-  /** Box around the visible keypoints, padded (camera.ts), pixels; [0, 0, 0, 0] when none is visible. */
+  /** Box around the visible keypoints, padded (src/pose/camera.ts), pixels; [0, 0, 0, 0] when none is visible. */
   bbox: [number, number, number, number];
   /** Pelvis (mid-hip) projected on the floor, metres. */
   floor: { x: number; y: number };

@@ -1,8 +1,12 @@
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { Observable, Subscription } from 'rxjs';
 import type { ParamSpec, ParamValues } from '../engine/spec.js';
 import { toJsonLine } from '../csi/json.js';
+import type { CsiFrame } from '../csi/frame.js';
+import { encodeIntel5300Into, intel5300RecordLength } from '../encoders/intel5300.js';
+import { ReplayClock } from '../sources/replayClock.js';
 
 /** Where a sink writes and reports. */
 export interface SinkIO {
@@ -135,4 +139,156 @@ const nullSink: SinkSpec = {
   },
 };
 
-export const SINKS: ReadonlyMap<string, SinkSpec> = new Map([ndjson, stats, nullSink].map((s) => [s.name, s]));
+/** Bytes of records gathered before one write to the capture file. */
+const CAPTURE_CHUNK = 64 * 1024;
+/** The largest Intel 5300 record (3x3). */
+const CAPTURE_MAX_RECORD = intel5300RecordLength(3, 3);
+/**
+ * Bytes the capture file may lag behind the stream. A sink cannot pause an Observable, and a
+ * capture must not drop records, so a file that falls this far behind stops the run instead.
+ */
+const CAPTURE_MAX_BEHIND = 256 * 1024 * 1024;
+
+function isCsiFrame(v: unknown): v is CsiFrame {
+  if (v === null || typeof v !== 'object') return false;
+  const f = v as Partial<CsiFrame>;
+  return f.csi instanceof Float32Array && typeof f.nRx === 'number' && typeof f.nTx === 'number' && typeof f.nSub === 'number';
+}
+
+/** Names a stream item that is not a CSI frame, for the capture sink's error. */
+function describeItem(v: unknown): string {
+  if (v instanceof Uint8Array) return `raw bytes (a ${v.length}-byte chunk: put a decoder stage such as intel5300 first)`;
+  if (v === null || typeof v !== 'object') return v === null ? 'null' : `a ${typeof v}`;
+  if ('persons' in v && 'frameId' in v) return 'a pose frame';
+  if ('data' in v && 'times' in v) return 'a CSI window';
+  if ('power' in v && 'nBins' in v) return 'a Doppler spectrum';
+  const keys = Object.keys(v);
+  return `an object with keys ${keys.slice(0, 6).join(', ')}${keys.length > 6 ? ', ...' : ''}`;
+}
+
+/**
+ * The persons of a frame's `meta.truth` (src/sources/sim.ts `truthToJson`) as a COCO-17 camera
+ * detector reports them: [x, y, score] per keypoint, score 1 where the keypoint is visible in the
+ * view, and 0, 0, 0 where it is not (outside the image or behind the camera).
+ */
+function truthPeople(truth: unknown): Array<{ keypoints: number[] }> {
+  const persons = (truth as { persons?: unknown } | null)?.persons;
+  if (!Array.isArray(persons)) throw new Error('capture: meta.truth carries no persons array');
+  return persons.map((p: { keypoints?: ArrayLike<number>; visible?: ArrayLike<number | boolean> } | null, i) => {
+    const kp = p?.keypoints;
+    const vis = p?.visible;
+    if (!kp || kp.length !== 34 || !vis || vis.length !== 17)
+      throw new Error(`capture: meta.truth person ${i} needs 34 keypoint coordinates and 17 visible flags`);
+    const out = new Array<number>(51);
+    for (let j = 0; j < 17; j++) {
+      const x = kp[2 * j]!;
+      const y = kp[2 * j + 1]!;
+      const seen = Number(vis[j]) === 1 && Number.isFinite(x) && Number.isFinite(y);
+      out[3 * j] = seen ? x : 0;
+      out[3 * j + 1] = seen ? y : 0;
+      out[3 * j + 2] = seen ? 1 : 0;
+    }
+    return { keypoints: out };
+  });
+}
+
+const capture: SinkSpec = {
+  name: 'capture',
+  summary:
+    'Writes CSI frames as an Intel 5300 capture (log_to_file 0xBB records, src/encoders/intel5300.ts); with labels=, the frames\' ground truth (sim?truth=1) as camera-style COCO-17 keypoint lines',
+  params: [
+    { name: 'path', type: 'string', default: '', description: 'capture file to write (required); read it back with format intel5300' },
+    {
+      name: 'labels',
+      type: 'string',
+      default: '',
+      description: 'JSON-lines file of {"t", "people": [{"keypoints": [x, y, score] x 17}]} from frames carrying meta.truth; empty = none',
+    },
+    {
+      name: 'label_hz',
+      type: 'number',
+      default: 10,
+      min: 0.001,
+      max: 100000,
+      description: 'at most one label per 1/label_hz s of capture time: the first truth frame in each slot, slots counted from the first record',
+    },
+  ],
+  run(source, params, io) {
+    const path = String(params.path);
+    const labelsPath = String(params.labels);
+    const labelHz = Number(params.label_hz);
+    if (!path) return { done: Promise.reject(new Error('capture: path= is required, e.g. "capture path=cap.dat"')), stop() {} };
+    const out = createWriteStream(path);
+    const labelsOut = labelsPath ? createWriteStream(labelsPath) : undefined;
+    let failure: Error | undefined;
+    const fail = (e: Error) => {
+      if (failure) return;
+      failure = e;
+      // Deferred: a source may emit while it is being subscribed, before `running` exists.
+      queueMicrotask(() => running.stop());
+    };
+    out.on('error', (e) => fail(new Error(`capture: cannot write ${path}: ${e.message}`)));
+    labelsOut?.on('error', (e) => fail(new Error(`capture: cannot write ${labelsPath}: ${e.message}`)));
+
+    let records = 0;
+    let labels = 0;
+    let chunk = Buffer.allocUnsafe(CAPTURE_CHUNK);
+    let used = 0;
+    const flush = () => {
+      if (used === 0) return;
+      out.write(chunk.subarray(0, used));
+      chunk = Buffer.allocUnsafe(CAPTURE_CHUNK);
+      used = 0;
+      if (out.writableLength > CAPTURE_MAX_BEHIND)
+        fail(new Error(`capture: ${path} fell ${(out.writableLength / 2 ** 20).toFixed(0)} MiB behind the stream; stopped rather than drop records`));
+    };
+    // Label times come from the capture's own clock (timestamp_low as written), read the way a
+    // replay of the capture reads it, so a label's t is its record's replay time to the bit.
+    const clock = new ReplayClock(100);
+    let nextSlot = 0;
+
+    const running = consume(
+      source,
+      (v) => {
+        if (failure) return;
+        if (!isCsiFrame(v)) {
+          fail(new Error(`capture: expected CSI frames, got ${describeItem(v)}`));
+          return;
+        }
+        try {
+          if (used + CAPTURE_MAX_RECORD > CAPTURE_CHUNK) flush();
+          const at = used;
+          used += encodeIntel5300Into(v, chunk, at);
+          records++;
+          const mediaMs = clock.advance({ clockUs: chunk.readUInt32LE(at + 3) } as CsiFrame);
+          const truth = v.meta?.truth;
+          if (labelsOut && truth !== undefined && truth !== null) {
+            const t = mediaMs / 1000;
+            // The epsilon keeps a time on a slot boundary (0.3 s * 10 = 2.9999...) in its slot.
+            const slot = Math.floor(t * labelHz + 1e-9);
+            if (slot >= nextSlot) {
+              labelsOut.write(JSON.stringify({ t, people: truthPeople(truth) }) + '\n');
+              labels++;
+              nextSlot = slot + 1;
+            }
+          }
+        } catch (e) {
+          const m = (e as Error).message ?? String(e);
+          fail(new Error(m.startsWith('capture:') ? m : `capture: ${m}`));
+        }
+      },
+      async () => {
+        if (!failure) flush();
+        out.end();
+        labelsOut?.end();
+        // Errors were reported through the 'error' listeners above.
+        await Promise.all([finished(out).catch(() => undefined), labelsOut ? finished(labelsOut).catch(() => undefined) : undefined]);
+        io.stderr.write(`capture: ${records} records -> ${path}${labelsOut ? ` (${labels} labels -> ${labelsPath})` : ''}\n`);
+        if (failure) throw failure;
+      },
+    );
+    return running;
+  },
+};
+
+export const SINKS: ReadonlyMap<string, SinkSpec> = new Map([ndjson, stats, nullSink, capture].map((s) => [s.name, s]));

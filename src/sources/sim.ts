@@ -1,5 +1,6 @@
 import { Observable, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
+import { viewCamera, viewSpec, type ViewSettings } from '../pose/camera.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
 import { SourceError } from './errors.js';
 import { FAST_CHUNK, nextTurn } from './replayClock.js';
@@ -8,6 +9,14 @@ export interface SimSourceOptions {
   /** 1 = real time, 2 = twice as fast, 0 = as fast as possible. */
   speed?: number;
   scheduler?: SchedulerLike;
+  /**
+   * The reference view the ground truth is projected through (the service passes its
+   * `environment.view`), read when the source opens and again before each sample is simulated: a
+   * new object replaces the camera from the next sample simulated on (the source keeps one sample
+   * ready ahead of the one it emits). Default: the simulator's own camera (`scenario.camera`, else
+   * the default view centred across its room).
+   */
+  view?: () => Readonly<ViewSettings>;
 }
 
 /** Simulator settings that a `sim?...` URI can carry, plus whether to attach the ground truth. */
@@ -93,9 +102,19 @@ export function simSource(params: SimParams, opts: SimSourceOptions = {}): Obser
   const speed = opts.speed ?? 1;
   const scheduler = opts.scheduler ?? asyncScheduler;
   const { truth: withTruth, ...simOpts } = params;
+  const view = opts.view;
   return new Observable<CsiFrame>((subscriber) => {
     const wallStart = scheduler.now();
-    const sim = new CsiSimulator(speed > 0 && simOpts.startTime === undefined ? { ...simOpts, startTime: wallStart } : simOpts);
+    let viewSeen = view?.();
+    const withView = viewSeen ? { ...simOpts, scenario: { ...simOpts.scenario, camera: viewSpec(viewSeen) } } : simOpts;
+    const sim = new CsiSimulator(speed > 0 && withView.startTime === undefined ? { ...withView, startTime: wallStart } : withView);
+    /** A changed view (a new configuration snapshot) takes over from the next sample simulated. */
+    const followView = (): void => {
+      const v = view!();
+      if (v === viewSeen) return;
+      viewSeen = v;
+      sim.scenario.camera = viewCamera(v);
+    };
     let simStart = NaN;
     let pending: Subscription | undefined;
     const out = (s: { frame: CsiFrame; truth: GroundTruth }): CsiFrame =>
@@ -118,6 +137,7 @@ export function simSource(params: SimParams, opts: SimSourceOptions = {}): Obser
             return;
           }
           const s = next;
+          if (view) followView();
           next = sim.next();
           subscriber.next(out(s));
         }

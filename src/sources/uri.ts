@@ -1,6 +1,7 @@
 import type { Observable, SchedulerLike } from 'rxjs';
 import type { CaptureFormat } from '../csi/frame.js';
 import type { DecodeStats } from '../csi/decoder.js';
+import type { ViewSettings } from '../pose/camera.js';
 import { createStreamDecoder, formatFromFileName, isCaptureFormat } from '../decoders/index.js';
 import { decode } from '../../operators/decode.js';
 import { fileBytes, stdinBytes } from './bytes.js';
@@ -18,6 +19,8 @@ export interface SourceContext {
   speed?: number;
   environmentId?: string;
   scheduler?: SchedulerLike;
+  /** The reference view (`environment.view`) the simulator's ground truth is projected through, read live; other sources ignore it. */
+  view?: () => Readonly<ViewSettings>;
   /** Final decode counts of byte sources (the CLI prints the skipped count). */
   onDecodeStats?: (stats: DecodeStats) => void;
 }
@@ -77,6 +80,7 @@ export function parseSource(uri: string): SourceDef {
       open: (_k, ctx) => simSource({ ...simParams, environmentId: ctx.environmentId ?? simParams.environmentId }, {
         speed: speed ?? ctx.speed ?? 1,
         ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
+        ...(ctx.view ? { view: ctx.view } : {}),
       }),
     };
   }

@@ -1,9 +1,10 @@
 /**
  * Dataset generation: each scenario recipe is simulated, its frames go through the real `sanitize`
- * (phasor, packet scope) and `window` operators into the FeatureExtractor, and each window is paired
- * with the targets of its last frame's ground truth. Scenarios are independent, so they are spread
- * over worker threads (one per core) and gathered in recipe order: the dataset does not depend on
- * how many workers made it.
+ * (phasor, packet scope) and `window` operators into the FeatureExtractor, each window's summary
+ * goes into a HistoryRing exactly as the service keeps it, and each kept window is paired with its
+ * `history` input and the targets of its last frame's ground truth. Scenarios are independent, so
+ * they are spread over worker threads (one per core) and gathered in recipe order: the dataset
+ * does not depend on how many workers made it.
  */
 import { Subject } from 'rxjs';
 import { Worker } from 'node:worker_threads';
@@ -12,10 +13,12 @@ import { sanitizePhase } from '../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';
+import { frameMsOf, HISTORY_WIDTH, HistoryRing } from '../model/history.js';
 import { SITE_DIM, siteVector } from '../model/contract.js';
 import { recipeSite, type ScenarioRecipe } from './recipe.js';
-import { fillTargets, mirrorTargets, OUTPUT_DIM } from './targets.js';
+import { fillTargets, mirrorTargets, TARGET_DIM } from './targets.js';
 import { mapJobs } from './workerPool.js';
+import type { RowSource } from './trainer.js';
 
 /** The windows of one scenario. */
 export interface ScenarioData {
@@ -24,7 +27,9 @@ export interface ScenarioData {
   n: number;
   /** n x FEATURE_DIM */
   features: Float32Array;
-  /** n x OUTPUT_DIM (targets.ts layout) */
+  /** n x HISTORY_WIDTH: each window's `history` input (history.ts) */
+  history: Float32Array;
+  /** n x TARGET_DIM (targets.ts layout) */
   targets: Float32Array;
   /** True person count of each window (may exceed the slots). */
   personCounts: Uint8Array;
@@ -90,40 +95,56 @@ function mirrorFrame(f: CsiFrame, flipTx: boolean): CsiFrame {
 }
 
 /**
- * Simulates one scenario and returns its feature rows and targets.
+ * Simulates one scenario and returns its rows: features, history input and targets.
  * @param r the recipe
- * @param hop frames between the starts of consecutive windows
- * @param mirror also emit every window of the left-right mirrored scene (CSI with the antenna
- *   order along x reversed, targets mirrored): twice the rows for one simulation
- * @returns the scenario's windows (with `mirror`, each original row followed by its mirror)
+ * @param hop frames between the starts of consecutive windows (must divide HISTORY_STRIDE_FRAMES
+ *   for the history to find its steps)
+ * @param rowEvery keep every rowEvery-th window as a row (the others only feed the history)
+ * @param mirror also emit every row of the left-right mirrored scene (CSI with the antenna order
+ *   along x reversed, targets mirrored): twice the rows for one simulation
+ * @returns the scenario's rows (with `mirror`, each original row followed by its mirror)
  */
-export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false): ScenarioData {
+export function generateScenario(r: ScenarioRecipe, hop: number, rowEvery = 1, mirror = false): ScenarioData {
   const { sim, people } = makeSimulator(r);
   const frames = Math.round(r.seconds * sim.rateHz);
   const copies = mirror ? 2 : 1;
-  const cap = Math.max(0, Math.floor((frames - WINDOW_FRAMES) / hop) + 1) * copies;
+  const windows = Math.max(0, Math.floor((frames - WINDOW_FRAMES) / hop) + 1);
+  const cap = Math.ceil(windows / rowEvery) * copies;
   const features = new Float32Array(cap * FEATURE_DIM);
-  const targets = new Float32Array(cap * OUTPUT_DIM);
+  const history = new Float32Array(cap * HISTORY_WIDTH);
+  const targets = new Float32Array(cap * TARGET_DIM);
   const personCounts = new Uint8Array(cap);
   const mirrored = new Uint8Array(cap);
-  const camera = sim.scenario.camera;
   const flipTx = r.tx.wall === 'back';
+  const receiver = { x: r.rx.x, y: r.rx.y };
   let n = 0;
   let truth: GroundTruth | undefined;
   let failure: unknown;
   const pipes = Array.from({ length: copies }, (_, c) => {
     const fx = new FeatureExtractor();
+    // As the features operator keeps it: the stride from the windows' own rate estimate.
+    let ring: HistoryRing | undefined;
+    const row = new Float32Array(FEATURE_DIM);
+    let index = 0;
     const input = new Subject<CsiFrame>();
     const sub = input.pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop })).subscribe({
       next(w) {
-        if (n >= cap || !truth) return;
-        fx.extract(w, features.subarray(n * FEATURE_DIM, (n + 1) * FEATURE_DIM));
-        const t = targets.subarray(n * OUTPUT_DIM, (n + 1) * OUTPUT_DIM);
-        fillTargets(truth, camera, t);
-        if (c === 1) mirrorTargets(t, r.room.width);
-        personCounts[n] = truth.personCount;
-        mirrored[n] = c;
-        n++;
+        if (!truth) return;
+        const end = w.times[w.size - 1]!;
+        ring ??= new HistoryRing(frameMsOf(w.rateHz));
+        ring.setFrameMs(frameMsOf(w.rateHz));
+        fx.extract(w, row);
+        if (index++ % rowEvery === 0 && n < cap) {
+          features.set(row, n * FEATURE_DIM);
+          ring.historyFor(end, history, n * HISTORY_WIDTH);
+          const t = targets.subarray(n * TARGET_DIM, (n + 1) * TARGET_DIM);
+          fillTargets(truth, receiver, t);
+          if (c === 1) mirrorTargets(t);
+          personCounts[n] = truth.personCount;
+          mirrored[n] = c;
+          n++;
+        }
+        ring.push(end, row);
       },
       error(e: unknown) {
         failure = e;
@@ -147,7 +168,8 @@ export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false)
     id: r.id,
     n,
     features: features.slice(0, n * FEATURE_DIM),
-    targets: targets.slice(0, n * OUTPUT_DIM),
+    history: history.slice(0, n * HISTORY_WIDTH),
+    targets: targets.slice(0, n * TARGET_DIM),
     personCounts: personCounts.slice(0, n),
     mirrored: mirrored.slice(0, n),
     people,
@@ -157,7 +179,11 @@ export function generateScenario(r: ScenarioRecipe, hop: number, mirror = false)
 /** A split's windows in one place. */
 export interface Dataset {
   n: number;
+  /** n x FEATURE_DIM */
   features: Float32Array;
+  /** n x HISTORY_WIDTH */
+  history: Float32Array;
+  /** n x TARGET_DIM */
   targets: Float32Array;
   personCounts: Uint8Array;
   /** 1 where the row is of the left-right mirrored scene. */
@@ -174,62 +200,44 @@ export interface Dataset {
 export function concatScenarios(parts: readonly ScenarioData[]): Dataset {
   const n = parts.reduce((a, p) => a + p.n, 0);
   const features = new Float32Array(n * FEATURE_DIM);
-  const targets = new Float32Array(n * OUTPUT_DIM);
+  const history = new Float32Array(n * HISTORY_WIDTH);
+  const targets = new Float32Array(n * TARGET_DIM);
   const personCounts = new Uint8Array(n);
   const mirrored = new Uint8Array(n);
   const scenario = new Int32Array(n);
   let at = 0;
   for (const p of parts) {
     features.set(p.features, at * FEATURE_DIM);
-    targets.set(p.targets, at * OUTPUT_DIM);
+    history.set(p.history, at * HISTORY_WIDTH);
+    targets.set(p.targets, at * TARGET_DIM);
     personCounts.set(p.personCounts, at);
     mirrored.set(p.mirrored, at);
     scenario.fill(p.id, at, at + p.n);
     at += p.n;
   }
-  return { n, features, targets, personCounts, mirrored, scenario };
+  return { n, features, history, targets, personCounts, mirrored, scenario };
 }
 
-/**
- * The network's input rows: each window's features followed by its scenario's `site` row
- * (`siteVector` of `recipeSite`, mirrored for mirrored rows), FEATURE_DIM + SITE_DIM wide. Rows of
- * the scenarios in `unknown` get the all-zero row of an unknown site, so one model serves both.
- * @param d the dataset (FEATURE_DIM wide)
- * @param recipes recipe of each scenario id
- * @param unknown scenario ids whose site is withheld
- * @returns a dataset sharing `d`'s targets, with wider features
- */
-export function withSiteInputs(d: Dataset, recipes: ReadonlyMap<number, ScenarioRecipe>, unknown: ReadonlySet<number> = new Set()): Dataset {
-  const W = FEATURE_DIM + SITE_DIM;
-  const features = new Float32Array(d.n * W);
-  const row = new Float32Array(SITE_DIM);
-  for (let i = 0; i < d.n; i++) {
-    const id = d.scenario[i]!;
-    const r = recipes.get(id);
-    if (!r) throw new RangeError(`withSiteInputs: no recipe for scenario ${id}`);
-    features.set(d.features.subarray(i * FEATURE_DIM, (i + 1) * FEATURE_DIM), i * W);
-    siteVector(unknown.has(id) ? null : recipeSite(r, d.mirrored[i] === 1), row);
-    features.set(row, i * W + FEATURE_DIM);
-  }
-  return { ...d, features };
-}
+/** Width of the network's input row: features, then history, then site. */
+export const INPUT_DIM = FEATURE_DIM + HISTORY_WIDTH + SITE_DIM;
 
 /** One scenario to generate (what `genWorker.ts` is sent). */
 export interface GenerateJob {
   recipe: ScenarioRecipe;
   hop: number;
+  rowEvery: number;
   mirror: boolean;
 }
 
 /** Generates one job's scenario (in this thread or in a worker). */
-export const runGenerateJob = (j: GenerateJob): ScenarioData => generateScenario(j.recipe, j.hop, j.mirror);
+export const runGenerateJob = (j: GenerateJob): ScenarioData => generateScenario(j.recipe, j.hop, j.rowEvery, j.mirror);
 
 /** Options of generateAll. */
 export interface GenerateOptions {
-  /** Window hop of the generated rows. */
+  /** Window hop of the generated windows (divides HISTORY_STRIDE_FRAMES). */
   hop: number;
-  /** Window hop of TRAIN recipes' rows (default `hop`). */
-  trainHop?: number;
+  /** Keep every n-th window of TRAIN recipes as a row (default 1). */
+  trainRowEvery?: number;
   /** Add the mirrored scene's rows for TRAIN recipes (see generateScenario). */
   mirrorTrain?: boolean;
   /** Worker threads; 0 generates in this thread. */
@@ -241,14 +249,15 @@ export interface GenerateOptions {
 /**
  * Generates every recipe, on worker threads when asked.
  * @param recipes the scenarios
- * @param opts hop, workers, progress callback
+ * @param opts hop, rows kept, workers, progress callback
  * @returns one ScenarioData per recipe, in recipe order
  */
 export async function generateAll(recipes: readonly ScenarioRecipe[], opts: GenerateOptions): Promise<ScenarioData[]> {
   const url = new URL('./genWorker.js', import.meta.url);
   const jobs: GenerateJob[] = recipes.map((r) => ({
     recipe: r,
-    hop: r.split === 'train' ? (opts.trainHop ?? opts.hop) : opts.hop,
+    hop: opts.hop,
+    rowEvery: r.split === 'train' ? (opts.trainRowEvery ?? 1) : 1,
     mirror: opts.mirrorTrain === true && r.split === 'train',
   }));
   return mapJobs(jobs, {
@@ -258,4 +267,42 @@ export async function generateAll(recipes: readonly ScenarioRecipe[], opts: Gene
     name: (i) => `scenario ${recipes[i]?.id}`,
     ...(opts.onProgress ? { onResult: opts.onProgress } : {}),
   });
+}
+
+/**
+ * A dataset's rows as the trainer reads them (features, history and site side by side).
+ * @param d the dataset
+ * @param recipes recipe of each scenario id
+ * @param unknown scenario ids whose site is withheld (all-zero site row)
+ * @returns the row source
+ */
+export function rowSource(d: Dataset, recipes: ReadonlyMap<number, ScenarioRecipe>, unknown: ReadonlySet<number> = new Set()): RowSource {
+  const sites = new Map<string, Float32Array>();
+  const siteOf = (i: number): Float32Array => {
+    const id = d.scenario[i]!;
+    const m = d.mirrored[i] === 1;
+    const key = `${id}:${m ? 1 : 0}`;
+    let row = sites.get(key);
+    if (!row) {
+      const r = recipes.get(id);
+      if (!r) throw new RangeError(`rowSource: no recipe for scenario ${id}`);
+      row = siteVector(unknown.has(id) ? null : recipeSite(r, m));
+      sites.set(key, row);
+    }
+    return row;
+  };
+  return {
+    n: d.n,
+    dim: INPUT_DIM,
+    targets: d.targets,
+    fill(rows, from, count, out) {
+      for (let k = 0; k < count; k++) {
+        const i = rows[from + k]!;
+        const o = k * INPUT_DIM;
+        out.set(d.features.subarray(i * FEATURE_DIM, (i + 1) * FEATURE_DIM), o);
+        out.set(d.history.subarray(i * HISTORY_WIDTH, (i + 1) * HISTORY_WIDTH), o + FEATURE_DIM);
+        out.set(siteOf(i), o + FEATURE_DIM + HISTORY_WIDTH);
+      }
+    },
+  };
 }

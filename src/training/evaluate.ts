@@ -1,57 +1,72 @@
 /**
- * Held-out scores of a pose model, computed from the contract outputs (as `PoseModel.run` returns
- * them, decoded with `decodeOutputs` at presence >= 0.5, exactly as the service does) against the
- * targets of each window.
+ * Held-out scores of a v2 pose model on a dataset's windows, from the outputs `PoseModel.run`
+ * returns (the exported ONNX file through onnxruntime-node), against each window's targets:
  *
- * - Person count: a window counts as exact when the number of decoded persons equals the true
- *   number of people in the room (people outside the camera's view included).
- * - Matching: decoded persons are assigned to true persons by the Hungarian method on the mean pixel
- *   distance over the true person's visible keypoints (floor distance x 200 px/m for a person with
- *   none visible).
- * - PCK@0.2 (Yang & Ramanan): a visible true keypoint is correct when the matched prediction lies
- *   within 0.2 x max(box width, box height) of it, the box being the true person box. Keypoints of
- *   a true person left unmatched count as wrong. `pckTorso` uses 0.2 x the torso diameter (left
- *   shoulder to right hip, both visible) instead, the stricter convention of some WiFi papers.
- * - Mean per-joint error: pixels of the 640 x 480 view, over visible keypoints of matched persons.
- * - Floor error: metres between matched persons' floor positions.
- * Groups `one`, `two`, `three`, `four` are the windows with that many people in the room.
+ * - Person count: the count rule the service uses (`countFromProbabilities` at 0.5, the median of
+ *   the `count` output) against the true number of people in the room; `occupied` = empty vs not.
+ * - Skeletons: the `count` most present slots, in room metres, scored in 3-D (`eval/pose3d.ts`:
+ *   PCK3d@0.2 of the torso length and MPJPE, absolute and root-relative, median floor error).
+ * - Baseline: the mean pose of TRAIN (offsets from the pelvis and pelvis height) at each true
+ *   person's floor position, scored the same way: what the model adds to knowing where people are.
+ * - Activity: share of matched persons whose most probable activity is the true one.
+ * - Fall windows: precision and recall of `fall` >= 0.5 against "a fall began in the last
+ *   FALL_WINDOW_S" (per window; events are scored by `npm run bench:accuracy`).
+ * Groups `one` .. `four` are the windows with that many people in the room.
  */
-import { decodeOutputs, type ModelOutputs } from '../model/runtime.js';
-import { Hungarian } from '../pose/hungarian.js';
+import { countFromProbabilities, type ModelOutputsV2 } from '../model/runtime.js';
+import { MODEL_ACTIVITIES } from '../model/contract.js';
 import { N_KEYPOINTS } from '../pose/types.js';
-import { MAX_PERSONS, OUT, OUTPUT_DIM, VIEW } from './targets.js';
+import { MAX_PERSONS, TARGET, TARGET_DIM, targetSkeleton } from './targets.js';
+import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, pose3dScores, scorePose3dFrame, type Pose3dCounts, type Pose3dScores } from './eval/pose3d.js';
 
-/** Accumulated counts of one group of windows. */
+/** The mean pose of a training set: joint offsets from the pelvis and the pelvis height. */
+export interface MeanPose {
+  offsets: number[];
+  pelvisZ: number;
+}
+
+/**
+ * The mean pose over the present slots of a target set.
+ * @param targets n x TARGET_DIM
+ * @returns mean offsets (17 x 3, metres) and mean pelvis height
+ */
+export function meanPose(targets: Float32Array): MeanPose {
+  const n = targets.length / TARGET_DIM;
+  const off = new Float64Array(N_KEYPOINTS * 3);
+  let z = 0;
+  let count = 0;
+  for (let r = 0; r < n; r++) {
+    for (let p = 0; p < MAX_PERSONS; p++) {
+      const o = r * TARGET_DIM;
+      if (targets[o + TARGET.presence + p]! < 0.5) continue;
+      count++;
+      z += targets[o + TARGET.root + p * 3 + 2]!;
+      for (let i = 0; i < N_KEYPOINTS * 3; i++) off[i] += targets[o + TARGET.offsets + p * N_KEYPOINTS * 3 + i]!;
+    }
+  }
+  return { offsets: Array.from(off, (v) => (count > 0 ? v / count : 0)), pelvisZ: count > 0 ? z / count : 0 };
+}
+
 interface Tally {
   windows: number;
   countExact: number;
-  kpTotal: number;
-  kpCorrect: number;
-  torsoTotal: number;
-  torsoCorrect: number;
-  errSum: number;
-  errN: number;
-  floorSum: number;
-  floorN: number;
+  occupiedRight: number;
+  pose: Pose3dCounts;
+  baseline: Pose3dCounts;
+  activityRight: number;
+  activityTotal: number;
 }
 
-const tally = (): Tally => ({ windows: 0, countExact: 0, kpTotal: 0, kpCorrect: 0, torsoTotal: 0, torsoCorrect: 0, errSum: 0, errN: 0, floorSum: 0, floorN: 0 });
+const tally = (): Tally => ({ windows: 0, countExact: 0, occupiedRight: 0, pose: emptyPose3dCounts(), baseline: emptyPose3dCounts(), activityRight: 0, activityTotal: 0 });
 
-/** Scores of one group. */
+/** Scores of one group of windows. */
 export interface GroupScores {
   windows: number;
-  /** Fraction of windows with exactly the right number of persons. */
   countExact: number;
-  /** PCK@0.2 of the person box size; NaN when the group has no visible keypoint. */
-  pck02: number;
-  /** PCK@0.2 of the torso diameter. */
-  pck02Torso: number;
-  /** Mean per-joint error, px. */
-  meanJointErrorPx: number;
-  /** Mean floor position error of matched persons, m. */
-  floorErrorM: number;
-  /** Visible true keypoints scored. */
-  keypoints: number;
+  occupied: number;
+  pose: Pose3dScores;
+  baseline: Pose3dScores;
+  activity: number;
 }
 
 /** All scores of a set of windows. */
@@ -61,143 +76,133 @@ export interface Scores {
   two: GroupScores;
   three: GroupScores;
   four: GroupScores;
-  empty: GroupScores;
-  /** confusion[true][predicted] window counts (0..MAX_PERSONS people). */
-  countConfusion: number[][];
+  fall: { precision: number; recall: number; positives: number; windows: number };
 }
 
-const finish = (t: Tally): GroupScores => ({
-  windows: t.windows,
-  countExact: t.windows > 0 ? t.countExact / t.windows : NaN,
-  pck02: t.kpTotal > 0 ? t.kpCorrect / t.kpTotal : NaN,
-  pck02Torso: t.torsoTotal > 0 ? t.torsoCorrect / t.torsoTotal : NaN,
-  meanJointErrorPx: t.errN > 0 ? t.errSum / t.errN : NaN,
-  floorErrorM: t.floorN > 0 ? t.floorSum / t.floorN : NaN,
-  keypoints: t.kpTotal,
-});
+function finish(t: Tally): GroupScores {
+  return {
+    windows: t.windows,
+    countExact: t.windows > 0 ? t.countExact / t.windows : NaN,
+    occupied: t.windows > 0 ? t.occupiedRight / t.windows : NaN,
+    pose: pose3dScores(t.pose),
+    baseline: pose3dScores(t.baseline),
+    activity: t.activityTotal > 0 ? t.activityRight / t.activityTotal : NaN,
+  };
+}
+
+const L_HIP = 11;
+const R_HIP = 12;
 
 /**
- * Scores model outputs against targets.
- * @param outputs contract outputs for rows 0..n-1 (`PoseModel.run`)
- * @param targets n x OUTPUT_DIM targets (targets.ts layout, floor in metres)
- * @param personCounts true people per window
+ * Scores a model's outputs against a dataset's targets.
+ * @param out the outputs of every row (n rows)
+ * @param targets n x TARGET_DIM
+ * @param personCounts true people in the room per row (may exceed the slots)
+ * @param receivers each row's receiver position (the skeleton targets are relative to it)
+ * @param mean the baseline's mean pose
  * @param rows which rows to score (default all)
  * @returns the scores
  */
-export function scoreOutputs(outputs: ModelOutputs, targets: Float32Array, personCounts: Uint8Array, rows?: ArrayLike<number>): Scores {
+export function scoreOutputs(
+  out: ModelOutputsV2,
+  targets: Float32Array,
+  personCounts: Uint8Array,
+  receivers: ReadonlyArray<{ x: number; y: number }>,
+  mean: MeanPose,
+  rows?: ArrayLike<number>,
+): Scores {
+  const P = out.maxPersons;
+  const A = MODEL_ACTIVITIES.length;
   const groups = [tally(), tally(), tally(), tally(), tally()];
-  const all = tally();
-  const confusion = Array.from({ length: MAX_PERSONS + 1 }, () => new Array<number>(MAX_PERSONS + 1).fill(0));
-  const hungarian = new Hungarian();
-  const cost = new Float64Array(MAX_PERSONS * MAX_PERSONS);
-  const decode = { view: VIEW, confidenceThreshold: 0.5, maxPersons: MAX_PERSONS, includeDensePose: false };
-  const n = rows ? rows.length : outputs.n;
-  for (let i = 0; i < n; i++) {
-    const r = rows ? rows[i]! : i;
-    const pred = decodeOutputs(outputs, r, decode);
-    const o = r * OUTPUT_DIM;
-    const nTrue = Math.min(personCounts[r]!, MAX_PERSONS);
-    const g = groups[nTrue]!;
-    for (const t of [g, all]) {
-      t.windows++;
-      if (pred.length === personCounts[r]) t.countExact++;
+  let fallTp = 0;
+  let fallFp = 0;
+  let fallPos = 0;
+  let windows = 0;
+  const n = rows ? rows.length : out.n;
+  for (let k = 0; k < n; k++) {
+    const r = rows ? rows[k]! : k;
+    const t = targets.subarray(r * TARGET_DIM, (r + 1) * TARGET_DIM);
+    const rec = receivers[r]!;
+    const trueCount = personCounts[r]!;
+    const reported = countFromProbabilities(out.count, r * (P + 1), P, 0.5);
+    const order = Array.from({ length: P }, (_, p) => p).sort((a, b) => out.presence[r * P + b]! - out.presence[r * P + a]! || a - b);
+    const preds: Float32Array[] = [];
+    const predSlots: number[] = [];
+    for (let q = 0; q < reported; q++) {
+      const p = order[q]!;
+      const kp = new Float32Array(N_KEYPOINTS * 3);
+      for (let j = 0; j < N_KEYPOINTS; j++) {
+        const i = ((r * P + p) * N_KEYPOINTS + j) * 3;
+        kp[3 * j] = out.keypoints3d[i]! + rec.x;
+        kp[3 * j + 1] = out.keypoints3d[i + 1]! + rec.y;
+        kp[3 * j + 2] = out.keypoints3d[i + 2]!;
+      }
+      preds.push(kp);
+      predSlots.push(p);
     }
-    confusion[nTrue]![Math.min(pred.length, MAX_PERSONS)]!++;
-    if (nTrue === 0) continue;
-    // Cost of true slot p against prediction q.
-    for (let p = 0; p < nTrue; p++) {
-      let visible = 0;
-      for (let k = 0; k < N_KEYPOINTS; k++) if (targets[o + OUT.keypoints + (p * N_KEYPOINTS + k) * 3 + 2]! > 0) visible++;
-      for (let q = 0; q < pred.length; q++) {
-        const kp = pred[q]!.keypoints;
-        let c = 0;
-        if (visible > 0) {
-          for (let k = 0; k < N_KEYPOINTS; k++) {
-            const j = o + OUT.keypoints + (p * N_KEYPOINTS + k) * 3;
-            if (!(targets[j + 2]! > 0)) continue;
-            c += Math.hypot(kp[3 * k]! - targets[j]! * VIEW.width, kp[3 * k + 1]! - targets[j + 1]! * VIEW.height);
+    const truths: Float32Array[] = [];
+    const baseline: Float32Array[] = [];
+    const trueActivity: number[] = [];
+    for (let p = 0; p < MAX_PERSONS; p++) {
+      if (t[TARGET.presence + p]! < 0.5) continue;
+      const kp = new Float32Array(N_KEYPOINTS * 3);
+      targetSkeleton(t, p, rec, kp);
+      truths.push(kp);
+      trueActivity.push(Math.round(t[TARGET.activity + p]!));
+      baseline.push(baselineSkeleton(mean.offsets, mean.pelvisZ, { x: 0.5 * (kp[3 * L_HIP]! + kp[3 * R_HIP]!), y: 0.5 * (kp[3 * L_HIP + 1]! + kp[3 * R_HIP + 1]!) }));
+    }
+    const frame = scorePose3dFrame(preds, truths);
+    const base = scorePose3dFrame(baseline, truths);
+    // Activity of the prediction matched to each true person (same pelvis matching).
+    let actRight = 0;
+    let actTotal = 0;
+    if (preds.length > 0) {
+      for (let i = 0; i < truths.length; i++) {
+        let best = -1;
+        let bestD = Infinity;
+        for (let q = 0; q < preds.length; q++) {
+          const d = Math.hypot(preds[q]![3 * L_HIP]! - truths[i]![3 * L_HIP]!, preds[q]![3 * L_HIP + 1]! - truths[i]![3 * L_HIP + 1]!);
+          if (d < bestD) {
+            bestD = d;
+            best = q;
           }
-          c /= visible;
-        } else {
-          const f = pred[q]!.floor!;
-          c = 200 * Math.hypot(f.x - targets[o + OUT.floor + p * 2]!, f.y - targets[o + OUT.floor + p * 2 + 1]!);
         }
-        cost[p * pred.length + q] = c;
+        if (best < 0 || trueActivity[i]! < 0) continue;
+        const aOff = (r * P + predSlots[best]!) * A;
+        let arg = 0;
+        for (let a = 1; a < A; a++) if (out.activity[aOff + a]! > out.activity[aOff + arg]!) arg = a;
+        actTotal++;
+        if (arg === trueActivity[i]) actRight++;
       }
     }
-    const match = hungarian.solve(cost, nTrue, pred.length, Infinity);
-    for (let p = 0; p < nTrue; p++) {
-      const q = match[p]!;
-      const jb = o + OUT.boxes + p * 4;
-      const size = Math.max(targets[jb + 2]! * VIEW.width, targets[jb + 3]! * VIEW.height);
-      const ls = o + OUT.keypoints + (p * N_KEYPOINTS + 5) * 3;
-      const rh = o + OUT.keypoints + (p * N_KEYPOINTS + 12) * 3;
-      const torso =
-        targets[ls + 2]! > 0 && targets[rh + 2]! > 0
-          ? Math.hypot((targets[ls]! - targets[rh]!) * VIEW.width, (targets[ls + 1]! - targets[rh + 1]!) * VIEW.height)
-          : NaN;
-      for (let k = 0; k < N_KEYPOINTS; k++) {
-        const j = o + OUT.keypoints + (p * N_KEYPOINTS + k) * 3;
-        if (!(targets[j + 2]! > 0)) continue;
-        let d = Infinity;
-        if (q >= 0) {
-          const kp = pred[q]!.keypoints;
-          d = Math.hypot(kp[3 * k]! - targets[j]! * VIEW.width, kp[3 * k + 1]! - targets[j + 1]! * VIEW.height);
-        }
-        for (const t of [g, all]) {
-          t.kpTotal++;
-          if (d <= 0.2 * size) t.kpCorrect++;
-          if (torso === torso) {
-            t.torsoTotal++;
-            if (d <= 0.2 * torso) t.torsoCorrect++;
-          }
-          if (q >= 0) {
-            t.errSum += d;
-            t.errN++;
-          }
-        }
-      }
-      if (q >= 0) {
-        const f = pred[q]!.floor!;
-        const e = Math.hypot(f.x - targets[o + OUT.floor + p * 2]!, f.y - targets[o + OUT.floor + p * 2 + 1]!);
-        for (const t of [g, all]) {
-          t.floorSum += e;
-          t.floorN++;
-        }
-      }
+    const fall = t[TARGET.fall]! > 0.5;
+    const said = out.fall[r]! >= 0.5;
+    windows++;
+    if (fall) fallPos++;
+    if (said && fall) fallTp++;
+    if (said && !fall) fallFp++;
+    for (const g of [groups[0]!, trueCount >= 1 && trueCount <= 4 ? groups[trueCount]! : null]) {
+      if (!g) continue;
+      g.windows++;
+      if (reported === trueCount) g.countExact++;
+      if (reported > 0 === trueCount > 0) g.occupiedRight++;
+      addPose3dCounts(g.pose, frame);
+      addPose3dCounts(g.baseline, base);
+      g.activityRight += actRight;
+      g.activityTotal += actTotal;
     }
   }
   return {
-    all: finish(all),
-    empty: finish(groups[0]!),
+    all: finish(groups[0]!),
     one: finish(groups[1]!),
     two: finish(groups[2]!),
     three: finish(groups[3]!),
     four: finish(groups[4]!),
-    countConfusion: confusion,
-  };
-}
-
-/**
- * Contract outputs from the flat targets.ts layout (e.g. the TypeScript forward pass), so the same
- * scoring runs on either.
- * @param flat n x OUTPUT_DIM values with activations applied
- * @param n rows
- * @returns the outputs as PoseModel.run would give them
- */
-export function outputsFromFlat(flat: Float32Array, n: number): ModelOutputs {
-  const take = (off: number, per: number) => {
-    const a = new Float32Array(n * MAX_PERSONS * per);
-    for (let r = 0; r < n; r++) a.set(flat.subarray(r * OUTPUT_DIM + off, r * OUTPUT_DIM + off + MAX_PERSONS * per), r * MAX_PERSONS * per);
-    return a;
-  };
-  return {
-    n,
-    maxPersons: MAX_PERSONS,
-    presence: take(OUT.presence, 1),
-    keypoints: take(OUT.keypoints, N_KEYPOINTS * 3),
-    boxes: take(OUT.boxes, 4),
-    floor: take(OUT.floor, 2),
-    densepose: take(OUT.densepose, 24 * 3),
+    fall: {
+      precision: fallTp + fallFp > 0 ? fallTp / (fallTp + fallFp) : NaN,
+      recall: fallPos > 0 ? fallTp / fallPos : NaN,
+      positives: fallPos,
+      windows,
+    },
   };
 }

@@ -1,38 +1,36 @@
 /**
- * The training loss of the pose network and its gradient with respect to the network's raw outputs
- * (targets.ts layout; presence, keypoints, boxes and densepose pass through a sigmoid, floor is
- * linear in normalised units).
- *
- * Per sample, summed over the slots p:
- * - presence: W_PRESENCE * BCE(sigmoid(z), present);
+ * The training loss of the v2 pose network and its gradient with respect to the raw outputs
+ * (targets.ts OUT layout). Per sample:
+ * - count: W.count * cross-entropy of softmax(count logits) against the true count (capped at P);
+ * - presence: W.presence * sum over slots of BCE(sigmoid(z), present);
  * - for present slots only:
- *   - keypoints: W_KEYPOINT / 17 * sum over VISIBLE keypoints of smoothL1(x) + smoothL1(y)
- *     (beta 0.04 of the view, about 25 px: below it the loss is quadratic, so under ambiguity, e.g.
- *     which shoulder is the left one, the network learns the mean rather than a guess) plus
- *     W_KP_CONF / 17 * sum over all keypoints of BCE(confidence, visible);
- *   - boxes (when the person has a box): W_BOX / 4 * sum of smoothL1 (beta 0.04);
- *   - floor: W_FLOOR / 2 * sum of smoothL1 of the normalised position (beta 0.5 standard
- *     deviations);
- *   - densepose: W_DP_CONF / 24 * sum BCE(confidence, part visible) plus W_DP_UV / 24 * sum over
- *     visible parts of smoothL1(u) + smoothL1(v) (beta 0.1 of the box).
+ *   - root: W.root / 3 * sum of smoothL1 over the pelvis x, y, z in normalised units (the trainer
+ *     standardises them; beta ROOT_BETA standard deviations);
+ *   - offsets: W.offsets / 51 * sum of smoothL1 over the joints' offsets from the pelvis, metres
+ *     (beta OFFSET_BETA_M: below it the loss is quadratic, so under ambiguity, e.g. which arm is
+ *     raised, the network learns the mean rather than a guess);
+ *   - activity: W.activity * cross-entropy of softmax(activity logits) against the true activity;
+ * - fall: W.fall * BCE(sigmoid(z), fall), positives weighted by FALL_POSITIVE_WEIGHT (falls are
+ *   rare windows).
  * The batch loss is the mean over samples.
  */
-import { N_DENSE_PARTS, N_KEYPOINTS } from '../pose/types.js';
-import { MAX_PERSONS, OUT, OUTPUT_DIM } from './targets.js';
+import { N_KEYPOINTS } from '../pose/types.js';
+import { MAX_PERSONS, N_ACTIVITIES, OUT, OUTPUT_DIM, TARGET, TARGET_DIM } from './targets.js';
 
 export const LOSS_WEIGHTS = Object.freeze({
+  count: 1,
   presence: 1,
-  keypoint: 12,
-  keypointConf: 0.5,
-  box: 6,
-  floor: 1,
-  denseConf: 0.5,
-  denseUv: 2,
+  root: 4,
+  offsets: 8,
+  activity: 1,
+  fall: 1,
 });
-const BETA_KP = 0.04;
-const BETA_BOX = 0.04;
-const BETA_FLOOR = 0.5;
-const BETA_UV = 0.1;
+export const ROOT_BETA = 0.1;
+export const OFFSET_BETA_M = 0.05;
+export const FALL_POSITIVE_WEIGHT = 4;
+
+const P = MAX_PERSONS;
+const J3 = N_KEYPOINTS * 3;
 
 const sigmoid = (z: number): number => (z >= 0 ? 1 / (1 + Math.exp(-z)) : Math.exp(z) / (1 + Math.exp(z)));
 /** Binary cross-entropy of logit z against target y, computed stably. */
@@ -41,20 +39,47 @@ const bce = (z: number, y: number): number => Math.max(z, 0) - z * y + Math.log1
 /** Loss components, summed over the batch (divide by the batch size for means). */
 export interface LossParts {
   total: number;
+  count: number;
   presence: number;
-  keypoints: number;
-  boxes: number;
-  floor: number;
-  densepose: number;
+  root: number;
+  offsets: number;
+  activity: number;
+  fall: number;
 }
 
 /** A zeroed LossParts. */
-export const emptyLoss = (): LossParts => ({ total: 0, presence: 0, keypoints: 0, boxes: 0, floor: 0, densepose: 0 });
+export const emptyLoss = (): LossParts => ({ total: 0, count: 0, presence: 0, root: 0, offsets: 0, activity: 0, fall: 0 });
+
+const probs = new Float64Array(Math.max(P + 1, N_ACTIVITIES));
+
+/**
+ * Cross-entropy of softmax(y[at .. at + k)) against class c; writes d/dlogits * scale to g.
+ * @returns the loss
+ */
+function softmaxCe(y: Float32Array, at: number, k: number, c: number, g: Float32Array | null, scale: number): number {
+  let m = -Infinity;
+  for (let i = 0; i < k; i++) m = Math.max(m, y[at + i]!);
+  let sum = 0;
+  for (let i = 0; i < k; i++) {
+    probs[i] = Math.exp(y[at + i]! - m);
+    sum += probs[i]!;
+  }
+  for (let i = 0; i < k; i++) probs[i] = probs[i]! / sum;
+  if (g) for (let i = 0; i < k; i++) g[at + i] = scale * (probs[i]! - (i === c ? 1 : 0));
+  return -Math.log(Math.max(1e-12, probs[c]!));
+}
+
+/** smoothL1(e) with beta, and its derivative (clipped to +-1). */
+function smoothL1(e: number, beta: number): number {
+  const ae = Math.abs(e);
+  return ae < beta ? (0.5 * e * e) / beta : ae - 0.5 * beta;
+}
+const dSmoothL1 = (e: number, beta: number): number => Math.max(-1, Math.min(1, e / beta));
 
 /**
  * Loss of a batch and its gradient.
  * @param y batch x OUTPUT_DIM raw network outputs
- * @param t batch x OUTPUT_DIM targets, the floor already normalised like the network's floor output
+ * @param t batch x TARGET_DIM targets, the root already standardised like the network's root output
  * @param batch rows
  * @param dy receives dLoss/dy of the MEAN loss (batch x OUTPUT_DIM); null to skip the gradient
  * @param parts accumulates the summed components (optional)
@@ -63,91 +88,56 @@ export const emptyLoss = (): LossParts => ({ total: 0, presence: 0, keypoints: 0
 export function poseLoss(y: Float32Array, t: Float32Array, batch: number, dy: Float32Array | null, parts?: LossParts): number {
   const W = LOSS_WEIGHTS;
   const inv = 1 / batch;
-  let total = 0;
+  let lc = 0;
   let lp = 0;
-  let lk = 0;
-  let lb = 0;
+  let lr = 0;
+  let lo = 0;
+  let la = 0;
   let lf = 0;
-  let ld = 0;
   if (dy) dy.fill(0, 0, batch * OUTPUT_DIM);
-  const g = dy ?? new Float32Array(0);
-  const grad = dy !== null;
+  const g = dy;
   for (let r = 0; r < batch; r++) {
     const o = r * OUTPUT_DIM;
-    for (let p = 0; p < MAX_PERSONS; p++) {
+    const to = r * TARGET_DIM;
+    lc += W.count * softmaxCe(y, o + OUT.count, P + 1, Math.min(P, Math.round(t[to + TARGET.count]!)), g, W.count * inv);
+    const zf = y[o + OUT.fall]!;
+    const fall = t[to + TARGET.fall]!;
+    const wf = W.fall * (fall > 0.5 ? FALL_POSITIVE_WEIGHT : 1);
+    lf += wf * bce(zf, fall);
+    if (g) g[o + OUT.fall] = wf * (sigmoid(zf) - fall) * inv;
+    for (let p = 0; p < P; p++) {
       const i = o + OUT.presence + p;
       const z = y[i]!;
-      const present = t[i]!;
+      const present = t[to + TARGET.presence + p]!;
       lp += W.presence * bce(z, present);
-      if (grad) g[i] = W.presence * (sigmoid(z) - present) * inv;
+      if (g) g[i] = W.presence * (sigmoid(z) - present) * inv;
       if (present < 0.5) continue;
-
-      for (let k = 0; k < N_KEYPOINTS; k++) {
-        const j = o + OUT.keypoints + (p * N_KEYPOINTS + k) * 3;
-        const vis = t[j + 2]!;
-        const zc = y[j + 2]!;
-        lk += (W.keypointConf / N_KEYPOINTS) * bce(zc, vis);
-        if (grad) g[j + 2] = (W.keypointConf / N_KEYPOINTS) * (sigmoid(zc) - vis) * inv;
-        if (vis > 0) {
-          const w = (W.keypoint / N_KEYPOINTS) * vis;
-          for (let c = 0; c < 2; c++) {
-            const s = sigmoid(y[j + c]!);
-            const e = s - t[j + c]!;
-            const ae = Math.abs(e);
-            lk += w * (ae < BETA_KP ? (0.5 * e * e) / BETA_KP : ae - 0.5 * BETA_KP);
-            if (grad) g[j + c] = w * Math.max(-1, Math.min(1, e / BETA_KP)) * s * (1 - s) * inv;
-          }
-        }
+      for (let c = 0; c < 3; c++) {
+        const j = o + OUT.root + p * 3 + c;
+        const e = y[j]! - t[to + TARGET.root + p * 3 + c]!;
+        lr += (W.root / 3) * smoothL1(e, ROOT_BETA);
+        if (g) g[j] = (W.root / 3) * dSmoothL1(e, ROOT_BETA) * inv;
       }
-
-      const jb = o + OUT.boxes + p * 4;
-      if (t[jb + 2]! > 0 && t[jb + 3]! > 0) {
-        const w = W.box / 4;
-        for (let c = 0; c < 4; c++) {
-          const s = sigmoid(y[jb + c]!);
-          const e = s - t[jb + c]!;
-          const ae = Math.abs(e);
-          lb += w * (ae < BETA_BOX ? (0.5 * e * e) / BETA_BOX : ae - 0.5 * BETA_BOX);
-          if (grad) g[jb + c] = w * Math.max(-1, Math.min(1, e / BETA_BOX)) * s * (1 - s) * inv;
-        }
+      const wo = W.offsets / J3;
+      for (let c = 0; c < J3; c++) {
+        const j = o + OUT.offsets + p * J3 + c;
+        const e = y[j]! - t[to + TARGET.offsets + p * J3 + c]!;
+        lo += wo * smoothL1(e, OFFSET_BETA_M);
+        if (g) g[j] = wo * dSmoothL1(e, OFFSET_BETA_M) * inv;
       }
-
-      const jf = o + OUT.floor + p * 2;
-      for (let c = 0; c < 2; c++) {
-        const e = y[jf + c]! - t[jf + c]!;
-        const ae = Math.abs(e);
-        const w = W.floor / 2;
-        lf += w * (ae < BETA_FLOOR ? (0.5 * e * e) / BETA_FLOOR : ae - 0.5 * BETA_FLOOR);
-        if (grad) g[jf + c] = w * Math.max(-1, Math.min(1, e / BETA_FLOOR)) * inv;
-      }
-
-      for (let part = 0; part < N_DENSE_PARTS; part++) {
-        const j = o + OUT.densepose + (p * N_DENSE_PARTS + part) * 3;
-        const conf = t[j]!;
-        const zc = y[j]!;
-        ld += (W.denseConf / N_DENSE_PARTS) * bce(zc, conf);
-        if (grad) g[j] = (W.denseConf / N_DENSE_PARTS) * (sigmoid(zc) - conf) * inv;
-        if (conf > 0) {
-          const w = (W.denseUv / N_DENSE_PARTS) * conf;
-          for (let c = 1; c < 3; c++) {
-            const s = sigmoid(y[j + c]!);
-            const e = s - t[j + c]!;
-            const ae = Math.abs(e);
-            ld += w * (ae < BETA_UV ? (0.5 * e * e) / BETA_UV : ae - 0.5 * BETA_UV);
-            if (grad) g[j + c] = w * Math.max(-1, Math.min(1, e / BETA_UV)) * s * (1 - s) * inv;
-          }
-        }
-      }
+      const a = Math.round(t[to + TARGET.activity + p]!);
+      if (a >= 0) la += W.activity * softmaxCe(y, o + OUT.activity + p * N_ACTIVITIES, N_ACTIVITIES, a, g, W.activity * inv);
     }
   }
-  total = lp + lk + lb + lf + ld;
+  const total = lc + lp + lr + lo + la + lf;
   if (parts) {
     parts.total += total;
+    parts.count += lc;
     parts.presence += lp;
-    parts.keypoints += lk;
-    parts.boxes += lb;
-    parts.floor += lf;
-    parts.densepose += ld;
+    parts.root += lr;
+    parts.offsets += lo;
+    parts.activity += la;
+    parts.fall += lf;
   }
   return total * inv;
 }

@@ -23,7 +23,7 @@
  * real CSI will score lower.
  */
 import type { SiteGeometry } from '../model/contract.js';
-import type { CameraSpec } from '../sim/camera.js';
+import type { CameraSpec } from '../pose/camera.js';
 import { deriveSeed, Rng } from '../sim/rng.js';
 import type { SubcarrierLayout } from '../sim/simulator.js';
 

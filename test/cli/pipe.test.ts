@@ -84,7 +84,7 @@ describe('csipose operators', () => {
       sinks: Array<{ name: string }>;
     };
     expect(doc.operators.map((o) => o.name)).toEqual(OPERATORS.map((o) => o.name));
-    expect(doc.sinks.map((s) => s.name)).toEqual(['ndjson', 'stats', 'null']);
+    expect(doc.sinks.map((s) => s.name)).toEqual(['ndjson', 'stats', 'null', 'capture']);
     const window = doc.operators.find((o) => o.name === 'window')!;
     expect(window).toMatchObject({ input: 'frame', output: 'window' });
     expect(window.params.find((p) => p.name === 'size')).toMatchObject({ type: 'int', default: 64 });
@@ -237,7 +237,7 @@ describe('csipose pipe: a bad pipeline is refused with a caret under the bad sta
     { pipeline: 'sim | window | sanitize | ndjson', stage: 3, bad: 'sanitize', message: /"sanitize" takes frame but the previous stage gives window/ },
     { pipeline: 'sim | doppler | ndjson', stage: 2, bad: 'doppler', message: /takes window but the previous stage gives frame \(add a window stage first\)/ },
     { pipeline: 'sim | window hop | ndjson', stage: 2, bad: 'hop', message: /expected key=value, got "hop"/ },
-    { pipeline: 'sim | sanitize', stage: 2, bad: 'sanitize', message: /a pipeline ends with a sink \(ndjson, stats, null\)/ },
+    { pipeline: 'sim | sanitize', stage: 2, bad: 'sanitize', message: /a pipeline ends with a sink \(ndjson, stats, null, capture\)/ },
     { pipeline: 'file:/tmp/x.dat?speed=fast | ndjson', stage: 1, bad: 'file:/tmp/x.dat?speed=fast', message: /speed must be a number >= 0, got "fast"/, cli: true },
     { pipeline: 'udp://0.0.0.0:5500 | ndjson', stage: 1, bad: 'udp://0.0.0.0:5500', message: /needs \?format=/ },
     { pipeline: 'file:/tmp/capture.bin | sanitize | ndjson', stage: 2, bad: 'sanitize', message: /takes frame but the previous stage gives bytes \(add a decoder stage first/ },

@@ -23,13 +23,13 @@ describe('defaults', () => {
   it('hold the values the brief and DECISIONS name', () => {
     const d = defaults();
     expect(d.domain).toBe('general');
-    expect(d.environment.view).toEqual({ width: 640, height: 480 });
+    expect(d.environment.view).toEqual({ width: 640, height: 480, hfov_deg: 90, x: 3, y: 0.05, z: 1.6, yaw_deg: 0, pitch_deg: -10 });
     expect(d.environment.calibration_timestamp).toBeNull();
     expect(d.detection).toEqual({ confidence_threshold: 0.5, max_persons: 4, tracking_enabled: true, tracking_max_age: 30, tracking_min_hits: 3 });
     expect(d.neural_network.model_path).toBe('models/csipose-pose.onnx');
     expect(d.neural_network.enable_gpu).toBe(false);
     expect(d.streaming.status_interval_seconds).toBe(5);
-    expect(d.alerts.fall_detection).toEqual({ enabled: true, sensitivity: 0.8, notification_delay_seconds: 5 });
+    expect(d.alerts.fall_detection).toEqual({ enabled: true, sensitivity: 0.8, notification_delay_seconds: 2 });
     expect(d.alerts.inactivity_detection).toEqual({ enabled: true, threshold_minutes: 30 });
     expect(d.privacy.data_retention_days).toBe(30);
     expect(d.server.response_form).toBe('b');
@@ -102,6 +102,12 @@ describe('validateUpdate, field by field', () => {
       'environment.calibration_timestamp',
       'environment.view.width',
       'environment.view.height',
+      'environment.view.hfov_deg',
+      'environment.view.x',
+      'environment.view.y',
+      'environment.view.z',
+      'environment.view.yaw_deg',
+      'environment.view.pitch_deg',
       'environment.zones',
       'environment.site.known',
       'environment.site.room_width',

@@ -1,13 +1,16 @@
 /**
  * Small contract models for tests: deterministic MLP weights, an independent forward pass in plain
- * JS (the reference the ONNX outputs are checked against), and a flexible writer for malformed
- * models.
+ * JS (the reference the ONNX outputs are checked against), a flexible writer for malformed
+ * models, and a v2 model with its training report (`contractModelV2`).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONTRACT_VERSION, MODEL_OUTPUTS, type ModelMetadata } from '../../src/model/contract.js';
-import { OnnxGraphBuilder, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName } from '../../src/model/onnxWriter.js';
+import { CONTRACT_V2, CONTRACT_VERSION, FALL_WINDOW_S, MODEL_ACTIVITIES, MODEL_OUTPUTS, SITE_DIM, type ModelMetadata } from '../../src/model/contract.js';
+import { FEATURE_DIM, WINDOW_FRAMES } from '../../src/model/features.js';
+import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from '../../src/model/history.js';
+import { buildPoseModelV2, OnnxGraphBuilder, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName, type PoseWeightsV2 } from '../../src/model/onnxWriter.js';
+import { N_KEYPOINTS } from '../../src/pose/types.js';
 import type { FeatureRow } from '../../operators/infer.js';
 
 /** A deterministic value in [-scale, scale] for index i of stream `seed` (no PRNG: a fixed formula). */
@@ -160,4 +163,78 @@ export function contractModel(F: number, P: number, m: Malformation = {}): Uint8
   const meta = m.metadata === undefined ? { ...tinyMeta(F, P) } : m.metadata;
   if (meta) for (const [k, v] of Object.entries(meta)) g.setMetadata(k, v);
   return g.toBytes();
+}
+
+/**
+ * A standing adult's joints relative to the pelvis (x across, y in depth, z up; metres), COCO-17
+ * order: the mean pose `contractModelV2` writes into its sidecar and biases its skeletons towards.
+ */
+export const STANDING_OFFSETS: readonly number[] = Object.freeze([
+  0, -0.08, 0.62, 0.03, -0.07, 0.66, -0.03, -0.07, 0.66, 0.07, 0, 0.64, -0.07, 0, 0.64, 0.18, 0, 0.45, -0.18, 0, 0.45, 0.22, 0, 0.18, -0.22, 0, 0.18,
+  0.24, 0, -0.07, -0.24, 0, -0.07, 0.1, 0, 0, -0.1, 0, 0, 0.1, 0, -0.45, -0.1, 0, -0.45, 0.1, 0, -0.85, -0.1, 0, -0.85,
+]);
+export const STANDING_PELVIS_Z = 0.93;
+
+/** A v2 contract test model and the training report that would sit beside it. */
+export interface ContractModelV2 {
+  bytes: Uint8Array;
+  /** `<model>.json`: metadata and the `mean_pose` the accuracy benchmark's baseline needs. */
+  sidecar: Record<string, unknown>;
+}
+
+/**
+ * A tiny v2 contract model with deterministic (fixed formula, never trained) weights, written by
+ * `buildPoseModelV2` as the training script writes its models (so `calibrate` can read it back),
+ * with the sidecar a training run would leave (`mean_pose`). The biases make its answers
+ * plausible in shape: mostly one person (count), slot 0 present, skeletons near a standing pose
+ * about 2.5 m in front of the receiver, mostly standing, no fall; the small weights add some
+ * dependence on the input. Metadata `trained_on` is 'unit-test'.
+ * @param opts hidden widths (default [16]), seed, person slots (default 4), site width (default SITE_DIM)
+ * @returns the ONNX bytes and the sidecar
+ */
+export function contractModelV2(opts: { hidden?: readonly number[]; seed?: number; persons?: number; siteDim?: number } = {}): ContractModelV2 {
+  const P = opts.persons ?? 4;
+  const seed = opts.seed ?? 7;
+  const G = opts.siteDim ?? SITE_DIM;
+  const A = MODEL_ACTIVITIES.length;
+  const F = FEATURE_DIM;
+  const layers: DenseWeights[] = [];
+  let width = F + HISTORY_STEPS * HISTORY_DIM + G;
+  (opts.hidden ?? [16]).forEach((h, i) => {
+    layers.push(dense(width, h, seed + i));
+    width = h;
+  });
+  const head = (out: number, k: number, bias: (j: number) => number): DenseWeights => {
+    const d = dense(width, out, seed + 20 + k, bias);
+    for (let i = 0; i < d.w.length; i++) d.w[i] = d.w[i]! * 0.05;
+    return d;
+  };
+  const heads: PoseWeightsV2['heads'] = {
+    count: head(P + 1, 0, (j) => (j === 1 ? 3 : 0)),
+    presence: head(P, 1, (p) => (p === 0 ? 3 : -3)),
+    root: head(P * 3, 2, (j) => [0.6 * ((j / 3) | 0) - 0.9, 2.5, STANDING_PELVIS_Z][j % 3]!),
+    offsets: head(P * N_KEYPOINTS * 3, 3, (j) => STANDING_OFFSETS[j % (N_KEYPOINTS * 3)]!),
+    activity: head(P * A, 4, (j) => (j % A === 0 ? 2 : 0)),
+    fall: head(1, 5, () => -3),
+  };
+  const metadata: ModelMetadata = {
+    csipose_contract: CONTRACT_V2,
+    model_version: 'test-v2',
+    feature_dim: F,
+    max_persons: P,
+    window_frames: WINDOW_FRAMES,
+    trained_on: 'unit-test',
+    ...(G > 0 ? { site_dim: G } : {}),
+    history_steps: HISTORY_STEPS,
+    history_dim: HISTORY_DIM,
+    history_stride_frames: HISTORY_STRIDE_FRAMES,
+    fall_window_s: FALL_WINDOW_S,
+  };
+  const bytes = buildPoseModelV2({ layers, heads }, { featureDim: F, historySteps: HISTORY_STEPS, historyDim: HISTORY_DIM, siteDim: G, maxPersons: P, activities: A }, metadata);
+  const sidecar = {
+    model: { path: 'csipose-pose.onnx', ...metadata },
+    configuration: 'contract-test',
+    mean_pose: { note: 'a standing stick figure (contract test model)', offsets: [...STANDING_OFFSETS], pelvis_z: STANDING_PELVIS_Z },
+  };
+  return { bytes, sidecar };
 }

@@ -22,12 +22,12 @@ import { alerts, type AlertsConfig } from '../../operators/alerts.js';
 import { PoseSink, sinkOperator } from '../../src/store/poseSink.js';
 import { Store } from '../../src/store/store.js';
 import { Scenario, type PersonSpec, type RoomSpec } from '../../src/sim/scenario.js';
-import type { CameraSpec } from '../../src/sim/camera.js';
+import type { CameraSpec } from '../../src/pose/camera.js';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
 import type { ZoneConfig } from '../../src/pose/zones.js';
 import type { Activity } from '../../src/sim/scenario.js';
 import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
-import { Camera } from '../../src/sim/camera.js';
+import { Camera } from '../../src/pose/camera.js';
 import { Rng } from '../../src/sim/rng.js';
 
 /** The live pipeline's pose rate: 100 Hz CSI, one estimate every 8 frames. */
@@ -51,7 +51,11 @@ export interface TruthRunOptions {
   /** Epoch ms of the first frame. */
   startMs: number;
   environmentId: string;
-  /** The alerts operator's settings (zones, fall, inactivity); default the operator's defaults without zones. */
+  /**
+   * The alerts operator's settings (zones, fall, inactivity); default the operator's defaults
+   * without zones and with a 5 s fall notification delay, which the analytics fixtures are written
+   * for (a person who gets up 7-9 s after a fall had one high alert, then recovered).
+   */
   alerts?: AlertsConfig;
   seed?: number;
   /** `processingMs` stamped on every frame (default 5). */
@@ -103,7 +107,7 @@ export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<T
   const ownerOfSlot: number[][] = [];
   let failure: unknown;
   input
-    .pipe(track({ firstTrackId }), activity(), alerts(o.alerts ?? { zones: [] }), sinkOperator(sink))
+    .pipe(track({ firstTrackId }), activity(), alerts(o.alerts ?? { zones: [], fallDetection: { notificationDelaySeconds: 5 } }), sinkOperator(sink))
     .subscribe({
       next(f) {
         run.tracked.push(f.persons.length);

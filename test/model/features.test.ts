@@ -12,7 +12,8 @@ import {
   WINDOW_FRAMES,
   hermitianEigenvalues,
 } from '../../src/model/features.js';
-import { features, windowQuality } from '../../operators/features.js';
+import { features, MAX_STREAMS, windowQuality } from '../../operators/features.js';
+import { frameMsOf, HISTORY_DIM, HISTORY_STEPS, HISTORY_WIDTH, HistoryRing } from '../../src/model/history.js';
 import type { FeatureRow } from '../../operators/infer.js';
 import { sanitizePhase } from '../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
@@ -320,6 +321,38 @@ describe('features operator', () => {
     expect(rows[0]!.features).not.toBe(rows[1]!.features);
     const ref = new FeatureExtractor().extract(w);
     expect(Array.from(rows[1]!.features)).toEqual(Array.from(ref));
+  });
+
+  it("gives each row the model's memory of its own source's earlier windows", async () => {
+    // Two sources interleaved: each row's history is what a ring fed with that source alone says.
+    const sims = ['a', 'b'].map((id, i) => ({ id, sim: new CsiSimulator({ seed: 30 + i, people: 1, sourceId: id }) }));
+    const perSource = await Promise.all(
+      sims.map(({ sim }) => {
+        const frames = Array.from({ length: 1400 }, () => sim.next().frame);
+        return lastValueFrom(from(frames).pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), toArray()));
+      }),
+    );
+    const interleaved = perSource[0]!.flatMap((w, i) => [w, perSource[1]![i]!]);
+    const rows: FeatureRow[] = await lastValueFrom(from(interleaved).pipe(features(), toArray()));
+    expect(rows).toHaveLength(interleaved.length);
+    const rings = new Map<string, HistoryRing>();
+    const want = new Float32Array(HISTORY_WIDTH);
+    let full = 0;
+    for (const [i, r] of rows.entries()) {
+      const rate = interleaved[i]!.rateHz;
+      const ring = rings.get(r.sourceId) ?? new HistoryRing(frameMsOf(rate));
+      rings.set(r.sourceId, ring);
+      ring.setFrameMs(frameMsOf(rate));
+      ring.historyFor(r.frameTime, want);
+      ring.push(r.frameTime, r.features);
+      expect(Array.from(r.history!)).toEqual(Array.from(want));
+      let present = 0;
+      for (let k = 0; k < HISTORY_STEPS; k++) present += r.history![k * HISTORY_DIM]!;
+      if (present === HISTORY_STEPS) full++;
+    }
+    // 14 s per source: the last rows of each remember all 16 steps.
+    expect(full).toBeGreaterThan(40);
+    expect(MAX_STREAMS).toBeGreaterThanOrEqual(2);
   });
 
   it('drops a malformed window instead of ending the stream', async () => {

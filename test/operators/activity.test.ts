@@ -282,3 +282,46 @@ describe('activity: behaviour', () => {
     expect(live.map((f) => f.persons[0].activity)).toEqual(['sitting', undefined]);
   });
 });
+
+describe('activity: the answers of a v2 model', () => {
+  /** A person carrying a v2 model's activity probabilities (MODEL_ACTIVITIES order: standing, sitting, lying, walking, falling). */
+  const modelPerson = (trackId: number | undefined, probs: number[]): PersonPose => {
+    const probabilities = Float32Array.from(probs);
+    let best = 0;
+    for (let i = 1; i < 5; i++) if (probabilities[i]! > probabilities[best]!) best = i;
+    const names = ['standing', 'sitting', 'lying', 'walking', 'falling'] as const;
+    return personOf(fig(STANDING), { trackId, floor: { x: 2, y: 3 }, modelActivity: { activity: names[best]!, confidence: probabilities[best]!, probabilities } });
+  };
+  const STAND = [0.9, 0.05, 0.02, 0.02, 0.01];
+  const SIT = [0.05, 0.9, 0.02, 0.02, 0.01];
+  const DOWN = [0.1, 0.1, 0.6, 0.05, 0.15];
+
+  it('uses the model rather than the posture: smoothed per track, with the same hysteresis', async () => {
+    // The stick figure stands; the model says sitting from frame 2 on: the smoothed probabilities
+    // turn after two frames, then the change waits out minDurationMs (300 ms).
+    const frames = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => poseFrame(i * 100, [modelPerson(1, i < 2 ? STAND : SIT)]));
+    const out = await run(frames);
+    expect(out.map(summary)).toEqual(['standing', 'standing', 'standing', 'standing', 'standing', 'standing', 'sitting|standing>sitting', 'sitting']);
+  });
+
+  it("a frame's fall probability makes the person most likely down `falling` at once", async () => {
+    const a = poseFrame(0, [modelPerson(1, STAND), modelPerson(2, STAND)]);
+    const b = { ...poseFrame(100, [modelPerson(1, STAND), modelPerson(2, DOWN)]), fallProbability: 0.8 };
+    const out = await run([a, b]);
+    expect(out.map(summary)).toEqual(['standing,standing', 'standing,falling|standing>falling']);
+    expect(out[1]!.persons[1]!.activityConfidence).toBeCloseTo(0.8, 6);
+  });
+
+  it('...unless the model is sure that person is up, or the probability is below the trigger', async () => {
+    const upright = [0.5, 0.02, 0.02, 0.4, 0.06];
+    const veto = await run([poseFrame(0, [modelPerson(1, STAND)]), { ...poseFrame(100, [modelPerson(1, upright)]), fallProbability: 0.9 }]);
+    expect(veto.map(summary)).toEqual(['standing', 'standing']);
+    const weak = await run([poseFrame(0, [modelPerson(1, STAND)]), { ...poseFrame(100, [modelPerson(1, DOWN)]), fallProbability: 0.45 }]);
+    expect(weak.map(summary)).toEqual(['standing', 'standing']);
+  });
+
+  it('untracked persons take the model answer as it is', async () => {
+    const out = await run([{ ...poseFrame(0, [modelPerson(undefined, SIT), modelPerson(undefined, DOWN)]), fallProbability: 0.9 }]);
+    expect(out.map(summary)).toEqual(['sitting,falling']);
+  });
+});

@@ -28,7 +28,10 @@ const labelled = (trackId: number, act: Activity | undefined, floor: [number, nu
 const labelledRun = (n: number, script: (k: number) => Activity | undefined, floor: [number, number] = [2, 3], conf = 0.9) =>
   Array.from({ length: n }, (_, k) => poseFrame(k * 100, [labelled(1, script(k), floor, conf)]));
 
-const runAlerts = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = {}) =>
+/** The mechanism tests below are written for a 5 s notification delay (the default is 2 s). */
+const DELAY5: AlertsConfig = { fallDetection: { notificationDelaySeconds: 5 } };
+
+const runAlerts = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = DELAY5) =>
   lastValueFrom(from(frames).pipe(alerts(config), toArray()));
 
 const allAlerts = (out: PoseFrame[]) => out.flatMap((f) => f.alerts ?? []);
@@ -43,7 +46,7 @@ const fallFrames = (total: number, duration = 0.8, angle = 90, getUpAt = Infinit
   });
 
 /** The whole chain the service runs: activity labels, then alerts. */
-const chain = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = {}) =>
+const chain = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = DELAY5) =>
   lastValueFrom(from(frames).pipe(activity(), alerts(config), toArray()));
 
 const firstFalling = (out: PoseFrame[]) => out.findIndex((f) => f.persons[0]?.activity === 'falling');
@@ -63,7 +66,7 @@ describe('alerts: marbles', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const src = cold('s-f-l-m-n-|', v);
       const expected = '  x-x-x-y-x-|';
-      expectObservable(src.pipe(alerts(), s)).toBe(expected, { x: '.', y: 'fall_detection:high' });
+      expectObservable(src.pipe(alerts(DELAY5), s)).toBe(expected, { x: '.', y: 'fall_detection:high' });
     });
   });
 
@@ -71,7 +74,7 @@ describe('alerts: marbles', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const src = cold('s-f-#', v, new Error('boom'));
       const expected = '  x-x-#';
-      expectObservable(src.pipe(alerts(), s)).toBe(expected, { x: '.' }, new Error('boom'));
+      expectObservable(src.pipe(alerts(DELAY5), s)).toBe(expected, { x: '.' }, new Error('boom'));
     });
   });
 
@@ -81,7 +84,7 @@ describe('alerts: marbles', () => {
       const subs = '   ^--------!        ';
       const unsub = '  ^--------!        ';
       const expected = '--x--x--x-         ';
-      expectObservable(src.pipe(alerts(), s), unsub).toBe(expected, { x: '.' });
+      expectObservable(src.pipe(alerts(DELAY5), s), unsub).toBe(expected, { x: '.' });
       expectSubscriptions(src.subscriptions).toBe(subs);
     });
   });
@@ -218,13 +221,13 @@ describe('alerts: falls', () => {
     const peak = Math.max(...labels.map((fr) => (fr.persons[0].activity === 'falling' ? fr.persons[0].activityConfidence! : 0)));
     expect(peak).toBeGreaterThan(requiredFallConfidence(0.9));
     expect(peak).toBeLessThan(requiredFallConfidence(0.1));
-    expect(allAlerts(await runAlerts(labels, { fallDetection: { sensitivity: 0.9 } }))).toHaveLength(1);
-    const strict = await runAlerts(labels, { fallDetection: { sensitivity: 0.1 } });
+    expect(allAlerts(await runAlerts(labels, { fallDetection: { sensitivity: 0.9, notificationDelaySeconds: 5 } }))).toHaveLength(1);
+    const strict = await runAlerts(labels, { fallDetection: { sensitivity: 0.1, notificationDelaySeconds: 5 } });
     expect(allAlerts(strict)).toEqual([]);
     expect(allEvents(strict).filter((e) => e.type !== 'activity_change')).toEqual([]);
     // Sensitivity 0 still lets a clear fall through.
     const clear = await runAlerts(labelledRun(80, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'), [1, 1], 0.97), {
-      fallDetection: { sensitivity: 0 },
+      fallDetection: { sensitivity: 0, notificationDelaySeconds: 5 },
     });
     expect(allAlerts(clear)).toHaveLength(1);
   });
@@ -458,7 +461,7 @@ describe('alerts: configuration', () => {
     expect(params).toEqual({
       fallDetection: true,
       sensitivity: 0.8,
-      notificationDelaySeconds: 5,
+      notificationDelaySeconds: 2,
       recoveryWindowSeconds: 60,
       inactivity: true,
       thresholdMinutes: 30,
@@ -466,7 +469,7 @@ describe('alerts: configuration', () => {
     });
     const frames = labelledRun(70, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'));
     const out: PoseFrame[] = await lastValueFrom(from(frames).pipe(spec.create(params, {}), toArray()));
-    expect(allAlerts(out).map((a) => a.time - T0)).toEqual([6000]);
+    expect(allAlerts(out).map((a) => a.time - T0)).toEqual([3000]);
     const zones = JSON.stringify([{ id: 'z', name: 'Z', polygon: [[0, 0], [5, 0], [5, 5], [0, 5]] }]);
     const out2: PoseFrame[] = await lastValueFrom(from(frames.slice(0, 3)).pipe(spec.create({ ...params, zones }, {}), toArray()));
     expect(allAlerts(out2).map((a) => a.type)).toEqual(['intrusion']);

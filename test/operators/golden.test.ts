@@ -26,11 +26,12 @@ import { from, lastValueFrom, take, tap, toArray } from 'rxjs';
 import { createStreamDecoder } from '../../src/decoders/index.js';
 import { replayFile } from '../../src/sources/replayFile.js';
 import { simSource } from '../../src/sources/sim.js';
+import { HISTORY_WIDTH } from '../../src/model/history.js';
 import { FEATURE_DIM, HOP, OFFSETS, WINDOW_FRAMES } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import { defaultLiveParams } from '../../bench/accuracy.js';
 import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
-import { Camera, type CameraSpec } from '../../src/sim/camera.js';
+import { Camera, type CameraSpec } from '../../src/pose/camera.js';
 import { Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, SIM_DEFAULTS, type SimOptions, type TruthPerson } from '../../src/sim/simulator.js';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
@@ -364,7 +365,8 @@ describeWithSamples(`golden: features and infer on a real capture (${CAPTURE})`,
     expect(stats.dropped).toBe(0);
     expect(frames.length).toBe(rows.length);
     // The raw presence of every slot, so that the file shows why a person is in or out.
-    const raw = await model.run(Float32Array.from(rows.flatMap((r) => Array.from(r.features))), rows.length);
+    const history = Float32Array.from(rows.flatMap((r) => Array.from(r.history ?? new Float32Array(HISTORY_WIDTH))));
+    const raw = await model.run(Float32Array.from(rows.flatMap((r) => Array.from(r.features))), rows.length, { history });
     const P = model.maxPersons;
     frames.forEach((f, i) => {
       // The operator keeps rows in order, passes presence through and orders persons by it.
@@ -576,11 +578,15 @@ describe('golden: track -> activity -> alerts on simulated ground truth (no mode
   it('fall, alert, get up: one person falls and gets up after the alert; two lie down on purpose (service defaults)', async () => {
     const s: TruthScenario = { file: 'truth.fall_get_up.ndjson', seed: 1, main: 'fall_get_up', companions: 2, seconds: 25, alerts: alertsConfig(settings.alerts) };
     const { records } = await truthScenario(s, settings);
-    // What makes this scenario worth pinning, checked on the run itself: one high fall alert and
-    // a recovery for the person who fell (truth id 0), and nothing for those who lay down.
+    // What makes this scenario worth pinning, checked on the run itself: the fall alerts (high at
+    // the 2 s delay, critical at 3x, both before the person gets up 7-9 s after landing) and a
+    // recovery for the person who fell (truth id 0), and nothing for those who lay down.
     const owner = trackOwners(records);
     const alertsOut = records.filter((r) => r.kind === 'alert');
-    expect(alertsOut.map((a) => [a.type, a.severity, owner.get(a.trackId as number)])).toEqual([['fall_detection', 'high', 0]]);
+    expect(alertsOut.map((a) => [a.type, a.severity, owner.get(a.trackId as number)])).toEqual([
+      ['fall_detection', 'high', 0],
+      ['fall_detection', 'critical', 0],
+    ]);
     const recovery = records.filter((r) => r.kind === 'event' && r.type === 'fall_recovery');
     expect(recovery.map((e) => owner.get(e.trackId as number))).toEqual([0]);
     checkGolden(s.file, records, TRUTH_TOL);

@@ -346,6 +346,16 @@ describe('infer: lag, live options, errors, teardown', () => {
       maxPersons: 4,
       viewWidth: 640,
       viewHeight: 480,
+      // The reference camera and the receiver (environment.view, environment.site): v2 skeletons
+      // are projected through the one and are relative to the other.
+      viewHfovDeg: 90,
+      viewX: 3,
+      viewY: 0.05,
+      viewZ: 1.6,
+      viewYawDeg: 0,
+      viewPitchDeg: -10,
+      receiverX: 3,
+      receiverY: 0.2,
       site: '',
       includeDensePose: true,
     });

@@ -106,7 +106,7 @@ describe('configuration endpoints', () => {
     expect(at(c, 'alerts.fall_detection.enabled')).toBe(MISSING);
     // Settings Form B has no name for are still there, at their canonical paths.
     expect(c.rate_limits.authentication).toEqual({ points: 10, duration_seconds: 60 });
-    expect(c.environment.view).toEqual({ width: 640, height: 480 });
+    expect(c.environment.view).toEqual({ width: 640, height: 480, hfov_deg: 90, x: 3, y: 0.05, z: 1.6, yaw_deg: 0, pitch_deg: -10 });
   });
 
   it('GET /config in Form A has the spec fields with their defaults, and not Form B names', async () => {
@@ -118,7 +118,7 @@ describe('configuration endpoints', () => {
       environment: { id: 'default', name: 'Default environment', calibration_timestamp: null },
       detection: { confidence_threshold: 0.5, max_persons: 4, tracking_enabled: true },
       alerts: {
-        fall_detection: { enabled: true, sensitivity: 0.8, notification_delay_seconds: 5 },
+        fall_detection: { enabled: true, sensitivity: 0.8, notification_delay_seconds: 2 },
         inactivity_detection: { enabled: true, threshold_minutes: 30 },
       },
       streaming: { restream_enabled: false, websocket_enabled: true, mqtt_enabled: false },

@@ -2,8 +2,33 @@ import { describe, expect, it } from 'vitest';
 import { KP, NUM_KEYPOINTS } from '../../src/sim/skeleton.js';
 import { MIN_SEPARATION, type Activity } from '../../src/sim/scenario.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
+import { DEFAULT_VIEW, viewCamera, viewSpec } from '../../src/pose/camera.js';
+import { defaults } from '../../src/config/schema.js';
 
 describe('ground truth', () => {
+  it('is projected through the reference view: by default the configuration\'s default view', () => {
+    const cam = viewCamera(defaults().environment.view);
+    const sim = new CsiSimulator({ seed: 11, people: 3, impairments: false });
+    const px = new Float32Array(NUM_KEYPOINTS * 2);
+    const vis = new Uint8Array(NUM_KEYPOINTS);
+    let seen = 0;
+    for (let t = 0; t < 300; t++) {
+      for (const p of sim.next().truth.persons) {
+        seen += cam.projectKeypoints(p.keypoints3d, px, vis);
+        expect(p.keypoints).toEqual(px);
+        expect(p.visible).toEqual(vis);
+        expect(p.bbox).toEqual(cam.bbox(px, vis));
+      }
+    }
+    expect(seen).toBeGreaterThan(1000);
+    // A view given as the scenario's camera is the one the truth uses.
+    const turned = { ...DEFAULT_VIEW, yaw_deg: 25, hfov_deg: 60 };
+    const other = new CsiSimulator({ seed: 11, people: 3, impairments: false, scenario: { camera: viewSpec(turned) } });
+    const p = other.next().truth.persons[0]!;
+    viewCamera(turned).projectKeypoints(p.keypoints3d, px, vis);
+    expect(p.keypoints).toEqual(px);
+  });
+
   it('has as many persons as configured, with ids 0..n-1 and well-formed arrays', () => {
     for (let n = 0; n <= 4; n++) {
       const sim = new CsiSimulator({ seed: 20 + n, people: n, impairments: false });

@@ -1,11 +1,14 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Observable, VirtualTimeScheduler, lastValueFrom, take, toArray } from 'rxjs';
+import { Observable, VirtualTimeScheduler, lastValueFrom, take, tap, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { parseSource, SourceError } from '../../src/sources/uri.js';
+import { truthToJson } from '../../src/sources/sim.js';
+import { CsiSimulator } from '../../src/sim/simulator.js';
+import { DEFAULT_VIEW, viewSpec, type ViewSettings } from '../../src/pose/camera.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
 import { parseError } from '../helpers/sources.js';
 
@@ -145,6 +148,36 @@ describeWithSimulator('parseSource: opening sim sources', () => {
     const truth = a[0]!.meta?.truth as { person_count: number; persons: unknown[] };
     expect(truth.person_count).toBe(2);
     expect(truth.persons).toHaveLength(2);
+  });
+
+  it('projects the truth through the view the context gives, and follows a new view object', async () => {
+    const first = { ...DEFAULT_VIEW, yaw_deg: 20, pitch_deg: -25 };
+    const second = { ...DEFAULT_VIEW, hfov_deg: 60, x: 2 };
+    let current: ViewSettings = first;
+    let seen = 0;
+    const frames = await lastValueFrom(
+      (parseSource('sim?seed=4&people=2&truth=1').open('frame', { speed: 0, view: () => current }) as Observable<CsiFrame>).pipe(
+        take(8),
+        tap(() => {
+          if (seen++ === 2) current = second;
+        }),
+        toArray(),
+      ),
+    );
+    /** The truth of the same run with a fixed camera, as the source attaches it. */
+    const truthWith = (v: ViewSettings): Array<Record<string, unknown>> => {
+      const sim = new CsiSimulator({ seed: 4, people: 2, scenario: { camera: viewSpec(v) } });
+      return Array.from({ length: 8 }, () => truthToJson(sim.next().truth));
+    };
+    const [a, b, plain] = [truthWith(first), truthWith(second), truthWith(DEFAULT_VIEW)];
+    const got = frames.map((f) => f.meta?.truth);
+    // One sample is computed ahead: a view set while sample 2 is handled holds from sample 4 on.
+    expect(got.slice(0, 4)).toEqual(a.slice(0, 4));
+    expect(got.slice(4)).toEqual(b.slice(4));
+    expect(got[5]).not.toEqual(a[5]);
+    // Without a view the simulator keeps its own camera, the default view.
+    const own = await lastValueFrom((parseSource('sim?seed=4&people=2&truth=1').open('frame', { speed: 0 }) as Observable<CsiFrame>).pipe(take(8), toArray()));
+    expect(own.map((f) => f.meta?.truth)).toEqual(plain);
   });
 
   it('sim?nsub=56 sets the subcarrier layout', async () => {

@@ -1,22 +1,23 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONTRACT_VERSION, SITE_DIM, siteVector } from '../../src/model/contract.js';
+import { CONTRACT_V2, FALL_WINDOW_S, MODEL_ACTIVITIES, SITE_DIM, siteVector } from '../../src/model/contract.js';
 import { FEATURE_DIM, WINDOW_FRAMES } from '../../src/model/features.js';
-import { PoseModel } from '../../src/model/runtime.js';
+import { HISTORY_DIM, HISTORY_STEPS, HISTORY_WIDTH } from '../../src/model/history.js';
+import { readPoseWeightsV2 } from '../../src/model/onnxWriter.js';
+import { PoseModel, type ModelOutputsV2 } from '../../src/model/runtime.js';
 import { Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, type GroundTruth, type TruthPerson } from '../../src/sim/simulator.js';
-import { Camera } from '../../src/sim/camera.js';
 import { gemm, gemmNaive, transpose } from '../../src/training/matmul.js';
 import { AdamW, Mlp } from '../../src/training/mlp.js';
 import { poseLoss } from '../../src/training/loss.js';
-import { fillTargets, mirrorTargets, MAX_PERSONS, OUT, OUTPUT_DIM } from '../../src/training/targets.js';
+import { fillTargets, mirrorTargets, MAX_PERSONS, N_ACTIVITIES, OUTPUT_DIM, TARGET, TARGET_DIM, targetSkeleton } from '../../src/training/targets.js';
 import { isHeldOut, makeRecipes, recipeSite } from '../../src/training/recipe.js';
-import { concatScenarios, generateScenario, simOptions, withSiteInputs } from '../../src/training/dataset.js';
+import { concatScenarios, generateScenario, INPUT_DIM, rowSource, simOptions } from '../../src/training/dataset.js';
 import { predict } from '../../src/training/trainer.js';
-import { QUICK, runTraining, type RunResult } from '../../src/training/run.js';
-import { outputsFromFlat, scoreOutputs } from '../../src/training/evaluate.js';
+import { QUICK, runTraining, weightsHash, type RunResult } from '../../src/training/run.js';
+import { scoreOutputs } from '../../src/training/evaluate.js';
 
 const rand = (rng: Rng, n: number, scale = 1) => Float32Array.from({ length: n }, () => rng.uniform(-scale, scale));
 
@@ -50,27 +51,19 @@ describe('matmul', () => {
   });
 });
 
-/** Targets of a plausible shape: two present slots with some visible keypoints and parts. */
+/** Targets of a plausible shape: two present slots with a pelvis, a skeleton, an activity; a fall now and then. */
 function syntheticTargets(rng: Rng, batch: number): Float32Array {
-  const t = new Float32Array(batch * OUTPUT_DIM);
+  const t = new Float32Array(batch * TARGET_DIM);
   for (let r = 0; r < batch; r++) {
-    const o = r * OUTPUT_DIM;
+    const o = r * TARGET_DIM;
+    t[o + TARGET.count] = 2;
+    t[o + TARGET.fall] = rng.chance(0.3) ? 1 : 0;
+    for (let p = 0; p < MAX_PERSONS; p++) t[o + TARGET.activity + p] = -1;
     for (let p = 0; p < 2; p++) {
-      t[o + OUT.presence + p] = 1;
-      for (let k = 0; k < 17; k++) {
-        const j = o + OUT.keypoints + (p * 17 + k) * 3;
-        if (rng.chance(0.7)) {
-          t[j] = rng.uniform(0.1, 0.9);
-          t[j + 1] = rng.uniform(0.1, 0.9);
-          t[j + 2] = 1;
-        }
-      }
-      t.set([rng.uniform(0.1, 0.4), rng.uniform(0.1, 0.4), rng.uniform(0.1, 0.4), rng.uniform(0.2, 0.5)], o + OUT.boxes + p * 4);
-      t.set([rng.uniform(-2, 2), rng.uniform(-2, 2)], o + OUT.floor + p * 2);
-      for (let part = 0; part < 24; part++) {
-        const j = o + OUT.densepose + (p * 24 + part) * 3;
-        if (rng.chance(0.5)) t.set([1, rng.uniform(0, 1), rng.uniform(0, 1)], j);
-      }
+      t[o + TARGET.presence + p] = 1;
+      t.set([rng.uniform(-0.5, 0.5), rng.uniform(-0.5, 0.5), rng.uniform(-0.5, 0.5)], o + TARGET.root + p * 3);
+      for (let i = 0; i < 51; i++) t[o + TARGET.offsets + p * 51 + i] = rng.uniform(-0.6, 0.6);
+      t[o + TARGET.activity + p] = rng.int(0, N_ACTIVITIES - 1);
     }
   }
   return t;
@@ -86,6 +79,8 @@ describe('MLP', () => {
     const x = rand(rng, batch * 6, 1.5);
     const t = syntheticTargets(rng, batch);
     const dy = new Float32Array(batch * OUTPUT_DIM);
+    // Outputs away from the smooth-L1 kinks, so finite differences see one side of them.
+    for (let j = 0; j < net.layers[net.layers.length - 1]!.b.length; j++) net.layers[net.layers.length - 1]!.b[j] = rng.uniform(-1, 1);
     // The same dropout masks for every pass: a fresh generator with the same seed.
     poseLoss(net.forward(x, batch, dropout, new Rng(77)), t, batch, dy);
     net.backward(dy, batch);
@@ -133,52 +128,73 @@ describe('MLP', () => {
   });
 });
 
-function person(x: number, y: number, visible: boolean): TruthPerson {
-  const keypoints = Float32Array.from({ length: 34 }, (_, i) => (i % 2 === 0 ? 100 + x * 10 + i : 200 + i));
+function person(id: number, x: number, y: number, activity: TruthPerson['activity'] = 'standing'): TruthPerson {
+  // A skeleton whose joint k sits at (x + 0.01 k, y, 0.05 k): the pelvis (mid-hip, joints 11 and
+  // 12) is at (x + 0.115, y, 0.575).
+  const keypoints3d = Float32Array.from({ length: 51 }, (_, i) => [x + 0.01 * Math.floor(i / 3), y, 0.05 * Math.floor(i / 3)][i % 3]!);
   return {
-    id: 0,
-    activity: 'standing',
-    keypoints,
-    visible: new Uint8Array(17).fill(visible ? 1 : 0),
-    keypoints3d: Float32Array.from({ length: 51 }, (_, i) => [x, y, 1 + (i % 5) * 0.1][i % 3]!),
-    bbox: visible ? [90 + x * 10, 190, 60, 150] : [0, 0, 0, 0],
+    id,
+    activity,
+    keypoints: new Float32Array(34),
+    visible: new Uint8Array(17),
+    keypoints3d,
+    bbox: [0, 0, 0, 0],
     floor: { x, y },
     velocity: { x: 0, y: 0 },
   };
 }
 
 describe('targets', () => {
-  const camera = Camera.lookingAt({ x: 3, y: 0.05, z: 1.6 }, { x: 3, y: 3, z: 1 }, 320);
+  const receiver = { x: 2, y: 0.2 };
 
-  it('orders slots by floor x and normalises to the view', () => {
-    const truth: GroundTruth = { time: 0, seq: 0, personCount: 2, persons: [person(4, 2, true), person(1, 3, false)], events: [] };
-    const t = new Float32Array(OUTPUT_DIM);
-    expect(fillTargets(truth, camera, t)).toBe(2);
-    expect(Array.from(t.subarray(0, MAX_PERSONS))).toEqual([1, 1, 0, 0]);
-    // Slot 0 is the person at x = 1 (nothing visible), slot 1 the one at x = 4.
-    expect(t[OUT.floor]).toBe(1);
-    expect(t[OUT.floor + 2]).toBe(4);
-    expect(t[OUT.keypoints + 2]).toBe(0);
-    expect(t[OUT.boxes + 2]).toBe(0);
-    const k = OUT.keypoints + 17 * 3;
-    expect(t[k]).toBeCloseTo((100 + 40) / 640, 6);
-    expect(t[k + 1]).toBeCloseTo((200 + 1) / 480, 6);
-    expect(t[k + 2]).toBe(1);
-    expect(t[OUT.boxes + 4]).toBeCloseTo(130 / 640, 6);
-    expect(t[OUT.boxes + 7]).toBeCloseTo(150 / 480, 6);
+  it('orders slots by floor x, puts the pelvis relative to the receiver and the joints relative to the pelvis', () => {
+    const truth: GroundTruth = { time: 10_000, seq: 0, personCount: 2, persons: [person(0, 4, 2, 'walking'), person(1, 1, 3, 'sitting')], events: [] };
+    const t = new Float32Array(TARGET_DIM);
+    expect(fillTargets(truth, receiver, t)).toBe(2);
+    expect(t[TARGET.count]).toBe(2);
+    expect(Array.from(t.subarray(TARGET.presence, TARGET.presence + MAX_PERSONS))).toEqual([1, 1, 0, 0]);
+    // Slot 0 is the person at x = 1, slot 1 the one at x = 4.
+    expect(t[TARGET.root]).toBeCloseTo(1 + 0.115 - 2, 5);
+    expect(t[TARGET.root + 1]).toBeCloseTo(3 - 0.2, 5);
+    expect(t[TARGET.root + 2]).toBeCloseTo(0.575, 5);
+    expect(t[TARGET.root + 3]).toBeCloseTo(4 + 0.115 - 2, 5);
+    // Joint 0 is 0.115 m left of the pelvis and 0.575 m below it; joint 16 0.045 right, 0.225 above.
+    expect(t[TARGET.offsets]).toBeCloseTo(-0.115, 5);
+    expect(t[TARGET.offsets + 2]).toBeCloseTo(-0.575, 5);
+    expect(t[TARGET.offsets + 48]).toBeCloseTo(0.045, 5);
+    expect(t[TARGET.offsets + 50]).toBeCloseTo(0.225, 5);
+    expect(Array.from(t.subarray(TARGET.activity, TARGET.activity + 4))).toEqual([MODEL_ACTIVITIES.indexOf('sitting'), MODEL_ACTIVITIES.indexOf('walking'), -1, -1]);
+    expect(t[TARGET.fall]).toBe(0);
+    // Round trip to room metres.
+    const kp = new Float32Array(51);
+    targetSkeleton(t, 1, receiver, kp);
+    for (let i = 0; i < 51; i++) expect(kp[i]).toBeCloseTo(truth.persons[0]!.keypoints3d[i]!, 5);
   });
 
-  it('mirroring twice gives the targets back', () => {
+  it('a fall that began within the last FALL_WINDOW_S sets the fall target; an older one does not', () => {
+    const faller = { ...person(0, 2, 2, 'lying'), fallOnset: 10_000 - FALL_WINDOW_S * 1000 + 100 };
+    const t = new Float32Array(TARGET_DIM);
+    fillTargets({ time: 10_000, seq: 0, personCount: 1, persons: [faller], events: [] }, receiver, t);
+    expect(t[TARGET.fall]).toBe(1);
+    fillTargets({ time: 10_000, seq: 0, personCount: 1, persons: [{ ...faller, fallOnset: 10_000 - FALL_WINDOW_S * 1000 - 100 }], events: [] }, receiver, t);
+    expect(t[TARGET.fall]).toBe(0);
+  });
+
+  it('mirroring twice gives the targets back, and a mirror swaps left and right joints', () => {
     const sim = new CsiSimulator({ seed: 9, people: 3 });
     let s = sim.next();
     for (let i = 0; i < 300; i++) s = sim.next();
-    const t = new Float32Array(OUTPUT_DIM);
-    fillTargets(s.truth, sim.scenario.camera, t);
+    const t = new Float32Array(TARGET_DIM);
+    fillTargets(s.truth, receiver, t);
     const m = Float32Array.from(t);
-    mirrorTargets(m, 6);
+    mirrorTargets(m);
     expect(Array.from(m)).not.toEqual(Array.from(t));
-    mirrorTargets(m, 6);
-    for (let i = 0; i < OUTPUT_DIM; i++) expect(m[i]).toBeCloseTo(t[i]!, 5);
+    // Slot 0 of the mirror is the last person; its left shoulder (5) is that person's right (6), x negated.
+    const n = t[TARGET.count]!;
+    expect(m[TARGET.root]).toBeCloseTo(-t[TARGET.root + (n - 1) * 3]!, 6);
+    expect(m[TARGET.offsets + 5 * 3]).toBeCloseTo(-t[TARGET.offsets + (n - 1) * 51 + 6 * 3]!, 6);
+    mirrorTargets(m);
+    for (let i = 0; i < TARGET_DIM; i++) expect(m[i]).toBeCloseTo(t[i]!, 5);
   });
 
   it('the mirrored CSI of a scene is the CSI of the mirrored scene', () => {
@@ -232,37 +248,47 @@ describe('recipe', () => {
     expect(people.filter((p) => p === 3).length).toBe(12);
   });
 
-  it('a scenario gives windows of FEATURE_DIM rows and targets of its last frames', () => {
-    const [r] = makeRecipes(3, { train: 1, val: 0, test: 0, seconds: 2 });
-    const d = generateScenario(r!, 16, true);
-    const windows = Math.floor((200 - WINDOW_FRAMES) / 16) + 1;
-    expect(d.n).toBe(2 * windows);
+  it('a scenario gives rows of features, history and the targets of their last frames', () => {
+    const [r] = makeRecipes(3, { train: 1, val: 0, test: 0, seconds: 8 });
+    const d = generateScenario(r!, 16, 2, true);
+    const windows = Math.floor((800 - WINDOW_FRAMES) / 16) + 1;
+    expect(d.n).toBe(2 * Math.ceil(windows / 2));
     expect(d.features.length).toBe(d.n * FEATURE_DIM);
-    expect(d.targets.length).toBe(d.n * OUTPUT_DIM);
+    expect(d.history.length).toBe(d.n * HISTORY_WIDTH);
+    expect(d.targets.length).toBe(d.n * TARGET_DIM);
     // Row 2k + 1 is the mirror of row 2k.
-    const t = Float32Array.from(d.targets.subarray(0, OUTPUT_DIM));
-    mirrorTargets(t, r!.room.width);
-    for (let i = 0; i < OUTPUT_DIM; i++) expect(d.targets[OUTPUT_DIM + i]).toBeCloseTo(t[i]!, 6);
+    const t = Float32Array.from(d.targets.subarray(0, TARGET_DIM));
+    mirrorTargets(t);
+    for (let i = 0; i < TARGET_DIM; i++) expect(d.targets[TARGET_DIM + i]).toBeCloseTo(t[i]!, 6);
+    expect(Array.from(d.mirrored.subarray(0, 4))).toEqual([0, 1, 0, 1]);
+    // The first window has no memory; the last, 6.7 s in, remembers every step back to 5.12 s.
+    const present = (row: number) => {
+      let n = 0;
+      for (let k = 0; k < HISTORY_STEPS; k++) n += d.history[row * HISTORY_WIDTH + k * HISTORY_DIM]!;
+      return n;
+    };
+    expect(present(0)).toBe(0);
+    expect(present(d.n - 2)).toBe(HISTORY_STEPS);
     // The simulator options of the recipe build the same scenario again.
     expect(new CsiSimulator(simOptions(r!, d.people)).scenario.persons.length).toBe(d.people);
-    expect(Array.from(d.mirrored.subarray(0, 4))).toEqual([0, 1, 0, 1]);
 
-    // The network's rows: features, then the scene's site row (mirrored for mirrored rows), or the
-    // all-zero row for a scene whose site is withheld.
+    // The network's rows: features, history, then the scene's site row (mirrored for mirrored rows),
+    // or the all-zero row for a scene whose site is withheld.
     const data = concatScenarios([d]);
     const recipes = new Map([[r!.id, r!]]);
-    const W = FEATURE_DIM + SITE_DIM;
-    const known = withSiteInputs(data, recipes);
-    expect(known.features.length).toBe(d.n * W);
-    expect(Array.from(known.features.subarray(W, W + FEATURE_DIM))).toEqual(Array.from(d.features.subarray(FEATURE_DIM, 2 * FEATURE_DIM)));
-    expect(Array.from(known.features.subarray(FEATURE_DIM, W))).toEqual(Array.from(siteVector(recipeSite(r!))));
-    const mirroredSite = Array.from(known.features.subarray(W + FEATURE_DIM, 2 * W));
+    const src = rowSource(data, recipes);
+    expect(src.dim).toBe(INPUT_DIM);
+    const x = new Float32Array(2 * INPUT_DIM);
+    src.fill([0, 1], 0, 2, x);
+    expect(Array.from(x.subarray(INPUT_DIM, INPUT_DIM + FEATURE_DIM))).toEqual(Array.from(d.features.subarray(FEATURE_DIM, 2 * FEATURE_DIM)));
+    expect(Array.from(x.subarray(FEATURE_DIM, FEATURE_DIM + HISTORY_WIDTH))).toEqual(Array.from(d.history.subarray(0, HISTORY_WIDTH)));
+    expect(Array.from(x.subarray(INPUT_DIM - SITE_DIM, INPUT_DIM))).toEqual(Array.from(siteVector(recipeSite(r!))));
+    const mirroredSite = Array.from(x.subarray(2 * INPUT_DIM - SITE_DIM));
     expect(mirroredSite).toEqual(Array.from(siteVector(recipeSite(r!, true))));
     expect(mirroredSite[3]).toBeCloseTo(r!.room.width - r!.rx.x, 5);
-    expect(mirroredSite[5]).toBeCloseTo(-(r!.tx.x - r!.rx.x), 5);
-    const withheld = withSiteInputs(data, recipes, new Set([r!.id]));
-    expect(Array.from(withheld.features.subarray(W + FEATURE_DIM, 2 * W))).toEqual(new Array(SITE_DIM).fill(0));
-    expect(() => withSiteInputs(data, new Map())).toThrow(/no recipe for scenario/);
+    rowSource(data, recipes, new Set([r!.id])).fill([1], 0, 1, x);
+    expect(Array.from(x.subarray(INPUT_DIM - SITE_DIM, INPUT_DIM))).toEqual(new Array(SITE_DIM).fill(0));
+    expect(() => rowSource(data, new Map()).fill([0], 0, 1, x)).toThrow(/no recipe for scenario/);
   });
 });
 
@@ -283,48 +309,86 @@ describe('quick training run', () => {
     expect(log.some((l) => l.startsWith('trained 3 epochs'))).toBe(true);
   });
 
-  it('exports a model PoseModel loads, whose output for a training row equals the TypeScript forward pass', async () => {
+  it('exports a v2 model PoseModel loads, whose output for a training row equals the TypeScript forward pass', async () => {
     const model = await PoseModel.load(run.onnxPath, { featureDim: FEATURE_DIM });
     try {
-      expect(model.metadata.csipose_contract).toBe(CONTRACT_VERSION);
+      expect(model.contract).toBe(2);
+      expect(model.metadata.csipose_contract).toBe(CONTRACT_V2);
       expect(model.metadata.feature_dim).toBe(FEATURE_DIM);
       expect(model.metadata.window_frames).toBe(WINDOW_FRAMES);
+      expect(model.metadata.history_steps).toBe(HISTORY_STEPS);
       expect(model.maxPersons).toBe(MAX_PERSONS);
-      expect(model.metadata.model_version).toMatch(/^csipose-pose-1\.0\.0\+[0-9a-f]{10}$/);
+      expect(model.metadata.model_version).toMatch(/^csipose-pose-2\.0\.0\+[0-9a-f]{10}$/);
       expect(model.siteDim).toBe(SITE_DIM);
-      expect(model.metadata.site_dim).toBe(SITE_DIM);
-      // A mirrored row (odd rows of a mirrored scenario), with its scene's mirrored site.
-      const i = 5;
-      expect(run.train.mirrored[i]).toBe(1);
+      // A mirrored row with history (a later row of a mirrored scenario), with its scene's mirrored site.
       const recipes = new Map(makeRecipes(2, QUICK.counts).map((r) => [r.id, r]));
+      let i = 1;
+      while (!(run.train.mirrored[i] === 1 && run.train.history[i * HISTORY_WIDTH] === 1)) i++;
       const site = recipeSite(recipes.get(run.train.scenario[i]!)!, true);
       const row = run.train.features.slice(i * FEATURE_DIM, (i + 1) * FEATURE_DIM);
-      const out = await model.run(row, 1, { site });
-      const x = new Float32Array(FEATURE_DIM + SITE_DIM);
-      x.set(row);
-      x.set(siteVector(site), FEATURE_DIM);
-      const ts = outputsFromFlat(predict(run.net, run.norm, x, 1), 1);
-      // The site is part of the answer: an unknown site gives another one.
-      const blind = await model.run(row.slice(), 1);
-      expect(Array.from(blind.floor)).not.toEqual(Array.from(out.floor));
-      for (const k of ['presence', 'keypoints', 'boxes', 'floor', 'densepose'] as const) {
+      const history = run.train.history.slice(i * HISTORY_WIDTH, (i + 1) * HISTORY_WIDTH);
+      const out = await model.run(row, 1, { site, history });
+      if (out.contract !== 2) throw new Error('expected v2 outputs');
+      const src = rowSource(run.train, recipes);
+      const one = { ...src, n: 1, fill: (_rows: ArrayLike<number>, _from: number, _count: number, o: Float32Array) => src.fill([i], 0, 1, o) };
+      const ts = predict(run.net, run.norm, one);
+      for (const k of ['count', 'presence', 'keypoints3d', 'activity', 'fall'] as const) {
         expect(out[k].length).toBe(ts[k].length);
-        for (let i = 0; i < ts[k].length; i++) expect(Math.abs(out[k][i]! - ts[k][i]!)).toBeLessThanOrEqual(1e-4);
+        for (let j = 0; j < ts[k].length; j++) expect(Math.abs(out[k][j]! - ts[k][j]!)).toBeLessThanOrEqual(1e-4);
       }
+      // The memory and the site are part of the answer.
+      const forgetful = await model.run(row.slice(), 1, { site });
+      const blind = await model.run(row.slice(), 1, { history: history.slice() });
+      if (forgetful.contract !== 2 || blind.contract !== 2) throw new Error('expected v2 outputs');
+      expect(Array.from(forgetful.keypoints3d)).not.toEqual(Array.from(out.keypoints3d));
+      expect(Array.from(blind.keypoints3d)).not.toEqual(Array.from(out.keypoints3d));
+      // Probabilities: count and activity sum to 1.
+      expect(out.count.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 5);
+      for (let p = 0; p < MAX_PERSONS; p++) expect(out.activity.subarray(p * 5, p * 5 + 5).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 5);
     } finally {
       await model.release();
     }
   });
 
-  it('scores perfect outputs as perfect', () => {
+  it('a model written from read-back weights is the same model', () => {
+    const bytes = readFileSync(run.onnxPath);
+    const w = readPoseWeightsV2(bytes);
+    expect(weightsHash(w)).toBe(weightsHash(run.weights));
+  });
+
+  it('scores perfect outputs as perfect, and the baseline below them', () => {
     const d = run.test;
-    const perfect = Float32Array.from(d.targets);
-    // Targets are already the ideal outputs (activations applied, floor in metres).
-    const s = scoreOutputs(outputsFromFlat(perfect, d.n), d.targets, d.personCounts);
+    const P = MAX_PERSONS;
+    const out: ModelOutputsV2 = {
+      contract: 2,
+      n: d.n,
+      maxPersons: P,
+      count: new Float32Array(d.n * (P + 1)),
+      presence: new Float32Array(d.n * P),
+      keypoints3d: new Float32Array(d.n * P * 51),
+      activity: new Float32Array(d.n * P * 5),
+      fall: new Float32Array(d.n),
+    };
+    for (let r = 0; r < d.n; r++) {
+      const t = d.targets.subarray(r * TARGET_DIM, (r + 1) * TARGET_DIM);
+      out.count[r * (P + 1) + t[TARGET.count]!] = 1;
+      out.fall[r] = t[TARGET.fall]!;
+      for (let p = 0; p < P; p++) {
+        out.presence[r * P + p] = t[TARGET.presence + p]!;
+        if (t[TARGET.activity + p]! >= 0) out.activity[(r * P + p) * 5 + t[TARGET.activity + p]!] = 1;
+        targetSkeleton(t, p, { x: 0, y: 0 }, out.keypoints3d, (r * P + p) * 51);
+      }
+    }
+    const zeros = Array.from({ length: d.n }, () => ({ x: 0, y: 0 }));
+    const s = scoreOutputs(out, d.targets, d.personCounts, zeros, run.mean);
     expect(s.all.countExact).toBe(1);
-    if (s.all.keypoints > 0) {
-      expect(s.all.pck02).toBe(1);
-      expect(s.all.meanJointErrorPx).toBeLessThan(1e-3);
+    expect(s.all.occupied).toBe(1);
+    if (s.all.pose.persons > 0) {
+      expect(s.all.pose.pck3d).toBe(1);
+      expect(s.all.pose.mpjpeCm).toBeLessThan(1e-3);
+      expect(s.all.activity).toBe(1);
+      expect(s.all.baseline.pck3d).toBeLessThan(1);
+      expect(s.all.baseline.floorMedianM).toBeLessThan(1e-6);
     }
   });
 });

@@ -9,7 +9,7 @@
  * - `stand_fall` (positive): walks to a spot, stands, then falls (forward, backward or sideways)
  *   and lies.
  * - `fall_get_up` (positive): as `walk_fall`, but gets up 7-9 s after landing (after the service's
- *   default 5 s notification delay, so an alert is due).
+ *   default 2 s notification delay, so an alert is due).
  * - `walk_sit` (negative): walks to a spot and sits down (stays seated).
  * - `walk_lie` (negative): walks to a spot and lies down deliberately, on the floor or a bed.
  * - `walk` (negative): walks between waypoints for the whole scenario.
@@ -24,7 +24,7 @@
  * the camera cannot see is a question of coverage, not of detection; these scenarios measure
  * detection.
  */
-import type { Camera } from '../../sim/camera.js';
+import type { Camera } from '../../pose/camera.js';
 import type { PersonSpec, ScriptStep } from '../../sim/scenario.js';
 import { bodyDims, fallTravel, lyingReach, type BodyDims, type FallDirection } from '../../sim/skeleton.js';
 import type { Rng } from '../../sim/rng.js';

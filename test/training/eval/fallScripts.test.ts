@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fallScenarioPeople, walkDistance, walkSeconds, FALL_ROLES, NEGATIVE_ROLES, type FallRole } from '../../../src/training/eval/fallScripts.js';
-import { Camera } from '../../../src/sim/camera.js';
+import { Camera } from '../../../src/pose/camera.js';
 import { Rng } from '../../../src/sim/rng.js';
 import { CsiSimulator, type GroundTruth } from '../../../src/sim/simulator.js';
 

@@ -1,11 +1,21 @@
 /**
- * Pinhole camera for the simulator's ground truth: room coordinates (metres; x across the room,
- * y into its depth, z up) to pixels of the reference view (u right, v down, origin at the top-left
- * corner of the image; DECISIONS "Data": 640x480 by default).
+ * The reference view: a pinhole camera from room coordinates to pixels. Keypoints and boxes of
+ * pose estimates are pixels of this image, and the simulator's ground truth is projected through
+ * the same camera (DECISIONS "Reference view").
  *
- * The camera has no lens distortion and square pixels. Its pose is a position, a yaw (direction
- * of the optical axis in the floor plane, radians from +x towards +y) and a pitch (radians, positive
- * looking up); there is no roll, so the image's horizon stays level.
+ * Room coordinates are metres in the frame of `environment.site` and the zones: x across the room
+ * from its left wall as seen from the receiver's (front) wall, y in depth away from that wall, z up
+ * from the floor. Pixels: u right, v down, origin at the top-left corner of the image (640x480 by
+ * default).
+ *
+ * The camera has no lens distortion and square pixels. `CameraSpec` places it by a position, a yaw
+ * (direction of the optical axis in the floor plane, radians from +x towards +y) and a pitch
+ * (radians, positive looking up); there is no roll, so the image's horizon stays level.
+ *
+ * The configuration says the same in degrees as seen from the receiver's wall, `ViewSettings`
+ * (`environment.view`): `yaw_deg` 0 looks straight into the room (+y) and positive turns the
+ * camera towards +x (the view's right); `pitch_deg` negative looks down; `hfov_deg` is the
+ * horizontal field of view. `viewCamera` turns those settings into a camera.
  */
 
 /** A point or direction in room coordinates, metres. */
@@ -209,4 +219,157 @@ export class Camera {
     y1 = Math.min(this.height, y1 + padY);
     return [x0, y0, x1 - x0, y1 - y0];
   }
+
+  /**
+   * Projects one room point and gives the derivatives of its pixel with respect to the point
+   * (what fitting 3-D points to 2-D labels needs).
+   * @param x room x, metres
+   * @param y room y, metres
+   * @param z room z, metres
+   * @param out receives u, v at out[0], out[1]
+   * @param jac receives du/dx, du/dy, du/dz, dv/dx, dv/dy, dv/dz
+   * @returns false (out and jac untouched) when the point is not in front of the camera
+   */
+  projectJacobian(x: number, y: number, z: number, out: Float32Array | Float64Array, jac: Float32Array | Float64Array): boolean {
+    const px = x - this.position.x;
+    const py = y - this.position.y;
+    const pz = z - this.position.z;
+    const d = px * this.fx + py * this.fy + pz * this.fz;
+    if (!(d > NEAR_M)) return false;
+    const r = px * this.rx + py * this.ry;
+    const u = px * this.ux + py * this.uy + pz * this.uz;
+    const f = this.focalPx;
+    out[0] = this.cx + (f * r) / d;
+    out[1] = this.cy - (f * u) / d;
+    // u = cx + f r / d: du/dP = f (right / d - r forward / d^2); v = cy - f u / d likewise with up.
+    const a = f / d;
+    const b = (f * r) / (d * d);
+    const c = (f * u) / (d * d);
+    jac[0] = a * this.rx - b * this.fx;
+    jac[1] = a * this.ry - b * this.fy;
+    jac[2] = -b * this.fz;
+    jac[3] = -(a * this.ux - c * this.fx);
+    jac[4] = -(a * this.uy - c * this.fy);
+    jac[5] = -(a * this.uz - c * this.fz);
+    return true;
+  }
+
+  /**
+   * Where the ray through a pixel meets the horizontal plane at height `z` (e.g. the floor under a
+   * person's ankles).
+   * @param u pixel column
+   * @param v pixel row
+   * @param z height of the plane, metres
+   * @returns room x, y, or null when the ray does not reach the plane in front of the camera
+   */
+  floorPoint(u: number, v: number, z: number): { x: number; y: number } | null {
+    const a = (u - this.cx) / this.focalPx;
+    const b = -(v - this.cy) / this.focalPx;
+    // Ray direction: forward + a right + b up.
+    const dx = this.fx + a * this.rx + b * this.ux;
+    const dy = this.fy + a * this.ry + b * this.uy;
+    const dz = this.fz + b * this.uz;
+    if (!(Math.abs(dz) > 1e-9)) return null;
+    const s = (z - this.position.z) / dz;
+    if (!(s > 0)) return null;
+    return { x: this.position.x + s * dx, y: this.position.y + s * dy };
+  }
+}
+
+/**
+ * The reference view as configured (`environment.view`): image size, horizontal field of view and
+ * the camera's place in the room, in degrees as seen from the receiver's wall (module comment).
+ */
+export interface ViewSettings {
+  /** Image width, pixels. */
+  width: number;
+  /** Image height, pixels. */
+  height: number;
+  /** Horizontal field of view, degrees (0 < hfov_deg < 180). */
+  hfov_deg: number;
+  /** Optical centre across the room, metres. */
+  x: number;
+  /** Optical centre in depth from the receiver's wall, metres. */
+  y: number;
+  /** Optical centre above the floor, metres. */
+  z: number;
+  /** 0 = straight into the room (+y); positive turns towards +x (the view's right), degrees. */
+  yaw_deg: number;
+  /** Elevation of the optical axis, degrees; negative looks down. */
+  pitch_deg: number;
+}
+
+/**
+ * The default reference view, the schema's defaults of `environment.view` (src/config/schema.ts
+ * takes them from here): 640x480 with a 90 degree horizontal field of view, centred on the
+ * receiver's wall of the default 6 m wide room (x = 3; the simulator centres it on its own room's
+ * width), 0.05 m in front of it at 1.6 m, looking into the room, pitched 10 degrees down.
+ */
+export const DEFAULT_VIEW: Readonly<ViewSettings> = Object.freeze({
+  width: 640,
+  height: 480,
+  hfov_deg: 90,
+  x: 3,
+  y: 0.05,
+  z: 1.6,
+  yaw_deg: 0,
+  pitch_deg: -10,
+});
+
+const RAD = Math.PI / 180;
+
+/**
+ * The camera pose and intrinsics of a configured view.
+ * @param v the view (`environment.view`)
+ * @returns the spec: yaw = 90 deg - yaw_deg and pitch = pitch_deg in radians, focalPx =
+ *   (width / 2) / tan(hfov_deg / 2)
+ * @throws RangeError when hfov_deg is not in (0, 180)
+ * @example
+ * viewSpec(DEFAULT_VIEW) // { position: { x: 3, y: 0.05, z: 1.6 }, yaw: pi / 2, pitch: -0.1745..., focalPx: 320, width: 640, height: 480 }
+ */
+export function viewSpec(v: Readonly<ViewSettings>): CameraSpec {
+  if (!(v.hfov_deg > 0 && v.hfov_deg < 180)) throw new RangeError(`camera: hfov_deg must be between 0 and 180, got ${v.hfov_deg}`);
+  return {
+    position: { x: v.x, y: v.y, z: v.z },
+    yaw: (90 - v.yaw_deg) * RAD,
+    pitch: v.pitch_deg * RAD,
+    focalPx: v.width / 2 / Math.tan((v.hfov_deg * RAD) / 2),
+    width: v.width,
+    height: v.height,
+  };
+}
+
+/**
+ * The camera of a configured view.
+ * @param v the view (`environment.view`)
+ * @returns the camera
+ * @throws RangeError for a field of view outside (0, 180) degrees or a non-positive image size
+ * @example
+ * const cam = viewCamera(DEFAULT_VIEW);
+ * cam.project(3, 3.05, 1.6, px, 0); // 3 m straight ahead at camera height: px = [320, 240 - 320 tan(10 deg)]
+ */
+export function viewCamera(v: Readonly<ViewSettings>): Camera {
+  return new Camera(viewSpec(v));
+}
+
+/**
+ * The view settings of a camera spec, the inverse of `viewSpec` (for tests and tools that hold
+ * cameras as specs).
+ * @param spec a camera spec
+ * @returns the settings; yaw_deg wrapped into (-180, 180]
+ */
+export function viewSettings(spec: CameraSpec): ViewSettings {
+  const width = spec.width ?? 640;
+  let yaw = 90 - spec.yaw / RAD;
+  yaw -= 360 * Math.ceil((yaw - 180) / 360);
+  return {
+    width,
+    height: spec.height ?? 480,
+    hfov_deg: (2 * Math.atan(width / 2 / spec.focalPx)) / RAD,
+    x: spec.position.x,
+    y: spec.position.y,
+    z: spec.position.z,
+    yaw_deg: yaw,
+    pitch_deg: spec.pitch / RAD,
+  };
 }

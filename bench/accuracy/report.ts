@@ -1,0 +1,405 @@
+/**
+ * The accuracy benchmark's report: DECISIONS "Benchmark output" results (`--json`) and the
+ * Markdown tables (both settings side by side with their baselines, the uncalibrated model in the
+ * room, by-people tables, count and activity confusions, tracking, falls by role, calibration).
+ */
+import { ACTIVITIES } from '../../src/pose/types.js';
+import type { MeanPose } from '../../src/training/evaluate.js';
+import { countScores, MAX_REPORTED_COLUMN, MAX_TRUE_COUNT } from '../../src/training/eval/count.js';
+import { FALL_ROLES, ROLE_ROTATION } from '../../src/training/eval/fallScripts.js';
+import { motScores } from '../../src/training/eval/mot.js';
+import { PCK_ALPHA, poseScores } from '../../src/training/eval/pose.js';
+import { PCK3D_ALPHA, pose3dScores } from '../../src/training/eval/pose3d.js';
+import type { ScenarioRecipe } from '../../src/training/recipe.js';
+import type { LiveParams } from '../../pipelines/settings.js';
+import { fixed, machine, percent, type BenchResult } from '../lib.js';
+import type { AccuracyPlan, Setting } from './plan.js';
+import type { Calibration } from './room.js';
+import { FALL_MATCH_S, MOT_FLOOR_M, type FallRun, type PoseRun, type PoseTally } from './score.js';
+
+/** What one setting found. */
+export interface SettingRun {
+  pose: PoseRun;
+  falls: FallRun;
+  /** Wall-clock seconds (not in the JSON results: they must repeat exactly). */
+  seconds: number;
+}
+
+/** The same-room setting: the calibrated model, and the model under test as it came. */
+export interface RoomRun extends SettingRun {
+  room: ScenarioRecipe;
+  /** null with the oracle (scored directly, nothing to calibrate). */
+  calibration: Calibration | null;
+  /** The model under test without calibration on the same sessions; null with the oracle. */
+  uncalibrated: SettingRun | null;
+}
+
+/** Everything one accuracy run found. */
+export interface AccuracyReport {
+  plan: AccuracyPlan;
+  modelPath: string;
+  modelVersion: string;
+  trainedOn: string;
+  contractTestModel: boolean;
+  oracle: boolean;
+  settings: LiveParams;
+  /** Whether `settings` are the service's defaults (not given by the caller). */
+  defaultSettings: boolean;
+  meanPose: MeanPose;
+  /** Where the baseline's mean pose came from. */
+  meanPoseSource: string;
+  unseen: SettingRun | null;
+  room: RoomRun | null;
+  seconds: number;
+  results: BenchResult[];
+}
+
+export const GROUP_NAMES = ['zero', 'one', 'two', 'three', 'four'] as const;
+
+/** What the numbers are, said next to each one. */
+function baseNote(r: AccuracyReport, s: Setting): string {
+  const val = r.plan.split === 'val';
+  const where =
+    s === 'unseen'
+      ? val
+        ? 'simulated VALIDATION scenarios (training rooms and layouts, unseen seeds): for choosing settings, not the reported scores'
+        : `simulated held-out TEST scenarios (unseen rooms, antenna layouts, seeds), site ${r.plan.site === false ? 'withheld' : 'given'}; real CSI will score lower`
+      : r.oracle
+        ? `simulated, one ${val ? 'VALIDATION' : 'held-out'} room, later sessions (oracle: no calibration)`
+        : `simulated, one ${val ? 'VALIDATION' : 'held-out'} room after calibration on ${(r.plan.room.calibrationSeconds / 60).toFixed(1)} min of its own labelled sessions, scored on later sessions with other people; real CSI will score lower`;
+  return (
+    where +
+    (r.oracle ? '; ORACLE (the ground truth as model output): a check of the harness, not a model' : '') +
+    (r.contractTestModel ? '; CONTRACT TEST MODEL, not a trained one: meaningless as accuracy' : '')
+  );
+}
+
+/** Activity accuracy of a tally (NaN without matched persons). */
+export const activityOf = (t: PoseTally): number => (t.activityTotal > 0 ? t.activityRight / t.activityTotal : NaN);
+/** Occupied-or-not accuracy of a tally. */
+export const occupiedOf = (t: PoseTally): number => (t.frames > 0 ? t.occupiedRight / t.frames : NaN);
+
+/**
+ * The DECISIONS results of one setting's run, named `accuracy.<prefix>.*`.
+ * @param prefix e.g. `unseen`, `room`, `room.uncalibrated`
+ * @param run the setting's pose and fall runs
+ * @param note what the numbers are
+ * @param brief only the headline names (for `room.uncalibrated`)
+ */
+function settingResults(prefix: string, run: SettingRun, note: string, brief = false): BenchResult[] {
+  const out: BenchResult[] = [];
+  const n = (extra: string) => `${extra}; ${note}`;
+  const { groups, all, mot } = run.pose;
+  const add = (name: string, value: number, unit: string, count: number, extra: string) => out.push({ name: `accuracy.${prefix}.${name}`, value, unit, n: count, note: n(extra) });
+  const p3 = (t: PoseTally) => pose3dScores(t.pose3d);
+  const b3 = (t: PoseTally) => pose3dScores(t.baseline);
+  const ks = brief ? [1, 3] : [1, 2, 3, 4];
+  for (const k of ks) add(`pck3d.${GROUP_NAMES[k]}`, p3(groups[k]!).pck3d, 'fraction', groups[k]!.scenarios, `${groups[k]!.pose3d.joints} joints, ${groups[k]!.frames} frames`);
+  const sAll = p3(all);
+  if (!brief) {
+    add('pck3d.all', sAll.pck3d, 'fraction', all.scenarios, `${all.pose3d.joints} joints, ${all.frames} frames`);
+    for (const k of [1, 3]) add(`pck3d_rel.${GROUP_NAMES[k]}`, p3(groups[k]!).pck3dRel, 'fraction', groups[k]!.scenarios, 'root-relative: pelvises made to coincide');
+    add('pck3d_rel.all', sAll.pck3dRel, 'fraction', all.scenarios, 'root-relative: pelvises made to coincide');
+    add('mpjpe_cm', sAll.mpjpeCm, 'cm', all.scenarios, `${all.pose3d.errorCount} joints of matched persons`);
+    add('mpjpe_rel_cm', sAll.mpjpeRelCm, 'cm', all.scenarios, 'root-relative');
+  }
+  add('floor_median_m', sAll.floorMedianM, 'm', all.scenarios, `${all.pose3d.floorErrors.length} matched persons, pelvis on the floor plan`);
+  if (!brief) {
+    for (const k of [1, 3]) add(`baseline.pck3d.${GROUP_NAMES[k]}`, b3(groups[k]!).pck3d, 'fraction', groups[k]!.scenarios, 'mean pose at the true floor position');
+    add('baseline.pck3d.all', b3(all).pck3d, 'fraction', all.scenarios, 'mean pose at the true floor position');
+    add('baseline.mpjpe_cm', b3(all).mpjpeCm, 'cm', all.scenarios, 'mean pose at the true floor position');
+    for (const k of [1, 3]) {
+      const g = poseScores(groups[k]!.pose2d);
+      add(`pck2d.${GROUP_NAMES[k]}`, g.pck, 'fraction', groups[k]!.scenarios, `${g.keypoints} visible keypoints, pixels of the known view`);
+    }
+    const g2 = poseScores(all.pose2d);
+    add('pck2d.all', g2.pck, 'fraction', all.scenarios, `${g2.keypoints} visible keypoints, pixels of the known view`);
+  }
+  const c = countScores(all.count);
+  add('count_exact', c.exact, 'fraction', all.scenarios, `${c.frames} frames`);
+  if (!brief) for (let k = 0; k <= MAX_TRUE_COUNT; k++) add(`count_exact.${GROUP_NAMES[k]}`, c.exactByTrue[k]!, 'fraction', groups[k]!.scenarios, `${c.framesByTrue[k]} frames`);
+  add('occupied', occupiedOf(all), 'fraction', all.scenarios, `${all.frames} frames, empty vs occupied`);
+  add('activity', activityOf(all), 'fraction', all.scenarios, `${all.activityTotal} matched true persons`);
+  const m = motScores(mot);
+  add('mota', m.mota, 'ratio', all.scenarios, `${m.objects} true objects, CLEAR-MOT on floor positions, ${MOT_FLOOR_M} m`);
+  if (!brief) {
+    add('id_switches', m.switches, 'switches', all.scenarios, `${m.objects} true objects`);
+    add('motp_m', m.motp, 'm', all.scenarios, `${mot.matches} pairs`);
+  }
+  const f = run.falls.scores;
+  const nf = run.falls.scenarios;
+  add('fall_precision', f.precision, 'fraction', nf, `${f.detections} reported fall episodes`);
+  add('fall_recall', f.recall, 'fraction', nf, `${f.falls} true falls, detected within ${FALL_MATCH_S} s of the fall start`);
+  if (!brief) add('fall_delay_s', f.meanDelayMs / 1000, 's', nf, `${f.detected} detected falls, fall start to first notice`);
+  return out;
+}
+
+/**
+ * The DECISIONS "Benchmark output" results of a report.
+ * @param r the report (its `results` are not read)
+ * @returns the results, in a fixed order
+ */
+export function resultsOf(r: AccuracyReport): BenchResult[] {
+  const out: BenchResult[] = [];
+  if (r.unseen) {
+    out.push(...settingResults('unseen', r.unseen, baseNote(r, 'unseen')));
+    // The first round's names, kept: the unseen setting's 2-D PCK, count and falls.
+    const u = r.unseen;
+    const note = `${baseNote(r, 'unseen')}; first-round name: the unseen setting's figure (accuracy.unseen.*)`;
+    for (const k of [1, 3]) {
+      const g = u.pose.groups[k]!;
+      out.push({ name: `accuracy.pck02.${GROUP_NAMES[k]}`, value: poseScores(g.pose2d).pck, unit: 'fraction', n: g.scenarios, note: `= accuracy.unseen.pck2d.${GROUP_NAMES[k]}: PCK@0.2 torso, pixels of the known view; ${note}` });
+    }
+    out.push({ name: 'accuracy.count_exact', value: countScores(u.pose.all.count).exact, unit: 'fraction', n: u.pose.all.scenarios, note: `= accuracy.unseen.count_exact; ${note}` });
+    out.push({ name: 'accuracy.fall_precision', value: u.falls.scores.precision, unit: 'fraction', n: u.falls.scenarios, note: `= accuracy.unseen.fall_precision; ${note}` });
+    out.push({ name: 'accuracy.fall_recall', value: u.falls.scores.recall, unit: 'fraction', n: u.falls.scenarios, note: `= accuracy.unseen.fall_recall; ${note}` });
+  }
+  if (r.room) {
+    out.push(...settingResults('room', r.room, baseNote(r, 'room')));
+    if (r.room.uncalibrated) {
+      const note = `the model under test WITHOUT calibration on the same later sessions in the room; ${baseNote(r, 'room')}`;
+      out.push(...settingResults('room.uncalibrated', r.room.uncalibrated, note, true));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown
+
+const dash = '—';
+const cell = (v: number, digits = 3) => (Number.isFinite(v) ? v.toFixed(digits) : dash);
+
+/** Issue 11's targets, for the side-by-side table. */
+const TARGETS: Record<string, { unseen?: string; room?: string }> = {
+  pck3d_one: { unseen: '>= 0.50', room: '>= 0.90' },
+  pck3d_three: { room: '>= 0.75' },
+  floor: { unseen: '<= 0.5' },
+  count: { unseen: '>= 0.85', room: '>= 0.95' },
+  occupied: { unseen: '>= 0.98' },
+  activity: { unseen: '>= 0.85' },
+  mota: { room: '>= 0.80' },
+  fall_precision: { unseen: '>= 0.95', room: '>= 0.95' },
+  fall_recall: { unseen: '>= 0.95', room: '>= 0.95' },
+};
+
+interface Row {
+  label: string;
+  target?: string;
+  model: (s: SettingRun) => number;
+  baseline?: (s: SettingRun) => number;
+  digits?: number;
+}
+
+const headlineRows: Row[] = [
+  { label: `PCK3d@${PCK3D_ALPHA}, one person`, target: 'pck3d_one', model: (s) => pose3dScores(s.pose.groups[1]!.pose3d).pck3d, baseline: (s) => pose3dScores(s.pose.groups[1]!.baseline).pck3d },
+  { label: `PCK3d@${PCK3D_ALPHA}, three people`, target: 'pck3d_three', model: (s) => pose3dScores(s.pose.groups[3]!.pose3d).pck3d, baseline: (s) => pose3dScores(s.pose.groups[3]!.baseline).pck3d },
+  { label: `PCK3d@${PCK3D_ALPHA}, all`, model: (s) => pose3dScores(s.pose.all.pose3d).pck3d, baseline: (s) => pose3dScores(s.pose.all.baseline).pck3d },
+  { label: `PCK3d@${PCK3D_ALPHA} root-relative, all`, model: (s) => pose3dScores(s.pose.all.pose3d).pck3dRel, baseline: (s) => pose3dScores(s.pose.all.baseline).pck3dRel },
+  { label: 'MPJPE cm, all', model: (s) => pose3dScores(s.pose.all.pose3d).mpjpeCm, baseline: (s) => pose3dScores(s.pose.all.baseline).mpjpeCm, digits: 1 },
+  { label: 'floor error median m', target: 'floor', model: (s) => pose3dScores(s.pose.all.pose3d).floorMedianM, baseline: (s) => pose3dScores(s.pose.all.baseline).floorMedianM, digits: 2 },
+  { label: `PCK@${PCK_ALPHA} 2-D (view px), one`, model: (s) => poseScores(s.pose.groups[1]!.pose2d).pck },
+  { label: `PCK@${PCK_ALPHA} 2-D (view px), three`, model: (s) => poseScores(s.pose.groups[3]!.pose2d).pck },
+  { label: 'count exact', target: 'count', model: (s) => countScores(s.pose.all.count).exact },
+  { label: 'occupied (empty vs not)', target: 'occupied', model: (s) => occupiedOf(s.pose.all) },
+  { label: 'activity', target: 'activity', model: (s) => activityOf(s.pose.all) },
+  { label: `MOTA (floor, ${MOT_FLOOR_M} m)`, target: 'mota', model: (s) => motScores(s.pose.mot).mota },
+  { label: 'identity switches', model: (s) => s.pose.mot.switches, digits: 0 },
+  { label: 'fall precision', target: 'fall_precision', model: (s) => s.falls.scores.precision },
+  { label: 'fall recall', target: 'fall_recall', model: (s) => s.falls.scores.recall },
+  { label: 'fall delay s', model: (s) => s.falls.scores.meanDelayMs / 1000, digits: 2 },
+];
+
+function headline(r: AccuracyReport): string[] {
+  const cols: Array<{ head: string; get: (row: Row) => string }> = [];
+  const u = r.unseen;
+  const rm = r.room;
+  if (u) {
+    cols.push({ head: 'unseen room', get: (row) => cell(row.model(u), row.digits) });
+    cols.push({ head: 'unseen baseline', get: (row) => (row.baseline ? cell(row.baseline(u), row.digits) : dash) });
+    cols.push({ head: 'unseen target', get: (row) => (row.target && TARGETS[row.target]?.unseen) || '' });
+  }
+  if (rm) {
+    cols.push({ head: r.oracle ? 'same room (oracle)' : 'same room, calibrated', get: (row) => cell(row.model(rm), row.digits) });
+    if (rm.uncalibrated) cols.push({ head: 'same room, uncalibrated', get: (row) => cell(row.model(rm.uncalibrated!), row.digits) });
+    cols.push({ head: 'same room baseline', get: (row) => (row.baseline ? cell(row.baseline(rm), row.digits) : dash) });
+    cols.push({ head: 'room target', get: (row) => (row.target && TARGETS[row.target]?.room) || '' });
+  }
+  const lines = [`| metric | ${cols.map((c) => c.head).join(' | ')} |`, `|---|${cols.map(() => '---:').join('|')}|`];
+  for (const row of headlineRows) lines.push(`| ${row.label} | ${cols.map((c) => c.get(row)).join(' | ')} |`);
+  return lines;
+}
+
+function byPeople(run: PoseRun): string[] {
+  const lines = [
+    '| people | scenarios | pose frames | PCK3d | PCK3d rel | MPJPE cm | floor med m | baseline PCK3d | PCK 2-D | count exact | occupied | activity |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const rows = [...run.groups.map((g, k) => [String(k), g] as const), ['all', run.all] as const];
+  for (const [k, g] of rows) {
+    const s = pose3dScores(g.pose3d);
+    const b = pose3dScores(g.baseline);
+    lines.push(
+      `| ${k} | ${g.scenarios} | ${g.frames} | ${cell(s.pck3d)} | ${cell(s.pck3dRel)} | ${cell(s.mpjpeCm, 1)} | ${cell(s.floorMedianM, 2)} | ${cell(b.pck3d)} | ${cell(poseScores(g.pose2d).pck)} | ${cell(countScores(g.count).exact)} | ${cell(occupiedOf(g))} | ${cell(activityOf(g))} |`,
+    );
+  }
+  return lines;
+}
+
+function countTable(run: PoseRun): string[] {
+  const cols = Array.from({ length: MAX_REPORTED_COLUMN + 1 }, (_, j) => (j === MAX_REPORTED_COLUMN ? `${j}+` : String(j)));
+  const lines = [`| true \\ reported | ${cols.join(' | ')} | exact |`, `|---:|${cols.map(() => '---:').join('|')}|---:|`];
+  const cs = countScores(run.all.count);
+  run.all.count.forEach((row, t) => lines.push(`| ${t} | ${row.join(' | ')} | ${percent(cs.exactByTrue[t]!)} |`));
+  return lines;
+}
+
+function activityTable(run: PoseRun): string[] {
+  const cols = [...ACTIVITIES, 'none'];
+  const lines = [`| true \\ reported | ${cols.join(' | ')} | right |`, `|---|${cols.map(() => '---:').join('|')}|---:|`];
+  run.all.activity.forEach((row, t) => {
+    const n = row.reduce((a, b) => a + b, 0);
+    lines.push(`| ${ACTIVITIES[t]} | ${row.join(' | ')} | ${n > 0 ? percent(row[t]! / n) : 'n/a'} |`);
+  });
+  return lines;
+}
+
+function trackingTable(run: PoseRun): string[] {
+  const mt = run.mot;
+  const ms = motScores(mt);
+  return [
+    '| true objects | misses | false positives | identity switches | MOTA | MOTP m |',
+    '|---:|---:|---:|---:|---:|---:|',
+    `| ${mt.objects} | ${mt.misses} | ${mt.falsePositives} | ${mt.switches} | ${cell(ms.mota)} | ${cell(ms.motp, 2)} |`,
+  ];
+}
+
+function fallTable(f: FallRun): string[] {
+  const lines = ['| role | people | true falls | detected | mean delay s | false alarms |', '|---|---:|---:|---:|---:|---:|'];
+  const roles = [...new Set(f.people.map((p) => p.role))].sort((a, b) => ROLE_ROTATION.indexOf(a) - ROLE_ROTATION.indexOf(b));
+  for (const role of roles) {
+    const ps = f.people.filter((p) => p.role === role);
+    const delays = ps.flatMap((p) => p.delaysMs);
+    const mean = delays.length ? delays.reduce((a, b) => a + b, 0) / delays.length / 1000 : NaN;
+    lines.push(
+      `| ${role}${FALL_ROLES.includes(role) ? ' (fall)' : ''} | ${ps.length} | ${ps.reduce((a, p) => a + p.falls, 0)} | ${ps.reduce((a, p) => a + p.detected, 0)} | ${fixed(mean, 2)} | ${ps.reduce((a, p) => a + p.falseAlarms, 0)} |`,
+    );
+  }
+  lines.push(`| (no person) | | | | | ${f.unattributedFalseAlarms} |`);
+  lines.push('');
+  lines.push(
+    `Reported fall episodes ${f.scores.detections}, true falls ${f.scores.falls}, detected ${f.scores.detected}: precision ${fixed(f.scores.precision)}, ` +
+      `recall ${fixed(f.scores.recall)}, mean delay ${fixed(f.scores.meanDelayMs / 1000, 2)} s.` +
+      (f.missingFalls > 0 ? ` Warning: ${f.missingFalls} scripted falls did not happen in the simulator.` : ''),
+  );
+  return lines;
+}
+
+function settingSections(title: string, tag: string, run: SettingRun): string[] {
+  const out: string[] = [];
+  out.push(`## ${title}: by people in the room (${tag})`, '', ...byPeople(run.pose), '');
+  out.push(`### ${title}: person count, frames by true (rows) and reported (columns) count`, '', ...countTable(run.pose), '');
+  out.push(`### ${title}: activity of matched persons, true (rows) and reported (columns)`, '', ...activityTable(run.pose), '');
+  out.push(`### ${title}: tracking, CLEAR-MOT on floor positions at ${MOT_FLOOR_M} m`, '', ...trackingTable(run.pose), '');
+  out.push(`### ${title}: falls, scripted scenarios, a detection counts from the fall start to +${run.falls.windowMs / 1000} s`, '', ...fallTable(run.falls), '');
+  return out;
+}
+
+const m2 = (v: number) => v.toFixed(2);
+
+function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
+  const room = rm.room;
+  const out: string[] = [];
+  out.push('## The room and its calibration', '');
+  out.push(
+    `- Room ${m2(room.room.width)} x ${m2(room.room.depth)} x ${m2(room.room.height)} m (${r.plan.split === 'test' ? 'held-out bands' : 'validation family'}), ` +
+      `receiver at (${m2(room.rx.x)}, ${m2(room.rx.y)}, ${m2(room.rx.z)}), transmitter on the ${room.tx.wall} wall at (${m2(room.tx.x)}, ${m2(room.tx.y)}, ${m2(room.tx.z)}); ` +
+      `Intel 5300 layout: ${room.nSub} subcarriers, ${room.nRx} x ${room.nTx} antennas, SNR ${room.snrDb.toFixed(1)} dB, loss ${percent(room.lossRate)}; every frame passes through the Intel 5300 record format.`,
+  );
+  out.push(`- The room's camera is the configured view (environment.view) and its site is known (environment.site), for calibration and for the service alike.`);
+  const c = rm.calibration;
+  if (!c) {
+    out.push('- Oracle: the same-room sessions are scored on the oracle directly; there is no model to calibrate (and no uncalibrated column).');
+  } else {
+    const res = c.result;
+    out.push(
+      `- Calibration: ${c.sessions.length} recorded sessions (${c.sessions.map((s) => `${s.people} ${s.people === 1 ? 'person' : 'people'}, ${s.seconds.toFixed(0)} s`).join('; ')}), ` +
+        `each an Intel 5300 capture and a 10 Hz labels file written by the capture sink from the truth in the room's camera; ` +
+        `\`calibrate\` (src/training/calibrate.ts) used ${res.rows.train} windows and held out ${res.rows.held_out} (each session's end), in ${res.seconds.toFixed(1)} s.`,
+    );
+    out.push(
+      `- On calibrate's own held-out windows: re-projection median ${fixed(res.before.reprojectionMedianPx, 1)} -> ${fixed(res.after.reprojectionMedianPx, 1)} px, ` +
+        `floor ${fixed(res.before.floorMedianM, 2)} -> ${fixed(res.after.floorMedianM, 2)} m, count exact ${fixed(res.before.countExact)} -> ${fixed(res.after.countExact)}.`,
+    );
+    out.push(`- Scored on ${r.plan.room.poseScenarios} later pose sessions x ${r.plan.room.poseSeconds} s and ${r.plan.room.fallScenarios} scripted fall sessions x ${r.plan.room.fallSeconds} s in the same room (other seeds: other people, heights and motion), with the room model and, for comparison, the model under test as it came.`);
+  }
+  out.push('');
+  return out;
+}
+
+/**
+ * The report as Markdown.
+ * @param r the report
+ * @returns tables and the statement of what the numbers are
+ */
+export function markdown(r: AccuracyReport): string {
+  const m = machine();
+  const { infer: si, track: st, alerts: sa } = r.settings;
+  const lines: string[] = [];
+  const val = r.plan.split === 'val';
+  lines.push('# csipose accuracy', '');
+  if (r.contractTestModel) lines.push('**CONTRACT TEST MODEL (fixed pseudo-random weights, never trained): these numbers are meaningless as accuracy; they only show that the benchmark runs.**', '');
+  if (r.oracle) lines.push('**ORACLE: the ground truth of each window stands in for the model. The scores show what tracking, activity and fall rules reach with perfect model outputs (and check the harness); they say nothing about a model.**', '');
+  lines.push(
+    val
+      ? `**Simulated VALIDATION scenarios** (the training distribution's rooms and layouts, seeds of their own): the split on which settings are chosen. These are not the reported scores; run without --split for the held-out scores.`
+      : `**Simulated, held-out.** Every score is measured on simulated CSI in rooms and antenna layouts of the TEST bands of the training recipe (never used in training; each checked with isHeldOut). ` +
+          `*Unseen room*: every scenario in a room of its own, site given. *Same room*: one such room, the model calibrated on recorded, labelled sessions there, then scored on later sessions with other people. ` +
+          `The simulator leaves out furniture, occlusion, multi-bounce paths and hardware quirks, so real CSI will score lower. Nothing was tuned on these scenarios.`,
+    '',
+  );
+  lines.push(`- node ${m.node}, ${m.cpu}; run time ${r.seconds.toFixed(1)} s (${[r.unseen ? `unseen ${r.unseen.seconds.toFixed(1)} s` : '', r.room ? `same room ${r.room.seconds.toFixed(1)} s${r.room.calibration ? ' incl. recording, calibration and the uncalibrated run' : ''}` : ''].filter(Boolean).join(', ')})`);
+  lines.push(`- model ${r.modelPath} (model_version ${r.modelVersion || '?'}, trained_on ${r.trainedOn || '?'})`);
+  const frames = (s: SettingRun | null) => (s ? s.pose.csiFrames + s.falls.csiFrames : 0);
+  if (r.unseen) lines.push(`- unseen: ${r.plan.poseScenarios} pose scenarios x ${r.plan.poseSeconds} s, ${r.plan.fallScenarios} scripted fall scenarios x ${r.plan.fallSeconds} s, seed ${r.plan.seed}; ${frames(r.unseen)} CSI frames through the live pipeline`);
+  if (r.room)
+    lines.push(
+      `- same room: ${r.plan.room.poseScenarios} pose sessions x ${r.plan.room.poseSeconds} s, ${r.plan.room.fallScenarios} fall sessions x ${r.plan.room.fallSeconds} s; ${frames(r.room) + frames(r.room.uncalibrated)} CSI frames through the live pipeline` +
+        (r.room.calibration ? `, ${r.room.calibration.sessions.reduce((a, s) => a + s.frames, 0)} recorded for calibration` : ''),
+    );
+  lines.push(
+    `- live settings (${r.defaultSettings ? 'service defaults' : 'GIVEN BY THE CALLER, not the service defaults'}): count threshold ${si.confidenceThreshold}, max persons ${si.maxPersons}, batch ${si.batchSize}, ` +
+      `tracking min hits ${st.minHits} / max age ${st.maxAge}, fall sensitivity ${sa.sensitivity}, notification delay ${sa.notificationDelaySeconds} s; ` +
+      `per scenario its room's camera as environment.view and its receiver as environment.site.receiver_x/_y` +
+      (r.plan.site === false ? '; unseen: site withheld from the model (--no-site)' : '; site given to the model'),
+  );
+  lines.push(
+    `- PCK3d@${PCK3D_ALPHA}: a joint within ${PCK3D_ALPHA} x the true torso length (mid-shoulder to mid-hip) in room metres, every joint of every true person, persons matched by their pelvises (src/training/eval/pose3d.ts); ` +
+      `root-relative: pelvises made to coincide. 2-D: PCK@${PCK_ALPHA} of the torso in the pixels of the known view, visible keypoints (src/training/eval/pose.ts). ` +
+      `Baseline: ${r.meanPoseSource} placed at each true person's floor position. Activity: matched true persons whose reported activity is the true one. ` +
+      `MOTA: CLEAR-MOT on floor positions, ${MOT_FLOOR_M} m. Falls: a reported episode of the person who fell within ${FALL_MATCH_S} s of the fall start detects it, once; deliberate lie-downs and sits are negatives.`,
+  );
+  lines.push('');
+  lines.push(...headline(r), '');
+  const tag = val ? 'simulated, VALIDATION' : 'simulated, held out';
+  if (r.unseen) lines.push(...settingSections('Unseen rooms', tag, r.unseen));
+  if (r.room) {
+    lines.push(...roomSection(r, r.room));
+    lines.push(...settingSections(r.oracle ? 'Same room (oracle)' : 'Same room, calibrated', tag, r.room));
+    if (r.room.uncalibrated) lines.push(...settingSections('Same room, uncalibrated', tag, r.room.uncalibrated));
+  }
+  lines.push('## Every figure (DECISIONS "Benchmark output")', '');
+  lines.push('| metric | value | unit | scenarios |', '|---|---:|---|---:|');
+  for (const x of r.results) {
+    const v = x.unit === 'fraction' || x.unit === 'ratio' ? fixed(x.value) : x.unit === 'switches' ? String(x.value) : fixed(x.value, 2);
+    lines.push(`| ${x.name} | ${v} | ${x.unit} | ${x.n} |`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** The DECISIONS JSON document. */
+export function json(r: AccuracyReport): string {
+  const m = machine();
+  const results = r.results.map((x) => ({ ...x, value: Number.isFinite(x.value) ? x.value : null }));
+  return JSON.stringify({ node: m.node, cpu: m.cpu, results }, null, 2) + '\n';
+}

@@ -1,0 +1,109 @@
+/**
+ * The installer's part of the same-room setting: record calibration sessions in the room and
+ * fine-tune the model under test for it with `calibrate` (`src/training/calibrate.ts`, what
+ * `csipose calibrate` runs).
+ *
+ * Each session is simulated in the room with generated people, and written exactly as the
+ * service's own `capture` sink writes a run of `sim?truth=1` (src/sinks/index.ts): an Intel 5300
+ * capture (`encodeIntel5300` per frame) and a labels JSON-lines file at 10 Hz whose keypoints are
+ * the truth's pixels in the room's camera (the configured view) with score 1 where visible: what
+ * a camera's pose detector would have written. The sink itself does the writing, so the benchmark
+ * calibrates from the same files a user would have.
+ */
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { Observable } from 'rxjs';
+import type { CsiFrame } from '../../src/csi/frame.js';
+import { viewSettings } from '../../src/pose/camera.js';
+import { SINKS } from '../../src/sinks/index.js';
+import { truthToJson } from '../../src/sources/sim.js';
+import { calibrate, type CalibrateResult, type CalibrationSession } from '../../src/training/calibrate.js';
+import type { ProgressStream } from '../../src/training/progress.js';
+import { recipeSite, type ScenarioRecipe } from '../../src/training/recipe.js';
+import { recipeSimulator, type RoomRecipes } from './plan.js';
+
+/** Labels per second written with the captures (the capture sink's default). */
+export const LABEL_HZ = 10;
+
+/** One recorded session. */
+export interface RecordedSession extends CalibrationSession {
+  /** People placed. */
+  people: number;
+  seconds: number;
+  frames: number;
+}
+
+const discard = () =>
+  new Writable({
+    write(_chunk, _enc, cb) {
+      cb();
+    },
+  });
+
+/**
+ * Records one calibration session to `dir` (`<name>.dat` and `<name>.labels.jsonl`).
+ * @param r the session's recipe (the room with its own seed and people)
+ * @param dir where to write
+ * @param name file stem
+ * @returns the session as `calibrate` takes it
+ */
+export async function recordSession(r: ScenarioRecipe, dir: string, name: string): Promise<RecordedSession> {
+  const { sim, people } = recipeSimulator(r);
+  const frames = Math.round(r.seconds * sim.rateHz);
+  const csi = join(dir, `${name}.dat`);
+  const keypoints = join(dir, `${name}.labels.jsonl`);
+  const source = new Observable<CsiFrame>((subscriber) => {
+    for (let i = 0; i < frames && !subscriber.closed; i++) {
+      const s = sim.next();
+      subscriber.next({ ...s.frame, meta: { ...(s.frame.meta ?? {}), truth: truthToJson(s.truth) } });
+    }
+    subscriber.complete();
+  });
+  const sink = SINKS.get('capture');
+  if (!sink) throw new Error('the capture sink is missing');
+  await sink.run(source, { path: csi, labels: keypoints, label_hz: LABEL_HZ }, { stdout: discard(), stderr: discard() }).done;
+  return { csi, format: 'intel5300', keypoints, people, seconds: r.seconds, frames };
+}
+
+/** What the calibration step did. */
+export interface Calibration {
+  sessions: RecordedSession[];
+  result: CalibrateResult;
+}
+
+/**
+ * Records the room's calibration sessions and calibrates the model under test for the room.
+ * @param model the model file under test (a v2 ONNX file)
+ * @param rooms the room and its calibration sessions
+ * @param dir a temp dir for the captures and `room.onnx`
+ * @param epochs calibration epochs (default calibrate's)
+ * @param progress calibrate's progress stream
+ * @param say progress lines of the benchmark
+ * @returns the sessions and calibrate's result (`result.out` is the room model)
+ */
+export async function calibrateRoom(
+  model: string,
+  rooms: RoomRecipes,
+  dir: string,
+  epochs: number | undefined,
+  progress: ProgressStream,
+  say: (msg: string) => void,
+): Promise<Calibration> {
+  const sessions: RecordedSession[] = [];
+  for (const [i, r] of rooms.calibration.entries()) {
+    sessions.push(await recordSession(r, dir, `session${i + 1}`));
+    say(`room: recorded calibration session ${i + 1}/${rooms.calibration.length}: ${sessions[i]!.people} people, ${r.seconds.toFixed(0)} s`);
+  }
+  const result = await calibrate({
+    sessions: sessions.map(({ csi, format, keypoints }) => ({ csi, format, keypoints })),
+    model,
+    out: join(dir, 'room.onnx'),
+    view: viewSettings(rooms.room.camera),
+    site: recipeSite(rooms.room),
+    siteKnown: true,
+    ...(epochs !== undefined ? { epochs } : {}),
+    seed: 1,
+    progress,
+  });
+  return { sessions, result };
+}

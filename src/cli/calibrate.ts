@@ -1,0 +1,78 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { ConfigStore } from '../config/store.js';
+import type { CaptureFormat } from '../csi/frame.js';
+import { isCaptureFormat } from '../decoders/index.js';
+
+/**
+ * `csipose calibrate --csi CAPTURE --keypoints LABELS.jsonl [--csi ... --keypoints ...] --out room.onnx`:
+ * fine-tunes the pose model for one room from sessions recorded there (docs/calibration.md).
+ *
+ * The room's reference view and site come from the configuration the service would use (the data
+ * directory's saved configuration and the `--config` overlay), as does the model to start from
+ * (`neural_network.model_path`, or `--model`). Progress goes to stderr, the summary to stdout.
+ * Exit status 0 when the room model was written, 1 when it could not be (a file, the model, the
+ * labels), 2 for bad usage.
+ *
+ * The training code is loaded only when the command runs, so `csipose serve` never loads it.
+ */
+export function calibrateCommand(): Command {
+  const collect = (v: string, prev: string[]) => [...prev, v];
+  const positive = (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('must be an integer 1-1000');
+    return n;
+  };
+  return new Command('calibrate')
+    .description('fine-tune the pose model for one room from recorded sessions: a CSI capture and its camera keypoints each')
+    .requiredOption('--csi <capture>', 'CSI capture of a session (repeat for more sessions)', collect, [])
+    .requiredOption('--keypoints <labels.jsonl>', "the session's camera keypoints, one JSON line per camera frame (repeat, in the order of --csi)", collect, [])
+    .requiredOption('--out <room.onnx>', 'where to write the room model (its report goes beside it as .json)')
+    .addOption(new Option('--format <format>', 'capture format (default: from the file name)').choices(['intel5300', 'atheros', 'nexmon', 'esp32']))
+    .option('--model <path>', 'model to start from (default: neural_network.model_path)')
+    .addOption(new Option('--data-dir <dir>', 'data directory whose saved configuration applies').env('CSIPOSE_DATA_DIR').default('./data'))
+    .addOption(new Option('--config <file>', 'JSON configuration overlay (environment.view, environment.site)').env('CSIPOSE_CONFIG'))
+    .option('--epochs <n>', 'passes over the sessions (default 12)', positive)
+    .option('--seed <n>', 'seed of the batch order (default 1)', positive)
+    .action(async (o: { csi: string[]; keypoints: string[]; out: string; format?: string; model?: string; dataDir: string; config?: string; epochs?: number; seed?: number }) => {
+      if (o.csi.length !== o.keypoints.length) {
+        process.stderr.write(`csipose calibrate: ${o.csi.length} --csi but ${o.keypoints.length} --keypoints: give one labels file per capture\n`);
+        process.exitCode = 2;
+        return;
+      }
+      const format = o.format !== undefined && isCaptureFormat(o.format) ? (o.format as CaptureFormat) : undefined;
+      try {
+        const store = await ConfigStore.open({ dataDir: o.dataDir, ...(o.config ? { configFile: o.config } : {}) });
+        const c = store.get();
+        const s = c.environment.site;
+        const { calibrate } = await import('../training/calibrate.js');
+        const r = await calibrate({
+          sessions: o.csi.map((csi, i) => ({ csi, keypoints: o.keypoints[i]!, ...(format ? { format } : {}) })),
+          model: o.model ?? c.neural_network.model_path,
+          out: o.out,
+          view: { ...c.environment.view },
+          site: {
+            roomWidth: s.room_width,
+            roomDepth: s.room_depth,
+            receiver: { x: s.receiver_x, y: s.receiver_y, z: s.receiver_z },
+            transmitter: { x: s.transmitter_x, y: s.transmitter_y, z: s.transmitter_z },
+          },
+          siteKnown: s.known,
+          ...(o.epochs ? { epochs: o.epochs } : {}),
+          ...(o.seed ? { seed: o.seed } : {}),
+        });
+        const f = (x: number, d: number) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+        process.stdout.write(
+          [
+            `room model ${r.metadata.model_version} -> ${r.out} (${r.rows.train} windows, ${Math.round(r.seconds)} s)`,
+            `held-out end of each session: re-projection ${f(r.before.reprojectionMedianPx, 1)} -> ${f(r.after.reprojectionMedianPx, 1)} px, floor ${f(r.before.floorMedianM, 2)} -> ${f(r.after.floorMedianM, 2)} m, count exact ${f(r.before.countExact, 3)} -> ${f(r.after.countExact, 3)}`,
+            `report -> ${r.reportPath}`,
+            `use it: set neural_network.model_path to ${r.out} and restart the service`,
+            '',
+          ].join('\n'),
+        );
+      } catch (e) {
+        process.stderr.write(`csipose calibrate: ${e instanceof Error ? e.message : String(e)}\n`);
+        process.exitCode = 1;
+      }
+    });
+}
