@@ -13,7 +13,7 @@
  * - `unseen` (a room never trained on, site given): the TEST split of the training recipe, every
  *   scenario in a held-out room and antenna layout of its own: pose scenarios and scripted falls.
  * - `room` (the same room after calibration): one held-out room with an Intel 5300 layout. An
- *   installer's 15 minutes (QUICK: 2) are recorded there as three sessions of 1, 2 and 3 people,
+ *   installer's 15 minutes (QUICK: 2) are recorded there as four sessions: the empty room, 1, 2 and 3 people,
  *   each an Intel 5300 capture and a labels file from the truth through the room's camera (the
  *   `capture` sink), and `calibrate` fine-tunes the model under test on them; the room model then
  *   runs later sessions in the same room with other seeds (other people, body sizes, motion): pose

@@ -31,7 +31,7 @@ export function calibrateCommand(): Command {
     .option('--model <path>', 'model to start from (default: neural_network.model_path)')
     .addOption(new Option('--data-dir <dir>', 'data directory whose saved configuration applies').env('CSIPOSE_DATA_DIR').default('./data'))
     .addOption(new Option('--config <file>', 'JSON configuration overlay (environment.view, environment.site)').env('CSIPOSE_CONFIG'))
-    .option('--epochs <n>', 'passes over the sessions (default 12)', positive)
+    .option('--epochs <n>', 'passes over the sessions (default 3)', positive)
     .option('--seed <n>', 'seed of the batch order (default 1)', positive)
     .action(async (o: { csi: string[]; keypoints: string[]; out: string; format?: string; model?: string; dataDir: string; config?: string; epochs?: number; seed?: number }) => {
       if (o.csi.length !== o.keypoints.length) {

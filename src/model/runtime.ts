@@ -807,7 +807,8 @@ const R_HIP = 12;
  * them.
  *
  * v2: the count rule of `confidenceThreshold` (see DecodeOptions) picks how many slots, by
- * presence. Each skeleton is moved from receiver-relative to room metres (`keypoints3d`), its floor
+ * presence; the k-th person's confidence is P(count >= k), so every reported person's confidence
+ * reaches the threshold, as for v1. Each skeleton is moved from receiver-relative to room metres (`keypoints3d`), its floor
  * position is the pelvis (mid-hip) on the floor, its keypoints are projected through `camera`
  * (confidence = presence for a keypoint in the view, 0 outside it), its box is the padded box of
  * the keypoints in view (`Camera.bbox`), its DensePose parts come from the skeleton
@@ -882,7 +883,11 @@ function decodeV2(outputs: ModelOutputsV2, row: number, opts: DecodeOptions): Pe
   for (let k = 0; k < Math.min(n, order.length); k++) {
     const p = order[k]!;
     const slot = base + p;
-    const conf = presence[slot]!;
+    // The k-th person (1-based) is there with the probability that at least k people are: the
+    // count rule above is then "persons whose confidence reaches the threshold", as for v1.
+    let conf = 0;
+    for (let i = k + 1; i <= P; i++) conf += outputs.count[row * (P + 1) + i]!;
+    conf = Math.min(1, conf);
     const kOff = slot * N_KEYPOINTS * 3;
     const kp3 = outputs.keypoints3d;
     const keypoints3d = new Float32Array(N_KEYPOINTS * 3);

@@ -116,6 +116,13 @@ export interface ScenarioOptions {
   fallProbability?: number;
   /** Probability that a person who fell gets up again (after 3-10 s); default 0.7. */
   getUpProbability?: number;
+  /**
+   * A scripted fall of generated behaviour: the first generated person falls at the first tick at
+   * or after this many seconds where they stand or walk and there is room to fall (seated or lying,
+   * they stand up first; without room, a little later), then behaves as generated again. Default
+   * none.
+   */
+  fallAt?: number;
   /** Distance kept from the walls, metres; default 0.4. */
   margin?: number;
 }
@@ -176,6 +183,7 @@ export class Person {
   /** @internal */ stopping = false;
   /** @internal generated: time at which a fall during the current walk happens */ fallAt = Infinity;
   /** @internal generated: gets up after the current fall */ getsUp = true;
+  /** @internal generated: time of a fall asked for by `ScenarioOptions.fallAt` (Infinity once started) */ forcedFallAt = Infinity;
   /** @internal floor footprint: head (x, y), feet (x, y) */ readonly footprint = new Float64Array(4);
 
   constructor(id: number, body: Body, mode: Mode, rng: Rng, script: ScriptStep[] | null) {
@@ -325,6 +333,11 @@ export class Scenario {
       people.forEach((spec, i) => this.persons.push(this.explicitPerson(i, spec, seed)));
     }
     for (const p of this.persons) if (p.script === null) p.holdUntil = p.rng.uniform(0, 1.5);
+    if (opts.fallAt !== undefined) {
+      if (!(opts.fallAt >= 0 && Number.isFinite(opts.fallAt))) throw new RangeError('scenario: fallAt must be a number of seconds >= 0');
+      const first = this.persons.find((p) => p.script === null);
+      if (first) first.forcedFallAt = opts.fallAt;
+    }
   }
 
   /** The room as the channel model sees it (null when no surface reflects). */
@@ -703,6 +716,14 @@ export class Scenario {
   // Actions
 
   private act(p: Person, t: number): void {
+    if (t >= p.forcedFallAt) {
+      // Seated or lying, the person stands up first (generated behaviour goes on meanwhile).
+      if (p.mode === 'standing' || p.mode === 'walking') {
+        if (this.tryGeneratedFall(p, t)) p.forcedFallAt = Infinity;
+      } else if ((p.mode === 'sitting' || p.mode === 'lying') && p.pending === null) {
+        p.pending = { at: t, action: 'stand' };
+      }
+    }
     if (p.script !== null) {
       while (p.scriptIdx < p.script.length && p.script[p.scriptIdx]!.at <= t + 1e-9) p.pending = p.script[p.scriptIdx++]!;
     } else if (p.pending === null && (p.mode === 'standing' || p.mode === 'sitting' || p.mode === 'lying') && t >= p.holdUntil) {

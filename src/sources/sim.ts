@@ -46,7 +46,8 @@ export function truthToJson(t: GroundTruth): Record<string, unknown> {
 
 /**
  * Parses the query of a `sim?...` source URI.
- * Keys: seed, people (0-4), nsub (30|56|114), band (2.4|5), rate (Hz), nrx, ntx, snr (dB), env, truth (0|1).
+ * Keys: seed, people (0-4), nsub (30|56|114), band (2.4|5), rate (Hz), nrx, ntx, snr (dB), env, truth (0|1),
+ * fall (seconds: the first person falls then, `ScenarioOptions.fallAt`).
  * @throws SourceError for values out of range
  */
 export function parseSimParams(q: URLSearchParams): SimParams {
@@ -83,6 +84,8 @@ export function parseSimParams(q: URLSearchParams): SimParams {
   if (env !== null) out.environmentId = env;
   const truth = q.get('truth');
   if (truth !== null) out.truth = truth === '1' || truth === 'true';
+  const fall = num('fall', 0, 86_400, false);
+  if (fall !== undefined) out.scenario = { ...out.scenario, fallAt: fall };
   return out;
 }
 

@@ -53,6 +53,11 @@ export const MIN_SCORE = 0.3;
 export const ANKLE_HEIGHT_M = 0.08;
 /** Window hop of the calibration rows, frames (a divisor of the history stride). */
 const CAL_HOP = 16;
+/**
+ * Passes over the sessions by default. Chosen on a VALIDATION room (docs/model.md, "Calibration"):
+ * on later sessions with other people more epochs only fit the recorded people better.
+ */
+export const CALIBRATION_EPOCHS = 3;
 /** Share of each session (its end) kept apart to choose the epoch and to report on. */
 const HOLD_OUT = 0.15;
 
@@ -85,12 +90,12 @@ export const CAL_WEIGHTS = Object.freeze({
   presence: 1,
   floor: 4,
   reprojection: 8,
-  /** Pixels below which the re-projection loss is quadratic. */
-  reprojectionBetaPx: 8,
+  /** Re-projection error (metres at the joint's depth) below which its loss is quadratic. */
+  reprojectionBetaM: 0.05,
   keepActivity: 1,
   keepFall: 1,
   keepHeight: 2,
-  keepShape: 2,
+  keepShape: 8,
 });
 
 /** One labelled person. */
@@ -277,6 +282,10 @@ export interface CalibrateOptions {
   epochs?: number;
   seed?: number;
   progress?: ProgressStream;
+  /** Other fine-tuning settings than the defaults below (studies of the recipe). */
+  tune?: Partial<Omit<TrainSettings, 'hidden' | 'seed' | 'epochs'>>;
+  /** Other loss weights than CAL_WEIGHTS (studies of the recipe). */
+  lossWeights?: Partial<typeof CAL_WEIGHTS>;
 }
 
 /** What `calibrate` reports. */
@@ -309,8 +318,7 @@ const dHuber = (e: number, beta: number): number => Math.max(-1, Math.min(1, e /
 /**
  * The calibration objective (see the module comment); `targets` are CAL rows.
  */
-function calibrationObjective(camera: Camera, receiver: { x: number; y: number }, norm: Normalizer): Objective {
-  const W = CAL_WEIGHTS;
+function calibrationObjective(camera: Camera, receiver: { x: number; y: number }, norm: Normalizer, W: typeof CAL_WEIGHTS): Objective {
   const px = new Float64Array(2);
   const jac = new Float64Array(6);
   const joint = new Float64Array(3);
@@ -387,12 +395,16 @@ function calibrationObjective(camera: Camera, receiver: { x: number; y: number }
             joint[1] = rootM[1]! + y[oi + 1]! + receiver.y;
             joint[2] = rootM[2]! + y[oi + 2]!;
             if (!camera.projectJacobian(joint[0]!, joint[1]!, joint[2]!, px, jac)) continue;
+            // The pixel error measured in metres at the joint's depth (metres per pixel there), so
+            // that a far person's few pixels weigh as much as a near one's many and the term is on
+            // the scale of the floor and shape terms.
+            const mpp = camera.depth(joint[0]!, joint[1]!, joint[2]!) / camera.focalPx;
             const scale = (W.reprojection * w) / weights;
-            const eu = px[0]! - t[li]!;
-            const ev = px[1]! - t[li + 1]!;
-            total += scale * (huber(eu, W.reprojectionBetaPx) + huber(ev, W.reprojectionBetaPx));
-            const gu = scale * dHuber(eu, W.reprojectionBetaPx);
-            const gv = scale * dHuber(ev, W.reprojectionBetaPx);
+            const eu = (px[0]! - t[li]!) * mpp;
+            const ev = (px[1]! - t[li + 1]!) * mpp;
+            total += scale * (huber(eu, W.reprojectionBetaM) + huber(ev, W.reprojectionBetaM));
+            const gu = scale * dHuber(eu, W.reprojectionBetaM) * mpp;
+            const gv = scale * dHuber(ev, W.reprojectionBetaM) * mpp;
             for (let d = 0; d < 3; d++) {
               const g = gu * jac[d]! + gv * jac[3 + d]!;
               if (dy) dy[oi + d] += g * inv;
@@ -579,21 +591,23 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateResult
   const before = agreement(base, norm, heldRows.src, camera, receiver);
 
   // 3. Fine-tuning from the shipped weights.
+  const weightsUsed = { ...CAL_WEIGHTS, ...opts.lossWeights };
   const hidden = baseWeights.layers.map((l) => l.out);
   const settings: TrainSettings = {
     hidden,
-    epochs: opts.epochs ?? 12,
+    epochs: opts.epochs ?? CALIBRATION_EPOCHS,
     batch: 64,
     lr: 3e-4,
     lrMin: 1e-5,
     warmupSteps: 50,
     weightDecay: 1e-4,
     dropout: 0,
+    ...opts.tune,
     seed: opts.seed ?? 1,
   };
   const result = train(trainRows.src, heldRows.src, norm, settings, {
     init: fromPoseWeights(baseWeights, norm),
-    objective: calibrationObjective(camera, receiver, norm),
+    objective: calibrationObjective(camera, receiver, norm, weightsUsed),
     onProgress: (p) => {
       const frac = ((p.epoch - 1) * p.batches + p.batch) / (p.epochs * p.batches);
       progress.update(`calibrating epoch ${p.epoch}/${p.epochs} ${bar(frac)} loss ${p.loss.toFixed(3)} ETA ${formatSeconds(p.etaSeconds)}`);
@@ -627,7 +641,7 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateResult
   const out: CalibrateResult = { out: opts.out, reportPath, metadata, rows: { train: trainRows.src.n, held_out: heldRows.src.n }, before, after, seconds };
   await writeFile(
     reportPath,
-    `${JSON.stringify({ ...out, base_model: opts.model, sessions: opts.sessions, view: opts.view, site: opts.site, site_known: opts.siteKnown, settings, weights: CAL_WEIGHTS, epochs: result.history }, null, 2)}\n`,
+    `${JSON.stringify({ ...out, base_model: opts.model, sessions: opts.sessions, view: opts.view, site: opts.site, site_known: opts.siteKnown, settings, weights: weightsUsed, epochs: result.history }, null, 2)}\n`,
   );
   return out;
 }

@@ -154,17 +154,25 @@ describe('decodeOutputs v2', () => {
     expect(decodeOutputs(outputs(Array.from(c)), 0, { ...o, confidenceThreshold: 0.5 }).map((p) => p.slot)).toEqual([0, 2]);
     expect(decodeOutputs(outputs(Array.from(c)), 0, { ...o, confidenceThreshold: 0.71 }).map((p) => p.slot)).toEqual([0]);
     expect(decodeOutputs(outputs(Array.from(c)), 0, { ...o, confidenceThreshold: 0.5, maxPersons: 1 })).toHaveLength(1);
+    // The k-th person's confidence is P(count >= k): each reported person reaches the threshold.
+    const conf = decodeOutputs(outputs(Array.from(c)), 0, { ...o, confidenceThreshold: 0.5 }).map((p) => p.confidence);
+    const tails = Array.from(c).map((_, k) => Array.from(c).slice(k + 1).reduce((x, v) => x + v, 0));
+    expect(conf).toHaveLength(2);
+    conf.forEach((v, k) => expect(v).toBeCloseTo(tails[k]!, 6));
+    for (const v of conf) expect(v).toBeGreaterThanOrEqual(0.5);
   });
 
   it('moves skeletons to the room, projects them through the view, and derives floor, box, parts and activity', () => {
-    const [a, b] = decodeOutputs(outputs([0, 0, 1, 0, 0]), 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4, includeDensePose: true, camera, receiver });
+    // P(count >= 1) = P(count >= 2) = 0.9: both persons' confidence.
+    const [a, b] = decodeOutputs(outputs([0.1, 0, 0.9, 0, 0]), 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4, includeDensePose: true, camera, receiver });
     expect(a!.confidence).toBeCloseTo(0.9, 6);
+    expect(b!.confidence).toBeCloseTo(0.9, 6);
     // Room metres: x + receiver x, y + receiver y, z as given.
     expect(a!.keypoints3d![0]).toBeCloseTo(3 - 0.8, 5);
     expect(a!.keypoints3d![1]).toBeCloseTo(3.2, 5);
     expect(a!.floor!.x).toBeCloseTo(2.2, 5);
     expect(a!.floor!.y).toBeCloseTo(3.2, 5);
-    // Pixels: exactly the camera's projection, confidence = presence inside the view.
+    // Pixels: exactly the camera's projection, confidence = the person's inside the view.
     const px = new Float64Array(2);
     camera.project(2.2, 3.2, 1.65, px, 0);
     expect(a!.keypoints[0]).toBeCloseTo(px[0]!, 3);

@@ -28,7 +28,7 @@ import { replayFile } from '../../src/sources/replayFile.js';
 import { simSource } from '../../src/sources/sim.js';
 import { HISTORY_WIDTH } from '../../src/model/history.js';
 import { FEATURE_DIM, HOP, OFFSETS, WINDOW_FRAMES } from '../../src/model/features.js';
-import { PoseModel } from '../../src/model/runtime.js';
+import { countFromProbabilities, PoseModel } from '../../src/model/runtime.js';
 import { defaultLiveParams } from '../../bench/accuracy.js';
 import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
 import { Camera, type CameraSpec } from '../../src/pose/camera.js';
@@ -38,7 +38,7 @@ import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/
 import { sanitizePhase } from '../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
 import { features } from '../../operators/features.js';
-import { infer, type FeatureRow, type InferStats } from '../../operators/infer.js';
+import { COUNT_SMOOTHING, infer, type FeatureRow, type InferStats } from '../../operators/infer.js';
 import { track } from '../../operators/track.js';
 import { activity } from '../../operators/activity.js';
 import { alerts, type AlertsConfig } from '../../operators/alerts.js';
@@ -368,13 +368,20 @@ describeWithSamples(`golden: features and infer on a real capture (${CAPTURE})`,
     const history = Float32Array.from(rows.flatMap((r) => Array.from(r.history ?? new Float32Array(HISTORY_WIDTH))));
     const raw = await model.run(Float32Array.from(rows.flatMap((r) => Array.from(r.features))), rows.length, { history });
     const P = model.maxPersons;
+    if (raw.contract !== 2) throw new Error('the shipped model is a contract v2 model');
+    // The count distribution averaged over the stream (COUNT_SMOOTHING), as the operator does.
+    const K = P + 1;
+    const avg = new Float64Array(K);
     frames.forEach((f, i) => {
-      // The operator keeps rows in order, passes presence through and orders persons by it.
+      // The operator keeps rows in order and orders persons by confidence.
       expect(f.frameId).toBe(i);
       expect(f.time).toBe(rows[i]!.frameTime);
       expect(f.modelVersion).toBe(version);
+      for (let k = 0; k < K; k++) avg[k] = i === 0 ? raw.count[k]! : avg[k]! + COUNT_SMOOTHING * (raw.count[i * K + k]! - avg[k]!);
+      expect(f.persons.length).toBe(Math.min(countFromProbabilities(Float32Array.from(avg), 0, P, threshold), P));
+      // The k-th person's confidence is P(count >= k) of the averaged distribution.
+      f.persons.forEach((p, k) => expect(p.confidence).toBeCloseTo(avg.slice(k + 1).reduce((a, v) => a + v, 0), 4));
       for (let k = 1; k < f.persons.length; k++) expect(f.persons[k]!.confidence).toBeLessThanOrEqual(f.persons[k - 1]!.confidence);
-      for (const p of f.persons) expect(p.confidence).toBeCloseTo(raw.presence[i * P + p.slot]!, 4);
     });
 
     checkGolden(

@@ -150,6 +150,23 @@ describeWithSimulator('parseSource: opening sim sources', () => {
     expect(truth.persons).toHaveLength(2);
   });
 
+  it('sim?fall=S makes the first person fall at S seconds (a scripted fall in generated behaviour)', async () => {
+    const fallsIn = async (uri: string) => {
+      const frames = await lastValueFrom((parseSource(uri).open('frame', { speed: 0 }) as Observable<CsiFrame>).pipe(take(1200), toArray()));
+      const t0 = frames[0]!.time;
+      return frames.flatMap((f) => ((f.meta?.truth as { events: Array<{ type: string; personId: number; time: number }> }).events ?? []).filter((e) => e.type === 'fall_start').map((e) => ({ ...e, at: (e.time - t0) / 1000 })));
+    };
+    const asked = await fallsIn('sim?seed=1&people=2&truth=1&fall=6');
+    expect(asked.length).toBeGreaterThanOrEqual(1);
+    expect(asked[0]!.personId).toBe(0);
+    expect(asked[0]!.at).toBeGreaterThanOrEqual(6);
+    // Person 0 of seed 1 sits at 6 s: they stand up first (about 1.4 s), then fall.
+    expect(asked[0]!.at).toBeLessThan(8);
+    // Without it the same seed does not fall in these 12 s: the fall is the parameter's doing.
+    expect(await fallsIn('sim?seed=1&people=2&truth=1')).toEqual([]);
+    expect(() => parseSource('sim?fall=-1')).toThrow(/fall must be a number in 0\.\.86400/);
+  });
+
   it('projects the truth through the view the context gives, and follows a new view object', async () => {
     const first = { ...DEFAULT_VIEW, yaw_deg: 20, pitch_deg: -25 };
     const second = { ...DEFAULT_VIEW, hfov_deg: 60, x: 2 };

@@ -1,7 +1,7 @@
 /**
  * `csipose calibrate`: the labels format, the floor point under labelled ankles, and the command
  * end to end (a simulated session recorded with the capture sink, a --quick v2 model trained here,
- * the room model written and loaded).
+ * the room model written, loaded by the runtime and run by the service).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,7 @@ import { CsiSimulator } from '../../src/sim/simulator.js';
 import { ANKLE_HEIGHT_M, floorFromLabel, LABEL_TOLERANCE_S, parseLabels } from '../../src/training/calibrate.js';
 import { runTraining } from '../../src/training/run.js';
 import { ensureBuilt, runCli } from '../helpers/cli.js';
+import { startServer, until, waitForStatus } from '../helpers/server.js';
 import { contractModel } from '../helpers/poseModels.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 
@@ -111,7 +112,24 @@ describe('csipose calibrate', () => {
     } finally {
       await model.release();
     }
-  }, 60_000);
+    // The service takes it as neural_network.model_path and runs it after a restart.
+    const s = await startServer({ source: 'sim?seed=3&people=1' });
+    try {
+      const token = await s.login();
+      const put = await s.api('PUT', '/config', { token, body: { neural_network: { model_path: f('room.onnx') } } });
+      expect(put.status, put.text).toBe(200);
+      expect((await s.api('POST', '/system/restart', { token })).status).toBe(202);
+      const st = await waitForStatus(s, token, 'running');
+      expect(JSON.stringify(st)).toMatch(/csipose-pose-2\.0\.0\+[0-9a-f]{10}\+room/);
+      const frame = await until(async () => {
+        const r = await s.api('GET', '/pose/latest', { token });
+        return r.status === 200 && r.body.data?.metadata?.model_version?.endsWith('+room') ? r.body.data : undefined;
+      }, 'a pose frame from the room model');
+      expect(frame.metadata.model_version).toMatch(/\+room$/);
+    } finally {
+      await s.close();
+    }
+  }, 90_000);
 
   it('says what is wrong: bad usage (2), labels that match no window, a v1 model, a missing file (1)', async () => {
     const pair = await runCli(['calibrate', '--csi', f('s1.dat'), '--csi', f('s1.dat'), '--keypoints', f('s1.jsonl'), '--out', f('x.onnx')]);
