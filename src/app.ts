@@ -23,6 +23,8 @@ export interface ServeOptions {
   env?: Record<string, string | undefined>;
   /** HTTP transport: uWebSockets.js (the service) or Node's http (only for the side-by-side benchmark). */
   transport?: 'uws' | 'node';
+  /** Serve the web dashboard at `/` (default true; `--no-dashboard` turns it off). */
+  dashboard?: boolean;
   log?: Logger;
 }
 
@@ -81,6 +83,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
       log,
       ...(o.form ? { form: o.form } : {}),
       ...(o.transport ? { transport: o.transport } : {}),
+      ...(o.dashboard === false ? { dashboard: false as const } : {}),
     });
   } catch (e) {
     store.close();

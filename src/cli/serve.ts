@@ -25,12 +25,13 @@ export function serveCommand(): Command {
     .addOption(new Option('--source <uri>', 'sim, udp://HOST:PORT?format=F, file:PATH (overrides config hardware.source)').env('CSIPOSE_SOURCE'))
     .addOption(new Option('--form <form>', 'default response form').choices(['a', 'b']).env('CSIPOSE_FORM'))
     .addOption(new Option('--no-autostart', 'do not start the system at launch').env('CSIPOSE_NO_AUTOSTART'))
+    .addOption(new Option('--no-dashboard', 'do not serve the web dashboard at /').env('CSIPOSE_NO_DASHBOARD'))
     .addOption(new Option('--log-level <level>', 'error | warn | info | debug').choices([...LEVELS]).env('CSIPOSE_LOG_LEVEL').default('info'))
     .addOption(
       new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale),
     )
     .addOption(new Option('--http <transport>', 'HTTP transport (node only for the benchmark)').choices(['uws', 'node']).default('uws').hideHelp())
-    .action(async (o: { http: 'uws' | 'node'; host: string; port: number; dataDir: string; config?: string; source?: string; form?: 'a' | 'b'; autostart: boolean; logLevel: Level; rateLimitScale: number }) => {
+    .action(async (o: { http: 'uws' | 'node'; host: string; port: number; dataDir: string; config?: string; source?: string; form?: 'a' | 'b'; autostart: boolean; dashboard: boolean; logLevel: Level; rateLimitScale: number }) => {
       const rank = LEVELS.indexOf(o.logLevel);
       const log = (level: 'info' | 'warn' | 'error', msg: string) => {
         if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
@@ -45,6 +46,7 @@ export function serveCommand(): Command {
           ...(o.source ? { source: o.source } : {}),
           ...(o.form ? { form: o.form } : {}),
           autostart: o.autostart,
+          dashboard: o.dashboard,
           rateLimitScale: o.rateLimitScale,
           transport: o.http,
           log,
@@ -58,6 +60,12 @@ export function serveCommand(): Command {
         process.stdout.write(`admin password (generated, shown once): ${app.svc.generatedAdminPassword}\n`);
       }
       process.stdout.write(`pose stream on ws://${o.host}:${app.server.port}/ws/pose\n`);
+      if (app.server.dashboard) {
+        // An address a browser on this machine can open, also when bound to every interface.
+        const host = o.host === '0.0.0.0' || o.host === '' ? '127.0.0.1' : o.host === '::' ? '[::1]' : o.host.includes(':') ? `[${o.host}]` : o.host;
+        const who = app.svc.generatedAdminPassword ? 'as admin with the password above' : 'as admin or with an API key';
+        process.stdout.write(`dashboard on http://${host}:${app.server.port}/ (sign in ${who})\n`);
+      }
       // Last, as DECISIONS has it: scripts wait for this line.
       process.stdout.write(`listening on http://${o.host}:${app.server.port}\n`);
       let stopping = false;

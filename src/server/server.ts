@@ -8,6 +8,7 @@ import { listenUws } from './uws.js';
 import { listenNodeHttp } from './nodeHttp.js';
 import { PoseSocket } from './ws/endpoint.js';
 import type { Form } from './forms.js';
+import { Dashboard, defaultDashboardDir, serveDashboard } from './dashboard.js';
 
 export interface ServerOptions {
   host: string;
@@ -19,6 +20,12 @@ export interface ServerOptions {
   rateLimitScale: number;
   /** uWebSockets.js (the service) or Node's http (the side-by-side benchmark; no WebSocket). */
   transport?: 'uws' | 'node';
+  /**
+   * The web dashboard at `/`: the folder of its build (default `dist/web` of this package), or
+   * false for none (`--no-dashboard`; `/` is then a 404 like any unknown path). A folder without
+   * a build is logged and served as none.
+   */
+  dashboard?: string | false;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -29,6 +36,8 @@ export interface HttpServer {
   readonly core: HttpCore;
   /** The `/ws/pose` endpoint (absent on the Node transport). */
   readonly socket: PoseSocket | undefined;
+  /** The dashboard served at `/`, when there is one (never on the Node transport). */
+  readonly dashboard: Dashboard | undefined;
   /** Stops listening and closes every WebSocket (1001). */
   close(): void;
 }
@@ -39,11 +48,11 @@ function rateLimitConfig(c: ConfigSnapshot): Partial<Record<Category, Limit>> {
 
 /**
  * The HTTP and WebSocket server of a service: REST under `/api/v1` (routes by resource, the HTTP
- * core's auth, limits, forms and errors) and `/ws/pose` on one uWebSockets.js app. It holds
- * connections and rate-limit counters, never pipeline state: routes and the WebSocket read the
- * service's face.
+ * core's auth, limits, forms and errors), `/ws/pose` and the web dashboard's static files (`/`,
+ * `/assets/*`) on one uWebSockets.js app. It holds connections and rate-limit counters, never
+ * pipeline state: routes and the WebSocket read the service's face.
  * @param svc the service's face
- * @param o address, form, limits scale, transport, logger
+ * @param o address, form, limits scale, transport, dashboard, logger
  * @returns the listening server
  */
 export async function startServer(svc: ServiceFace, o: ServerOptions): Promise<HttpServer> {
@@ -67,15 +76,25 @@ export async function startServer(svc: ServiceFace, o: ServerOptions): Promise<H
         port,
         core,
         socket: undefined,
+        dashboard: undefined,
         close: () => {
           configSub.unsubscribe();
           server.close();
         },
       };
     }
+    let dashboard: Dashboard | undefined;
+    if (o.dashboard !== false) {
+      try {
+        dashboard = Dashboard.load(o.dashboard ?? defaultDashboardDir());
+      } catch (e) {
+        o.log('warn', `no dashboard: ${(e as Error).message}`);
+      }
+    }
     let socket: PoseSocket | undefined;
     const server = await listenUws(core, o.host, o.port, (app) => {
       socket = new PoseSocket(app, svc, core, { form, log: o.log });
+      if (dashboard) serveDashboard(app, dashboard, core);
     }).catch((e: unknown) => {
       socket?.close();
       throw e;
@@ -85,6 +104,7 @@ export async function startServer(svc: ServiceFace, o: ServerOptions): Promise<H
       port: server.port,
       core,
       socket,
+      dashboard,
       close: () => {
         configSub.unsubscribe();
         socket?.close();

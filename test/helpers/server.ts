@@ -47,6 +47,8 @@ export interface ServerOptions {
   source?: string;
   /** Extra environment for the authenticator (CSIPOSE_API_KEYS, ...). */
   env?: Record<string, string | undefined>;
+  /** Serve the web dashboard at `/` (default true, as `csipose serve`). */
+  dashboard?: boolean;
 }
 
 export interface ApiOptions {
@@ -148,6 +150,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<TestServer>
       ...(configFile ? { configFile } : {}),
       ...(opts.source ? { source: opts.source } : {}),
       ...(opts.form ? { form: opts.form } : {}),
+      ...(opts.dashboard === false ? { dashboard: false } : {}),
       // Kept in memory: a failing test can print them, a passing one stays quiet.
       log: (level, msg) => void logs.push(`${level} ${msg}`),
     });

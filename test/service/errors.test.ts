@@ -132,7 +132,8 @@ describe('envelopes and errors', () => {
   });
 
   it('unknown paths answer 404 RESOURCE_NOT_FOUND in both forms, /api/v2 included', async () => {
-    const paths = ['/api/v1/nope', '/api/v2/pose/latest', '/api/v2/health', '/api/v1/pose/latest/extra', '/', '/health', '/api', '/api/v1'];
+    // `/` is the dashboard (test/dashboard/static.test.ts; a 404 like these with --no-dashboard).
+    const paths = ['/api/v1/nope', '/api/v2/pose/latest', '/api/v2/health', '/api/v1/pose/latest/extra', '/index.html', '/health', '/api', '/api/v1'];
     for (const path of paths) {
       const b = await s.rawPath('GET', path, { token });
       expectFormBError(b, 404, 'RESOURCE_NOT_FOUND');

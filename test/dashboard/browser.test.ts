@@ -1,0 +1,298 @@
+/**
+ * The dashboard in a real browser (headless Chromium, playwright-core) against the real service on
+ * port 0 running the live pipeline (simulator, shipped model): sign-in, skeletons drawn from the
+ * stream, a scripted alert, reconnecting, the configuration form's server-side validation, system
+ * control as an operator and as a viewer, token refresh and session end, analytics. One server
+ * and one browser for the file; each test has its own browser context (its own sessionStorage).
+ * Assertions wait for behaviour (an element, a text, changed pixels), never for a time.
+ */
+import { randomBytes } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { canvasPixels, CHROMIUM, launchBrowser, NO_BROWSER, signIn } from '../helpers/browser.js';
+import { ADMIN_PASSWORD, JWT_SECRET, startServer, until, type TestServer } from '../helpers/server.js';
+
+if (NO_BROWSER) console.warn(NO_BROWSER);
+
+/** A zone over the whole floor plan: every tracked person in it raises a critical intrusion alert. */
+const EVERYWHERE = { id: 'everywhere', name: 'Whole room', polygon: [[-50, -50], [50, -50], [50, 50], [-50, 50]], severity: 'critical' };
+
+describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
+  let s: TestServer;
+  let browser: Browser;
+  let admin: string;
+  const contexts: BrowserContext[] = [];
+  const pageErrors: string[] = [];
+
+  /** A fresh page in its own context; uncaught page errors fail the test. */
+  async function open(): Promise<Page> {
+    const ctx = await browser.newContext({ viewport: { width: 1360, height: 860 } });
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(25_000);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    return page;
+  }
+
+  /** Waits until the view shows a frame other than `after` with someone in it; returns its id. */
+  async function nextFrameWithPeople(page: Page, after = ''): Promise<string> {
+    await page.waitForFunction(
+      (prev) => {
+        const v = document.querySelector<HTMLCanvasElement>('#view');
+        return !!v && v.dataset.frame !== prev && !!v.dataset.frame && Number(v.dataset.persons) > 0;
+      },
+      after,
+    );
+    return (await page.getAttribute('#view', 'data-frame'))!;
+  }
+
+  const text = async (page: Page, sel: string) => ((await page.textContent(sel)) ?? '').trim();
+
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([
+      startServer({ model: true, autostart: true, rateLimitScale: 100, config: { streaming: { status_interval_seconds: 1 } } }),
+      launchBrowser(),
+    ]);
+    if (!s.app.server.dashboard) throw new Error('no dashboard build in dist/web: run npm run build first');
+    admin = await s.login();
+  });
+  afterEach(async () => {
+    for (const c of contexts.splice(0)) await c.close();
+    expect(pageErrors.splice(0)).toEqual([]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.close();
+  });
+
+  it('signs in with a password, keeps credentials out of the address, draws skeletons from the live stream, signs out', async () => {
+    const page = await open();
+    await page.goto(`${s.base}/`);
+    await page.fill('#username', 'admin');
+    await page.fill('#password', 'not-the-password');
+    await page.click('#sign-in');
+    await page.waitForFunction(() => document.querySelector('#signin-error')?.textContent === 'Wrong username or password.');
+
+    await page.fill('#password', ADMIN_PASSWORD);
+    await page.click('#sign-in');
+    await page.waitForSelector('#role');
+    expect(await text(page, '#role')).toBe('admin');
+    expect(page.url()).toBe(`${s.base}/`);
+
+    // Skeletons from the stream: the canvas shows people, and its pixels change with the next frame.
+    const first = await nextFrameWithPeople(page);
+    const before = await canvasPixels(page, '#view');
+    await nextFrameWithPeople(page, first);
+    expect(await canvasPixels(page, '#view')).not.toBe(before);
+    // The view has the size of the environment's reference view.
+    const view = (await s.api('GET', '/config', { token: admin, form: 'a' })).body.environment.view;
+    expect(await page.$eval('#view', (c) => [(c as HTMLCanvasElement).width / devicePixelRatio, (c as HTMLCanvasElement).height / devicePixelRatio])).toEqual([view.width, view.height]);
+    await page.waitForFunction(() => document.querySelector('#conn')?.textContent === 'live');
+    await page.waitForFunction(() => /^\d+(\.\d)? frames\/s$/.test(document.querySelector('#fps')?.textContent ?? '') && /\d+ ms latency/.test(document.querySelector('#latency')?.textContent ?? ''));
+    expect(await canvasPixels(page, '#floor')).not.toBe(await page.evaluate(() => document.createElement('canvas').toDataURL()));
+
+    // Signing out revokes the session's tokens and forgets them.
+    const stored = JSON.parse((await page.evaluate(() => sessionStorage.getItem('csipose.session')))!);
+    expect((await s.api('GET', '/system/status', { token: stored.access })).status).toBe(200);
+    await page.click('#sign-out');
+    await page.waitForSelector('#signin');
+    expect(await text(page, '#signin-error')).toBe('Signed out.');
+    expect(await page.evaluate(() => sessionStorage.getItem('csipose.session'))).toBeNull();
+    expect((await s.api('GET', '/system/status', { token: stored.access })).status).toBe(401);
+  });
+
+  it('shows a scripted alert in the feed, with the critical cue', async () => {
+    const page = await open();
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    await nextFrameWithPeople(page);
+    // The script: a critical zone over the whole room, added live; everyone tracked in it raises an alert.
+    const put = await s.api('PUT', '/config', { token: admin, body: { environment: { zones: [EVERYWHERE] } } });
+    expect(put.status, put.text).toBe(200);
+    try {
+      const item = page.locator('#alerts li[data-severity=critical]').first();
+      await item.waitFor();
+      expect(await item.textContent()).toMatch(/critical.*intrusion · #\d+.*Whole room \(-?\d+(\.\d)? m, -?\d+(\.\d)? m\)/);
+      await page.waitForSelector('#critical-banner:not([hidden])');
+      expect(await text(page, '#critical-banner')).toMatch(/^Critical alert: intrusion of #\d+ at Whole room/);
+      await page.click('#critical-banner button');
+      await page.waitForSelector('#critical-banner', { state: 'hidden' });
+    } finally {
+      await s.api('PUT', '/config', { token: admin, body: { environment: { zones: [] } } });
+    }
+  });
+
+  it('reconnects by itself when the server drops the stream', async () => {
+    const page = await open();
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    await nextFrameWithPeople(page);
+    // Switching WebSocket streaming off closes every connection (1001) and refuses new ones.
+    expect((await s.api('PUT', '/config', { token: admin, body: { streaming: { websocket_enabled: false } } })).status).toBe(200);
+    try {
+      await page.waitForFunction(() => document.querySelector('#conn')?.textContent?.startsWith('reconnecting'));
+    } finally {
+      expect((await s.api('PUT', '/config', { token: admin, body: { streaming: { websocket_enabled: true } } })).status).toBe(200);
+    }
+    await page.waitForFunction(() => document.querySelector('#conn')?.textContent === 'live');
+    await nextFrameWithPeople(page);
+  });
+
+  it("shows the server's field-level validation message and saves a valid change", async () => {
+    const page = await open();
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    await page.click('#tab-system');
+    await page.click('details[data-group=detection] > summary');
+    const threshold = page.locator('[name="detection.confidence_threshold"]');
+    const original = await threshold.inputValue();
+    await threshold.fill('1.5');
+    await page.click('#config-form button[type=submit]');
+    const error = page.locator('.field[data-path="detection.confidence_threshold"] .field-error');
+    await page.waitForFunction(() => !!document.querySelector('.field[data-path="detection.confidence_threshold"] .field-error')?.textContent);
+    // Word for word what the server says about that field.
+    const direct = await s.api('PUT', '/config', { token: admin, form: 'a', body: { detection: { confidence_threshold: 1.5 } } });
+    expect(direct.status).toBe(422);
+    expect(await error.textContent()).toBe(direct.body.error.details.field_errors[0].message);
+    expect(await text(page, '.config .form-message')).toMatch(/refused a field; nothing was changed/);
+    expect((await s.api('GET', '/config', { token: admin, form: 'a' })).body.detection.confidence_threshold).toBe(Number(original));
+
+    await threshold.fill(original);
+    await page.fill('[name="detection.max_persons"]', '3');
+    await page.click('#config-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('.config .form-message')?.textContent?.startsWith('Saved: detection.max_persons'));
+    expect(await error.textContent()).toBe('');
+    expect((await s.api('GET', '/config', { token: admin, form: 'a' })).body.detection.max_persons).toBe(3);
+    await s.api('PUT', '/config', { token: admin, body: { detection: { max_persons: 4 } } });
+  });
+
+  it('lets an operator (API key) stop and start the system, but not change the configuration', async () => {
+    const { key } = await s.apiKey(admin, 'operator', 'dashboard-operator');
+    const page = await open();
+    await signIn(page, s.base, { apiKey: key });
+    expect(await text(page, '#role')).toBe('operator');
+    await page.click('#tab-system');
+    await page.waitForFunction(() => document.querySelector('#system-state')?.textContent === 'running');
+    await page.click('button[data-action=stop]');
+    await page.waitForFunction(() => document.querySelector('#system-state')?.textContent === 'stopped');
+    expect((await s.api('GET', '/system/status', { token: admin })).body.data.status).toBe('stopped');
+    expect(await page.isDisabled('button[data-action=stop]')).toBe(true);
+    await page.click('button[data-action=start]');
+    await page.waitForFunction(() => document.querySelector('#system-state')?.textContent === 'running');
+    expect((await s.api('GET', '/system/status', { token: admin })).body.data.status).toBe('running');
+    // The configuration is read-only below admin.
+    await page.waitForSelector('[name="detection.max_persons"]', { state: 'attached' });
+    expect(await page.isDisabled('[name="detection.max_persons"]')).toBe(true);
+    expect(await page.isHidden('#config-form button[type=submit]')).toBe(true);
+    // And the live view comes back with the new session.
+    await page.click('#tab-live');
+    await nextFrameWithPeople(page);
+  });
+
+  it('disables the controls for a viewer, and shows the refusal when they are forced', async () => {
+    const { key } = await s.apiKey(admin, 'viewer', 'dashboard-viewer');
+    const page = await open();
+    await signIn(page, s.base, { apiKey: key });
+    expect(await text(page, '#role')).toBe('viewer');
+    await page.click('#tab-system');
+    await page.waitForFunction(() => document.querySelector('#system-state')?.textContent === 'running');
+    for (const a of ['start', 'stop', 'restart']) expect(await page.isDisabled(`button[data-action=${a}]`), a).toBe(true);
+    expect(await text(page, '.system .form-message.note')).toBe('Start, stop and restart need the operator role; you are viewer.');
+    const session = (await s.api('GET', '/system/status', { token: admin })).body.data.session_id;
+    // Enabled by hand, the button's request is refused by the server (403) and the page says why.
+    await page.evaluate(() => {
+      const b = document.querySelector<HTMLButtonElement>('button[data-action=restart]')!;
+      b.disabled = false;
+      b.click();
+    });
+    await page.waitForFunction(() => /needs the operator role and you are viewer/.test(document.querySelector('#system-message')?.textContent ?? ''));
+    expect((await s.api('GET', '/system/status', { token: admin })).body.data).toMatchObject({ status: 'running', session_id: session });
+    expect(await page.isDisabled('button[data-action=restart]')).toBe(true);
+  });
+
+  it('refreshes a token before it expires, and ends the session when it is revoked', async () => {
+    const login = await s.api('POST', '/auth/token', { form: 'a', body: { username: 'admin', password: ADMIN_PASSWORD } });
+    const now = Math.floor(Date.now() / 1000);
+    // An access token 2 minutes from its end, as a tab that has been open for almost a day would
+    // hold (inside the 5 minutes before expiry in which the page renews; long enough for a loaded
+    // machine to open the page before it expires).
+    const ending = await new SignJWT({ role: 'admin' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject('admin')
+      .setIssuedAt(now - 86_280)
+      .setExpirationTime(now + 120)
+      .setJti(randomBytes(8).toString('hex'))
+      .sign(new TextEncoder().encode(JWT_SECRET));
+    const state = { kind: 'token', user: 'admin', role: 'admin', access: ending, refresh: login.body.refresh_token, expiresAt: (now + 120) * 1000, lifetime: 86_400_000 };
+    const page = await open();
+    await page.addInitScript((st) => sessionStorage.setItem('csipose.session', st), JSON.stringify(state));
+    await page.goto(`${s.base}/`);
+    await page.waitForSelector('#role');
+    await page.waitForFunction((old) => JSON.parse(sessionStorage.getItem('csipose.session') ?? '{}').access !== old, ending);
+    const renewed = JSON.parse((await page.evaluate(() => sessionStorage.getItem('csipose.session')))!);
+    expect(renewed.expiresAt).toBeGreaterThan(Date.now() + 86_000_000);
+    expect((await s.api('GET', '/system/status', { token: renewed.access })).status).toBe(200);
+    // The old refresh token was used up by the page.
+    expect((await s.api('POST', '/auth/refresh', { body: { refresh_token: login.body.refresh_token } })).status).toBe(401);
+    await nextFrameWithPeople(page);
+
+    // Revoked elsewhere: the stream is closed (4401), renewing fails, and the page asks to sign in again.
+    expect((await s.api('POST', '/auth/revoke', { body: { token: renewed.refresh } })).status).toBe(200);
+    await page.waitForSelector('#signin');
+    expect(await text(page, '#signin-error')).toMatch(/session has ended/);
+  });
+
+  it('shows occupancy, activity and events for a chosen period as charts', async () => {
+    const page = await open();
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    await page.click('#tab-analytics');
+    await page.selectOption('#analytics-period', 'hour');
+    await page.waitForSelector('#occupancy-chart canvas');
+    await page.waitForSelector('#activity-chart canvas');
+    // Events reach the store in batches: ask again until some are there.
+    await until(async () => {
+      if ((await page.locator('#events tbody tr').count()) > 0) return true;
+      await page.click('.analytics .toolbar button');
+      await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
+      return undefined;
+    }, 'stored events in the analytics panel', 40, 500);
+    expect(await text(page, '#events p')).toMatch(/^\d+ events in the period/);
+    expect(Number(await text(page, '.cards .card:last-child .value'))).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(!CHROMIUM)('sign-in messages', () => {
+  let s: TestServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    // Two sign-in attempts a minute, so that the third is refused.
+    [s, browser] = await Promise.all([startServer({ config: { rate_limits: { authentication: { points: 2, duration_seconds: 60 } } } }), launchBrowser()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.close();
+  });
+
+  it('says what went wrong on 401 and 429, and for an API key that is not valid', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${s.base}/`);
+    const attempt = async () => {
+      await page.fill('#username', 'admin');
+      await page.fill('#password', 'wrong');
+      await page.click('#sign-in');
+      await page.waitForFunction(() => !!document.querySelector('#signin-error')?.textContent && !(document.querySelector('#sign-in') as HTMLButtonElement).disabled);
+      const t = (await page.textContent('#signin-error'))!;
+      await page.evaluate(() => (document.querySelector('#signin-error')!.textContent = ''));
+      return t;
+    };
+    expect(await attempt()).toBe('Wrong username or password.');
+    expect(await attempt()).toBe('Wrong username or password.');
+    expect(await attempt()).toMatch(/^Sign-in: too many requests \(2 requests per 60 s\)\. Try again in \d+ s \(at .+\)\.$/);
+
+    await page.click('button[data-mode=key]');
+    await page.fill('#apikey', 'csk_nope_notakey000000000000');
+    await page.click('#sign-in');
+    await page.waitForFunction(() => !!document.querySelector('#signin-error')?.textContent);
+    expect(await page.textContent('#signin-error')).toBe('This API key is not valid (mistyped or revoked).');
+    expect(page.url()).toBe(`${s.base}/`);
+    await page.close();
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * The floor plan: the room of `environment.site` seen from above, with the receiver's (front) wall
+ * at the bottom so that left and right match the reference view; a 1 m grid, the zones of
+ * `environment.zones`, the radios, the camera's field of view, each tracked person's position
+ * (`location`, metres) with a fading trail, and alerts highlighted where they happened.
+ */
+import { trackColor } from './skeleton.js';
+import type { AlertMessage, Config, PoseFrame, Severity } from './types.js';
+
+/** How long a trail reaches back, and how long a track unseen keeps it. */
+const TRAIL_MS = 8000;
+/** How long an alert stays highlighted. */
+const HIGHLIGHT_MS = 12_000;
+const MARGIN_PX = 28;
+
+export const SEVERITY_COLOR: Record<Severity, string> = {
+  low: '#e3b341',
+  medium: '#f0883e',
+  high: '#f85149',
+  critical: '#ff2d55',
+};
+
+interface TrailPoint {
+  t: number;
+  x: number;
+  y: number;
+}
+
+interface Highlight {
+  t: number;
+  x: number;
+  y: number;
+  severity: Severity;
+  zone: string | undefined;
+}
+
+/** Floor-plan state (trails, highlights) and its drawing. */
+export class FloorPlan {
+  private readonly trails = new Map<number, TrailPoint[]>();
+  private readonly highlights: Highlight[] = [];
+
+  /**
+   * Adds the positions of a new frame to the trails (once per frame).
+   * @param f the frame
+   * @param now performance.now() of its arrival
+   */
+  addFrame(f: PoseFrame, now: number): void {
+    for (const p of f.persons) {
+      if (!p.location || !Number.isFinite(p.location.x) || !Number.isFinite(p.location.y)) continue;
+      let trail = this.trails.get(p.track_id);
+      if (!trail) this.trails.set(p.track_id, (trail = []));
+      trail.push({ t: now, x: p.location.x, y: p.location.y });
+    }
+    for (const [id, trail] of this.trails) {
+      let drop = 0;
+      while (drop < trail.length && now - trail[drop]!.t > TRAIL_MS) drop++;
+      if (drop === trail.length) this.trails.delete(id);
+      else if (drop) trail.splice(0, drop);
+    }
+  }
+
+  /** Highlights an alert's location (and zone) for a while. */
+  highlight(a: AlertMessage, now: number): void {
+    const loc = a.data.location;
+    if (!loc || !Number.isFinite(loc.x) || !Number.isFinite(loc.y)) return;
+    this.highlights.push({ t: now, x: loc.x, y: loc.y, severity: a.severity, zone: a.data.zone });
+  }
+
+  /** Whether something is animating (a redraw is due even without a new frame). */
+  animating(now: number): boolean {
+    while (this.highlights.length && now - this.highlights[0]!.t > HIGHLIGHT_MS) this.highlights.shift();
+    return this.highlights.length > 0;
+  }
+
+  /**
+   * Draws the plan.
+   * @param ctx context in CSS pixels
+   * @param w width, CSS pixels
+   * @param hgt height, CSS pixels
+   * @param cfg the configuration (site, view, zones)
+   * @param frame the latest frame, if any
+   * @param now performance.now()
+   */
+  draw(ctx: CanvasRenderingContext2D, w: number, hgt: number, cfg: Config, frame: PoseFrame | undefined, now: number): void {
+    const site = cfg.environment.site;
+    const s = Math.max(1, Math.min((w - 2 * MARGIN_PX) / site.room_width, (hgt - 2 * MARGIN_PX) / site.room_depth));
+    const ox = (w - site.room_width * s) / 2;
+    const oy = (hgt - site.room_depth * s) / 2;
+    const X = (x: number) => ox + x * s;
+    const Y = (y: number) => oy + (site.room_depth - y) * s;
+
+    ctx.fillStyle = '#0d1117';
+    ctx.fillRect(0, 0, w, hgt);
+    ctx.fillStyle = '#131a23';
+    ctx.fillRect(X(0), Y(site.room_depth), site.room_width * s, site.room_depth * s);
+    ctx.strokeStyle = 'rgba(255,255,255,0.07)';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let x = 1; x < site.room_width; x++) (ctx.moveTo(X(x), Y(0)), ctx.lineTo(X(x), Y(site.room_depth)));
+    for (let y = 1; y < site.room_depth; y++) (ctx.moveTo(X(0), Y(y)), ctx.lineTo(X(site.room_width), Y(y)));
+    ctx.stroke();
+    ctx.strokeStyle = '#8b949e';
+    ctx.lineWidth = 2;
+    ctx.strokeRect(X(0), Y(site.room_depth), site.room_width * s, site.room_depth * s);
+
+    const pulse = 0.5 + 0.5 * Math.sin(now / 150);
+    const alerting = new Map<string, Highlight>();
+    for (const hl of this.highlights) if (hl.zone) alerting.set(hl.zone, hl);
+    ctx.font = '12px system-ui, sans-serif';
+    for (const z of cfg.environment.zones) {
+      if (z.polygon.length < 3) continue;
+      const hl = alerting.get(z.id);
+      ctx.beginPath();
+      z.polygon.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
+      ctx.closePath();
+      ctx.fillStyle = hl ? withAlpha(SEVERITY_COLOR[hl.severity], 0.15 + 0.25 * pulse) : 'rgba(88,166,255,0.08)';
+      ctx.fill();
+      ctx.strokeStyle = hl ? SEVERITY_COLOR[hl.severity] : 'rgba(88,166,255,0.6)';
+      ctx.lineWidth = hl ? 2 : 1;
+      ctx.stroke();
+      // The label inside the zone's top-left corner, kept on the canvas.
+      const lx = Math.min(...z.polygon.map((p) => p[0]));
+      const ly = Math.max(...z.polygon.map((p) => p[1]));
+      ctx.fillStyle = hl ? SEVERITY_COLOR[hl.severity] : '#79c0ff';
+      ctx.fillText(z.name || z.id, clamp(X(lx) + 4, 2, w - 80), clamp(Y(ly) + 14, 12, hgt - 4));
+    }
+
+    // The camera and its horizontal field of view.
+    const v = cfg.environment.view;
+    const axis = ((90 - v.yaw_deg) * Math.PI) / 180;
+    const half = ((v.hfov_deg / 2) * Math.PI) / 180;
+    const reach = Math.max(site.room_width, site.room_depth) * 0.35;
+    ctx.fillStyle = 'rgba(210,168,255,0.08)';
+    ctx.beginPath();
+    ctx.moveTo(X(v.x), Y(v.y));
+    ctx.lineTo(X(v.x + reach * Math.cos(axis + half)), Y(v.y + reach * Math.sin(axis + half)));
+    ctx.lineTo(X(v.x + reach * Math.cos(axis - half)), Y(v.y + reach * Math.sin(axis - half)));
+    ctx.closePath();
+    ctx.fill();
+    marker(ctx, X(v.x), Y(v.y), '#d2a8ff', 'camera', 'square', true);
+    marker(ctx, X(site.receiver_x), Y(site.receiver_y), '#3fb950', 'Rx', 'diamond');
+    marker(ctx, X(site.transmitter_x), Y(site.transmitter_y), '#3fb950', 'Tx', 'diamond');
+
+    for (const [id, trail] of this.trails) {
+      ctx.lineWidth = 2;
+      for (let i = 1; i < trail.length; i++) {
+        const a = trail[i - 1]!;
+        const b = trail[i]!;
+        ctx.strokeStyle = trackColor(id, 0.7 * Math.max(0, 1 - (now - b.t) / TRAIL_MS));
+        ctx.beginPath();
+        ctx.moveTo(X(a.x), Y(a.y));
+        ctx.lineTo(X(b.x), Y(b.y));
+        ctx.stroke();
+      }
+    }
+    for (const p of frame?.persons ?? []) {
+      if (!p.location || !Number.isFinite(p.location.x)) continue;
+      const x = X(p.location.x);
+      const y = Y(p.location.y);
+      ctx.fillStyle = trackColor(p.track_id);
+      ctx.beginPath();
+      ctx.arc(x, y, 6, 0, Math.PI * 2);
+      ctx.fill();
+      ctx.fillStyle = '#e6edf3';
+      ctx.fillText(`#${p.track_id}`, x + 8, y - 6);
+    }
+
+    for (const hl of this.highlights) {
+      const age = (now - hl.t) / HIGHLIGHT_MS;
+      ctx.strokeStyle = withAlpha(SEVERITY_COLOR[hl.severity], 1 - age);
+      ctx.lineWidth = 3;
+      ctx.beginPath();
+      ctx.arc(X(hl.x), Y(hl.y), 10 + 10 * pulse, 0, Math.PI * 2);
+      ctx.stroke();
+    }
+    if (!site.known) {
+      ctx.fillStyle = '#8b949e';
+      ctx.fillText('site not measured: the default room', 6, hgt - 8);
+    }
+  }
+}
+
+function clamp(v: number, lo: number, hi: number): number {
+  return Math.max(lo, Math.min(hi, v));
+}
+
+/** `#rrggbb` with an alpha. */
+function withAlpha(hex: string, alpha: number): string {
+  const n = parseInt(hex.slice(1), 16);
+  return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${clamp(alpha, 0, 1)})`;
+}
+
+function marker(ctx: CanvasRenderingContext2D, x: number, y: number, color: string, label: string, shape: 'square' | 'diamond', labelLeft = false): void {
+  ctx.fillStyle = color;
+  ctx.beginPath();
+  if (shape === 'square') ctx.rect(x - 5, y - 5, 10, 10);
+  else (ctx.moveTo(x, y - 7), ctx.lineTo(x + 7, y), ctx.lineTo(x, y + 7), ctx.lineTo(x - 7, y), ctx.closePath());
+  ctx.fill();
+  ctx.fillStyle = '#e6edf3';
+  ctx.fillText(label, labelLeft ? x - 9 - ctx.measureText(label).width : x + 9, y + 4);
+}

@@ -1,0 +1,165 @@
+/**
+ * The live view: the skeletons on a canvas the size of the reference view (`environment.view`),
+ * over the room's floor projected through the same camera, and the floor plan beside it. Both are
+ * drawn in `requestAnimationFrame` from the stream's latest frame, and only when something changed
+ * (a new frame, an animation, or a quarter second passed), so a fast stream never queues work.
+ */
+import { ViewCamera } from './camera.js';
+import { h } from './dom.js';
+import { FloorPlan } from './floorplan.js';
+import { drawPerson } from './skeleton.js';
+import type { PoseStream } from './stream.js';
+import type { AlertMessage, Config } from './types.js';
+
+/** Redraw at least this often while visible (fading trails, the waiting message). */
+const IDLE_REDRAW_MS = 250;
+/** A frame older than this is shown dimmed, with the reason no newer one came. */
+export const STALE_MS = 2000;
+
+export class LiveView {
+  readonly element: HTMLElement;
+  private readonly view: HTMLCanvasElement;
+  private readonly floor: HTMLCanvasElement;
+  private readonly plan = new FloorPlan();
+  private camera: ViewCamera | undefined;
+  private drawnSeq = -1;
+  /** Something other than a new frame asks for a redraw. */
+  private dirty = true;
+  private lastDraw = 0;
+  private floorSize = { w: 0, h: 0 };
+  private config: Config | undefined;
+  /** What to say on the view while no frame is shown. */
+  private waiting = 'Connecting…';
+
+  constructor(private readonly stream: PoseStream) {
+    this.view = h('canvas', { id: 'view', class: 'view', 'aria-label': 'Skeletons in the reference view' });
+    this.floor = h('canvas', { id: 'floor', class: 'floor', 'aria-label': 'Floor plan' });
+    this.element = h(
+      'div',
+      { class: 'live' },
+      h('figure', { class: 'panel' }, h('figcaption', { text: 'Reference view' }), this.view),
+      h('figure', { class: 'panel' }, h('figcaption', { text: 'Floor plan' }), this.floor),
+    );
+    new ResizeObserver(() => {
+      const r = this.floor.getBoundingClientRect();
+      this.floorSize = { w: r.width, h: r.height };
+      this.dirty = true;
+    }).observe(this.floor);
+  }
+
+  /** New geometry (view size, camera, room, zones). */
+  setConfig(cfg: Config): void {
+    this.config = cfg;
+    const v = cfg.environment.view;
+    const dpr = window.devicePixelRatio || 1;
+    this.view.width = Math.round(v.width * dpr);
+    this.view.height = Math.round(v.height * dpr);
+    this.camera = new ViewCamera(v);
+    this.dirty = true;
+  }
+
+  /** Says why no frame is shown (connecting, system stopped, ...). */
+  setWaiting(text: string): void {
+    if (text === this.waiting) return;
+    this.waiting = text;
+    this.dirty = true;
+  }
+
+  alert(a: AlertMessage): void {
+    this.plan.highlight(a, performance.now());
+    this.dirty = true;
+  }
+
+  /**
+   * One animation frame: takes in a new frame if there is one and redraws when due.
+   * @param now performance.now()
+   */
+  tick(now: number): void {
+    const frame = this.stream.latest;
+    const fresh = this.stream.seq !== this.drawnSeq;
+    if (fresh && frame) this.plan.addFrame(frame, now);
+    if (!fresh && !this.dirty && !this.plan.animating(now) && now - this.lastDraw < IDLE_REDRAW_MS) return;
+    this.drawnSeq = this.stream.seq;
+    this.dirty = false;
+    this.lastDraw = now;
+    if (!this.config) return;
+    this.drawView(now);
+    this.drawFloor(now);
+  }
+
+  private drawView(now: number): void {
+    const cfg = this.config!;
+    const v = cfg.environment.view;
+    const ctx = this.view.getContext('2d')!;
+    const dpr = this.view.width / v.width;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = '#0d1117';
+    ctx.fillRect(0, 0, v.width, v.height);
+    this.drawRoom(ctx, cfg);
+    const frame = this.stream.latest;
+    let drawn = 0;
+    for (const p of frame?.persons ?? []) if (drawPerson(ctx, p, v.width)) drawn++;
+    // What is on the canvas, for tests and tools: the frame and how many skeletons it shows.
+    this.view.dataset.frame = String(frame?.frame_id ?? '');
+    this.view.dataset.persons = String(drawn);
+    if (!frame || now - this.stream.lastArrival > STALE_MS) {
+      if (frame) {
+        ctx.fillStyle = 'rgba(13, 17, 23, 0.65)';
+        ctx.fillRect(0, 0, v.width, v.height);
+      }
+      ctx.fillStyle = '#c9d1d9';
+      ctx.font = '16px system-ui, sans-serif';
+      ctx.textAlign = 'center';
+      ctx.fillText(this.waiting, v.width / 2, v.height / 2);
+      ctx.textAlign = 'start';
+    }
+  }
+
+  /** The floor's 1 m grid and the room's walls at floor level, projected into the view. */
+  private drawRoom(ctx: CanvasRenderingContext2D, cfg: Config): void {
+    const cam = this.camera;
+    if (!cam) return;
+    const { room_width: w, room_depth: d } = cfg.environment.site;
+    const line = (x0: number, y0: number, x1: number, y1: number) => {
+      // In short steps, so that a line partly behind the camera still shows its visible part.
+      const steps = 24;
+      let pen = false;
+      for (let i = 0; i <= steps; i++) {
+        const p = cam.project(x0 + ((x1 - x0) * i) / steps, y0 + ((y1 - y0) * i) / steps, 0);
+        if (!p) {
+          pen = false;
+          continue;
+        }
+        if (pen) ctx.lineTo(p[0], p[1]);
+        else ctx.moveTo(p[0], p[1]);
+        pen = true;
+      }
+    };
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = 'rgba(139,148,158,0.18)';
+    ctx.beginPath();
+    for (let x = 1; x < w; x++) line(x, 0, x, d);
+    for (let y = 1; y < d; y++) line(0, y, w, y);
+    ctx.stroke();
+    ctx.strokeStyle = 'rgba(139,148,158,0.45)';
+    ctx.beginPath();
+    line(0, 0, w, 0);
+    line(w, 0, w, d);
+    line(w, d, 0, d);
+    line(0, d, 0, 0);
+    ctx.stroke();
+  }
+
+  private drawFloor(now: number): void {
+    const { w, h: hgt } = this.floorSize;
+    if (w < 10 || hgt < 10) return;
+    const dpr = window.devicePixelRatio || 1;
+    if (this.floor.width !== Math.round(w * dpr) || this.floor.height !== Math.round(hgt * dpr)) {
+      this.floor.width = Math.round(w * dpr);
+      this.floor.height = Math.round(hgt * dpr);
+    }
+    const ctx = this.floor.getContext('2d')!;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    this.plan.draw(ctx, w, hgt, this.config!, this.stream.latest, now);
+  }
+}

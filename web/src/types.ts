@@ -1,0 +1,124 @@
+/**
+ * The shapes the dashboard reads, as the interface sends them (../shared/spec and docs/service.md):
+ * Form B pose frames and system status, the WebSocket messages, and the canonical configuration
+ * (Form A `GET /config`, the names of `GET /config/schema`).
+ */
+
+export type Role = 'viewer' | 'operator' | 'admin';
+export type Severity = 'low' | 'medium' | 'high' | 'critical';
+
+export interface Point {
+  x: number;
+  y: number;
+}
+
+export interface Keypoint {
+  name: string;
+  x: number;
+  y: number;
+  confidence: number;
+  visible: boolean;
+}
+
+/** A person of a Form B pose frame. */
+export interface Person {
+  person_id: number;
+  track_id: number;
+  confidence: number;
+  bounding_box: { x: number; y: number; width: number; height: number };
+  keypoints?: Keypoint[];
+  activity?: string;
+  /** Metres on the floor plan, when the model gives a floor position. */
+  location?: Point;
+}
+
+/** `pose_update.data` plus the message's timestamp (the last CSI frame behind the estimate). */
+export interface PoseFrame {
+  timestamp: string;
+  frame_id: number;
+  environment_id: string;
+  processing_time_ms: number;
+  persons: Person[];
+  metadata: Record<string, unknown>;
+}
+
+/** The WebSocket `alert` message. */
+export interface AlertMessage {
+  alert_id: string;
+  timestamp: string;
+  alert_type: string;
+  severity: Severity;
+  data: {
+    person_id: number | null;
+    track_id?: number | null;
+    environment_id?: string;
+    location: Point | null;
+    confidence: number;
+    zone?: string;
+    metadata?: Record<string, unknown>;
+  };
+  actions_required: string[];
+}
+
+/** `system_status.status` of the WebSocket. */
+export interface StreamStatus {
+  processing_fps: number;
+  pose_fps: number;
+  active_persons: number;
+  active_tracks: number;
+  system_health: string;
+  state: string;
+  session_id: string | null;
+  average_latency_ms: number;
+}
+
+/** An activity event of `GET /analytics/events`. */
+export interface ActivityEvent {
+  event_id: string;
+  type: string;
+  severity: Severity;
+  timestamp: string;
+  person_id: number | null;
+  track_id: number | null;
+  confidence: number | null;
+  location: Point | null;
+  metadata: Record<string, unknown> | null;
+  zone?: string;
+  actions_taken: string[];
+}
+
+export interface Zone {
+  id: string;
+  name?: string;
+  polygon: Array<[number, number]>;
+  severity?: Severity;
+}
+
+export interface ViewSettings {
+  width: number;
+  height: number;
+  hfov_deg: number;
+  x: number;
+  y: number;
+  z: number;
+  yaw_deg: number;
+  pitch_deg: number;
+}
+
+export interface SiteSettings {
+  known: boolean;
+  room_width: number;
+  room_depth: number;
+  receiver_x: number;
+  receiver_y: number;
+  receiver_z: number;
+  transmitter_x: number;
+  transmitter_y: number;
+  transmitter_z: number;
+}
+
+/** The part of the canonical configuration the live view draws from. */
+export interface Config {
+  environment: { id: string; name: string; view: ViewSettings; zones: Zone[]; site: SiteSettings };
+  [group: string]: unknown;
+}
