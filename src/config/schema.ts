@@ -415,7 +415,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       default: 0.5,
       minimum: 0,
       maximum: 1,
-      description: 'Persons whose presence confidence is below this are dropped',
+      description: 'Persons whose confidence is below this are dropped (contract v2 models: the k-th person\'s confidence is the probability that at least k people are there)',
       restart: false,
     },
     max_persons: {

@@ -57,7 +57,7 @@ export const DEFAULT: RunConfig = {
   train: { hidden: [256, 256], epochs: 6, batch: 128, lr: 1e-3, lrMin: 2e-5, warmupSteps: 300, weightDecay: 1e-2, dropout: 0.1 },
 };
 
-/** `npm run train -- --full`: the same recipe with more scenarios, a wider network, longer (about 45 minutes on 2 cores). */
+/** `npm run train -- --full`: the same recipe with more scenarios, a wider network, longer (41 minutes on 2 cores). */
 export const FULL: RunConfig = {
   name: 'full',
   counts: { train: 2400, val: 120, test: 120, seconds: 16 },
