@@ -3,6 +3,7 @@
  * Form B pose frames and system status, the WebSocket messages, and the canonical configuration
  * (Form A `GET /config`, the names of `GET /config/schema`).
  */
+import type { ViewSettings } from '../../src/pose/camera.js';
 
 export type Role = 'viewer' | 'operator' | 'admin';
 export type Severity = 'low' | 'medium' | 'high' | 'critical';
@@ -94,16 +95,8 @@ export interface Zone {
   severity?: Severity;
 }
 
-export interface ViewSettings {
-  width: number;
-  height: number;
-  hfov_deg: number;
-  x: number;
-  y: number;
-  z: number;
-  yaw_deg: number;
-  pitch_deg: number;
-}
+/** `environment.view`: the service's own type (src/pose/camera.ts). */
+export type { ViewSettings };
 
 export interface SiteSettings {
   known: boolean;
