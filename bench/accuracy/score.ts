@@ -20,7 +20,6 @@
  *   deliberate lie-downs, sits and walks are the negatives.
  */
 import type { PoseRunner } from '../../src/model/runtime.js';
-import { Hungarian } from '../../src/pose/hungarian.js';
 import { ACTIVITIES, type PoseFrame } from '../../src/pose/types.js';
 import type { GroundTruth } from '../../src/sim/simulator.js';
 import type { MeanPose } from '../../src/training/evaluate.js';
@@ -29,7 +28,7 @@ import { episodesFrom, scoreFalls, type FallNotice, type FallScores, type TrueFa
 import { type FallRole } from '../../src/training/eval/fallScripts.js';
 import { addMotTotals, ClearMot, emptyMotTotals, type MotPoint, type MotTotals } from '../../src/training/eval/mot.js';
 import { addPoseCounts, emptyPoseCounts, scorePoseFrame, type PoseCounts } from '../../src/training/eval/pose.js';
-import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, scorePose3dFrame, type Pose3dCounts } from '../../src/training/eval/pose3d.js';
+import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, matchByPelvis, scorePose3dFrame, type Pose3dCounts } from '../../src/training/eval/pose3d.js';
 import type { LiveParams } from '../../pipelines/settings.js';
 import { runLive } from './live.js';
 import { openStream, scenarioSettings, type BenchStream } from './plan.js';
@@ -87,10 +86,6 @@ export function addTally(a: PoseTally, b: PoseTally): PoseTally {
   return a;
 }
 
-const L_HIP = 11;
-const R_HIP = 12;
-const pelvis = (kp: ArrayLike<number>, c: number) => 0.5 * (kp[3 * L_HIP + c]! + kp[3 * R_HIP + c]!);
-const solver = new Hungarian();
 const ACTIVITY_INDEX = new Map<string, number>(ACTIVITIES.map((a, i) => [a, i]));
 
 /**
@@ -105,23 +100,15 @@ export function scoreFrame(t: PoseTally, pose: PoseFrame, truth: GroundTruth, me
   const preds = pose.persons.filter((p) => p.keypoints3d !== undefined);
   const predKp = preds.map((p) => p.keypoints3d!);
   const trueKp = truth.persons.map((p) => p.keypoints3d);
-  addPose3dCounts(t.pose3d, scorePose3dFrame(predKp, trueKp));
+  const match = matchByPelvis(predKp, trueKp);
+  addPose3dCounts(t.pose3d, scorePose3dFrame(predKp, trueKp, match));
   addPose3dCounts(t.baseline, scorePose3dFrame(truth.persons.map((p) => baselineSkeleton(mean.offsets, mean.pelvisZ, p.floor)), trueKp));
   addPoseCounts(t.pose2d, scorePoseFrame(pose.persons, truth.persons));
   addCount(t.count, Math.min(truth.personCount, MAX_TRUE_COUNT), pose.persons.length);
   if (pose.persons.length > 0 === truth.personCount > 0) t.occupiedRight++;
-  // Activity of the reported person matched to each true person (pelvis distance, Hungarian).
+  // Activity of the reported person paired with each true person (the same pelvis matching).
   const R = trueKp.length;
-  const C = predKp.length;
-  if (R > 0 && C > 0) {
-    const cost = new Float64Array(R * C);
-    for (let r = 0; r < R; r++) {
-      for (let c = 0; c < C; c++) {
-        const d = Math.hypot(pelvis(trueKp[r]!, 0) - pelvis(predKp[c]!, 0), pelvis(trueKp[r]!, 1) - pelvis(predKp[c]!, 1), pelvis(trueKp[r]!, 2) - pelvis(predKp[c]!, 2));
-        cost[r * C + c] = Number.isFinite(d) ? d : 1e12;
-      }
-    }
-    const match = solver.solve(cost, R, C, Infinity);
+  if (R > 0 && predKp.length > 0) {
     for (let r = 0; r < R; r++) {
       const c = match[r]!;
       if (c < 0) continue;

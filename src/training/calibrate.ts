@@ -32,6 +32,7 @@ import { CONTRACT_V2, FALL_WINDOW_S, MODEL_ACTIVITIES, SITE_DIM, siteVector, typ
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';
 import { frameMsOf, HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES, HISTORY_WIDTH, HistoryRing } from '../model/history.js';
 import { buildPoseModelV2, readPoseWeightsV2 } from '../model/onnxWriter.js';
+import { countFromProbabilities } from '../model/runtime.js';
 import { viewCamera, type Camera, type ViewSettings } from '../pose/camera.js';
 import { N_KEYPOINTS } from '../pose/types.js';
 import { replayFile } from '../sources/replayFile.js';
@@ -41,7 +42,7 @@ import type { LossParts } from './loss.js';
 import type { Mlp } from './mlp.js';
 import { bar, formatSeconds, Progress, type ProgressStream } from './progress.js';
 import { MAX_PERSONS, N_ACTIVITIES, OUT, OUTPUT_DIM } from './targets.js';
-import { fitNormalizer, fromPoseWeights, toPoseWeights, train, type Normalizer, type Objective, type RowSource, type TrainSettings } from './trainer.js';
+import { fitNormalizer, fromPoseWeights, standardise, toPoseWeights, train, type Normalizer, type Objective, type RowSource, type TrainSettings } from './trainer.js';
 
 const { onnx } = onnxProto;
 
@@ -458,7 +459,7 @@ function fillCalibrationTargets(src: RowSource, labels: Label[], base: Mlp, norm
   for (let s = 0; s < src.n; s += chunk) {
     const b = Math.min(chunk, src.n - s);
     src.fill(rows, s, b, x);
-    for (let r = 0; r < b; r++) for (let j = 0; j < src.dim; j++) x[r * src.dim + j] = (x[r * src.dim + j]! - norm.mean[j]!) / norm.std[j]!;
+    standardise(x, b, norm);
     const y = base.forward(x, b);
     for (let r = 0; r < b; r++) {
       const t = src.targets.subarray((s + r) * CAL_DIM, (s + r + 1) * CAL_DIM);
@@ -508,29 +509,25 @@ function agreement(net: Mlp, norm: Normalizer, src: RowSource, camera: Camera, r
   const floor: number[] = [];
   let exact = 0;
   const px = new Float64Array(2);
+  const countProbs = new Float32Array(P + 1);
   for (let s = 0; s < src.n; s += chunk) {
     const b = Math.min(chunk, src.n - s);
     src.fill(rows, s, b, x);
-    for (let r = 0; r < b; r++) for (let j = 0; j < src.dim; j++) x[r * src.dim + j] = (x[r * src.dim + j]! - norm.mean[j]!) / norm.std[j]!;
+    standardise(x, b, norm);
     const y = net.forward(x, b);
     for (let r = 0; r < b; r++) {
       const o = r * OUTPUT_DIM;
       const t = src.targets.subarray((s + r) * CAL_DIM, (s + r + 1) * CAL_DIM);
-      // The count rule of the service: the median of the count distribution.
+      // The count rule of the service at its default threshold: the median of the distribution.
       let m = -Infinity;
       for (let i = 0; i <= P; i++) m = Math.max(m, y[o + OUT.count + i]!);
-      const pr = Array.from({ length: P + 1 }, (_, i) => Math.exp(y[o + OUT.count + i]! - m));
-      const sum = pr.reduce((a, v) => a + v, 0);
-      let tail = 0;
-      let count = 0;
-      for (let k = P; k >= 1; k--) {
-        tail += pr[k]! / sum;
-        if (tail >= 0.5) {
-          count = k;
-          break;
-        }
+      let sum = 0;
+      for (let i = 0; i <= P; i++) {
+        countProbs[i] = Math.exp(y[o + OUT.count + i]! - m);
+        sum += countProbs[i]!;
       }
-      if (count === Math.round(t[CAL.count]!)) exact++;
+      for (let i = 0; i <= P; i++) countProbs[i] = countProbs[i]! / sum;
+      if (countFromProbabilities(countProbs, 0, P, 0.5) === Math.round(t[CAL.count]!)) exact++;
       for (let p = 0; p < P; p++) {
         if (t[CAL.presence + p]! < 0.5) continue;
         const root = [0, 1, 2].map((k) => y[o + OUT.root + p * 3 + k]! * norm.rootStd[k]! + norm.rootMean[k]!);

@@ -139,7 +139,7 @@ export function fitNormalizer(src: RowSource, root?: { mean: [number, number, nu
 }
 
 /** Standardises `count` rows of raw inputs in place. */
-function standardise(x: Float32Array, count: number, norm: Normalizer): void {
+export function standardise(x: Float32Array, count: number, norm: Normalizer): void {
   const D = norm.mean.length;
   for (let r = 0; r < count; r++) {
     const o = r * D;

@@ -3,6 +3,7 @@
  * Form B pose frames and system status, the WebSocket messages, and the canonical configuration
  * (Form A `GET /config`, the names of `GET /config/schema`).
  */
+import type { ServiceConfig } from '../../src/config/schema.js';
 import type { ViewSettings } from '../../src/pose/camera.js';
 
 export type Role = 'viewer' | 'operator' | 'admin';
@@ -98,17 +99,8 @@ export interface Zone {
 /** `environment.view`: the service's own type (src/pose/camera.ts). */
 export type { ViewSettings };
 
-export interface SiteSettings {
-  known: boolean;
-  room_width: number;
-  room_depth: number;
-  receiver_x: number;
-  receiver_y: number;
-  receiver_z: number;
-  transmitter_x: number;
-  transmitter_y: number;
-  transmitter_z: number;
-}
+/** `environment.site`: the service's own type (src/config/schema.ts). */
+export type SiteSettings = ServiceConfig['environment']['site'];
 
 /** The part of the canonical configuration the live view draws from. */
 export interface Config {

@@ -78,28 +78,41 @@ const solver = new Hungarian();
 let cost = new Float64Array(64);
 
 /**
+ * Pairs true and predicted persons by the Hungarian method on the distance between their
+ * pelvises, no gate (the module comment).
+ * @param preds predicted skeletons, 17 x 3 room metres each
+ * @param truths true skeletons, 17 x 3 room metres each
+ * @returns per true person the index of its prediction, or -1 (its own array)
+ */
+export function matchByPelvis(preds: readonly ArrayLike<number>[], truths: readonly ArrayLike<number>[]): Int32Array {
+  if (preds.length === 0 || truths.length === 0) return new Int32Array(truths.length).fill(-1);
+  const need = truths.length * preds.length;
+  if (cost.length < need) cost = new Float64Array(Math.max(need, 2 * cost.length));
+  for (let r = 0; r < truths.length; r++) {
+    for (let q = 0; q < preds.length; q++) {
+      const d = Math.hypot(pelvis(truths[r]!, 0, 0) - pelvis(preds[q]!, 0, 0), pelvis(truths[r]!, 0, 1) - pelvis(preds[q]!, 0, 1), pelvis(truths[r]!, 0, 2) - pelvis(preds[q]!, 0, 2));
+      cost[r * preds.length + q] = Number.isFinite(d) ? d : 1e12;
+    }
+  }
+  return Int32Array.from(solver.solve(cost, truths.length, preds.length, Infinity));
+}
+
+/**
  * Scores one frame.
  * @param preds predicted skeletons, 17 x 3 room metres each
  * @param truths true skeletons, 17 x 3 room metres each
+ * @param match the pairing (default `matchByPelvis`), for a caller that also needs it
  * @returns the frame's counts
  * @example
  * const c = scorePose3dFrame(frame.persons.map((p) => p.keypoints3d!), truth.persons.map((t) => t.keypoints3d));
  */
-export function scorePose3dFrame(preds: readonly ArrayLike<number>[], truths: readonly ArrayLike<number>[]): Pose3dCounts {
+export function scorePose3dFrame(
+  preds: readonly ArrayLike<number>[],
+  truths: readonly ArrayLike<number>[],
+  match: ArrayLike<number> = matchByPelvis(preds, truths),
+): Pose3dCounts {
   const c = emptyPose3dCounts();
   if (truths.length === 0) return c;
-  let match: ArrayLike<number> = new Array<number>(truths.length).fill(-1);
-  if (preds.length > 0) {
-    const need = truths.length * preds.length;
-    if (cost.length < need) cost = new Float64Array(Math.max(need, 2 * cost.length));
-    for (let r = 0; r < truths.length; r++) {
-      for (let q = 0; q < preds.length; q++) {
-        const d = Math.hypot(pelvis(truths[r]!, 0, 0) - pelvis(preds[q]!, 0, 0), pelvis(truths[r]!, 0, 1) - pelvis(preds[q]!, 0, 1), pelvis(truths[r]!, 0, 2) - pelvis(preds[q]!, 0, 2));
-        cost[r * preds.length + q] = Number.isFinite(d) ? d : 1e12;
-      }
-    }
-    match = solver.solve(cost, truths.length, preds.length, Infinity);
-  }
   for (let r = 0; r < truths.length; r++) {
     const t = truths[r]!;
     c.persons++;
