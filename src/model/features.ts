@@ -350,6 +350,14 @@ export class FeatureExtractor {
   /** Slow view: block means, then deviations. */
   private readonly slow = new Float64Array(SLOW_BLOCKS * LG * 2);
   private readonly slowValid = new Uint8Array(SLOW_BLOCKS);
+  /**
+   * Block means of the current window as computed (`slow` is overwritten by the statistics): when
+   * the next window moves by whole blocks, only its new blocks are summed.
+   */
+  private readonly blockMean = new Float64Array(SLOW_BLOCKS * LG * 2);
+  private readonly blockValid = new Uint8Array(SLOW_BLOCKS);
+  /** The window whose block means `blockMean` holds. */
+  private blocksOf: CsiWindow | undefined;
   private readonly mean = new Float64Array(LG * 2);
   private readonly v = new Float64Array(LG);
   private readonly beam = new Float64Array(NB);
@@ -396,6 +404,8 @@ export class FeatureExtractor {
     const txN = Math.min(nTx, MAX_TX);
     if (this.ensure(T, nSub)) this.prev = undefined;
     const shift = rxN === this.prevRx && txN === this.prevTx ? overlapShift(this.prev, w, frameLen) : 0;
+    const blocksReusable = shift > 0 && this.blocksOf === this.prev;
+    this.blocksOf = undefined;
     if (shift > 0) {
       // Consecutive overlapping windows: the frames they share are prepared already.
       this.x.copyWithin(0, shift * LG * 2, T * LG * 2);
@@ -419,25 +429,40 @@ export class FeatureExtractor {
     if (this.validFrames === 0) return out;
 
     this.writeStatic(out, T, rxN, txN);
-    // Slow view: block means of the whole window.
+    // Slow view: block means of the whole window. Blocks the previous window already summed (it
+    // moved by whole blocks) are shifted over; only the new ones are summed.
     const slow = this.slow;
     const x = this.x;
     const nBlocks = Math.min(SLOW_BLOCKS, T);
-    for (let b = 0; b < nBlocks; b++) {
+    const L2 = LG * 2;
+    const bm = this.blockMean;
+    const bv = this.blockValid;
+    const blockLen = T / nBlocks;
+    let firstNew = 0;
+    if (blocksReusable && Number.isInteger(blockLen) && shift % blockLen === 0 && shift < T) {
+      const moved = shift / blockLen;
+      bm.copyWithin(0, moved * L2, nBlocks * L2);
+      bv.copyWithin(0, moved, nBlocks);
+      firstNew = nBlocks - moved;
+    }
+    for (let b = firstNew; b < nBlocks; b++) {
       const t0 = Math.floor((b * T) / nBlocks);
       const t1 = Math.floor(((b + 1) * T) / nBlocks);
-      const sb = b * LG * 2;
-      slow.fill(0, sb, sb + LG * 2);
+      const sb = b * L2;
+      bm.fill(0, sb, sb + L2);
       let cnt = 0;
       for (let t = t0; t < t1; t++) {
         if (!this.valid[t]) continue;
         cnt++;
-        const xt = t * LG * 2;
-        for (let i = 0; i < LG * 2; i++) slow[sb + i] += x[xt + i]!;
+        const xt = t * L2;
+        for (let i = 0; i < L2; i++) bm[sb + i] += x[xt + i]!;
       }
-      this.slowValid[b] = cnt > 0 ? 1 : 0;
-      if (cnt > 0) for (let i = 0; i < LG * 2; i++) slow[sb + i] /= cnt;
+      bv[b] = cnt > 0 ? 1 : 0;
+      if (cnt > 0) for (let i = 0; i < L2; i++) bm[sb + i] /= cnt;
     }
+    slow.set(bm.subarray(0, nBlocks * L2));
+    this.slowValid.set(bv.subarray(0, nBlocks));
+    this.blocksOf = w;
     this.motion(out, slow, 0, nBlocks, this.slowValid, SLOW, layout, rxN, txN);
     // Fast view: the last frames at the full rate.
     const f0 = Math.max(0, T - FAST_FRAMES);
@@ -948,7 +973,7 @@ export class FeatureExtractor {
 
 /**
  * Eigenvalues of a Hermitian n x n matrix (row-major real and imaginary parts, both triangles;
- * destroyed) by cyclic complex Jacobi rotations, until the off-diagonal part is below 1e-12 of
+ * destroyed) by cyclic complex Jacobi rotations, until the off-diagonal part is below 1e-8 of
  * the diagonal (at most 30 sweeps). Each rotation first turns a_pq real with a phase on row and
  * column q, then zeroes it with a real plane rotation.
  */
@@ -960,7 +985,7 @@ export function hermitianEigenvalues(ar: Float64Array, ai: Float64Array, n: numb
       diag += ar[i * n + i]! * ar[i * n + i]!;
       for (let j = i + 1; j < n; j++) off += ar[i * n + j]! * ar[i * n + j]! + ai[i * n + j]! * ai[i * n + j]!;
     }
-    if (!(off > 1e-24 * diag)) break;
+    if (!(off > 1e-16 * diag)) break;
     for (let p = 0; p < n; p++) {
       for (let q = p + 1; q < n; q++) {
         const r = Math.hypot(ar[p * n + q]!, ai[p * n + q]!);

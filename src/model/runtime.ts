@@ -3,14 +3,16 @@
  *
  * onnxruntime-node's `session.run` returns a promise but computes on the calling thread (it only
  * defers the work with `setImmediate`), so a session in the main thread blocks the event loop for
- * the whole inference. `PoseModel` therefore keeps its session in a worker thread by default: the
- * batch goes over by transfer (no copy), the outputs come back the same way, and the event loop
- * stays free while the model computes. `thread: 'inline'` keeps the session in the calling thread
- * (for tools and comparison benchmarks).
+ * the whole inference. `PoseModel` therefore keeps its session in a worker thread when the process
+ * has two cores or more: the batch goes over by transfer (no copy), the outputs come back the same
+ * way, and the event loop stays free while the model computes. On one core it keeps the session in
+ * the calling thread (`threadFor`), and `thread: 'inline'` or `'worker'` forces either (tools and
+ * comparison benchmarks).
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { availableParallelism } from 'node:os';
 import onnxProto from 'onnx-proto';
 import type { InferenceSession } from 'onnxruntime-node';
 import {
@@ -126,12 +128,28 @@ export interface PoseRunner {
 /** Options of `PoseModel.load`. */
 export interface LoadOptions {
   /**
-   * Where the session runs: `worker` (default) in its own worker thread, so inference never blocks
-   * the event loop; `inline` in the calling thread (each run blocks the loop while it computes).
+   * Where the session runs: `worker` in its own worker thread, so inference never blocks the event
+   * loop; `inline` in the calling thread (each run blocks the loop while it computes); `auto`
+   * (default) picks by `threadFor`.
    */
-  thread?: 'worker' | 'inline';
+  thread?: 'worker' | 'inline' | 'auto';
   /** The feature width the caller produces; a model that expects another is refused. */
   featureDim?: number;
+}
+
+/**
+ * The thread a session runs in. `auto` is the worker thread when the process may use two cores or
+ * more (inference then runs beside the event loop), and the calling thread on one core: there the
+ * worker could only take turns with the event loop on the same core, and handing each batch over
+ * and back cost `live.pipeline` about a quarter of its rate (bench/live.ts, pinned to one core:
+ * 9,960-10,480 frames/s with the worker, 12,629-13,916 inline).
+ * @param choice what the caller asked for
+ * @param cores `os.availableParallelism()` (it follows the CPU affinity, so `taskset -c 0` gives 1)
+ * @returns `worker` or `inline`
+ */
+export function threadFor(choice: 'worker' | 'inline' | 'auto', cores: number): 'worker' | 'inline' {
+  if (choice !== 'auto') return choice;
+  return cores >= 2 ? 'worker' : 'inline';
 }
 
 /** Input or output description, as onnxruntime reports it. */
@@ -641,7 +659,7 @@ export class PoseModel implements PoseRunner {
   /**
    * Loads and checks a model.
    * @param source path of an `.onnx` file, or the model bytes
-   * @param opts `thread` (default `worker`) and the expected `featureDim`
+   * @param opts `thread` (default `auto`, see `threadFor`) and the expected `featureDim`
    * @returns the loaded model
    * @throws ModelError when the model cannot be read, loaded, or does not meet the contract
    */
@@ -663,7 +681,7 @@ export class PoseModel implements PoseRunner {
 
     let session: SessionLike;
     try {
-      session = opts.thread === 'inline' ? await InlineSession.create(bytes) : await WorkerSession.create(bytes);
+      session = threadFor(opts.thread ?? 'auto', availableParallelism()) === 'inline' ? await InlineSession.create(bytes) : await WorkerSession.create(bytes);
     } catch (e) {
       if (e instanceof ModelError) throw e;
       throw new ModelError(`onnxruntime could not load the model (${where}): ${message(e)}`, { cause: e });

@@ -294,6 +294,29 @@ describe('FeatureExtractor invariances and layouts', () => {
     expect(zero[OFFSETS.linkMask]).toBe(1);
   });
 
+  it('after windows with no power, overlapping windows still equal a fresh extractor (no stale slow blocks)', () => {
+    // After a window with power, the stream goes silent: its first three windows have no valid
+    // frame (nothing is computed for them), and the later ones slide into recorded frames.
+    const w0 = windows[0]!;
+    const frameLen = w0.data.length / w0.size;
+    const silent = w0.size + 2 * HOP;
+    const stream = new Float32Array((w0.size + silent) * frameLen);
+    stream.set(w0.data.subarray(0), silent * frameLen);
+    const times = Float64Array.from({ length: w0.size + silent }, (_, t) => T0 + (t * 1000) / RATE);
+    const at = (k: number): CsiWindow => ({
+      ...w0,
+      data: stream.slice(k * HOP * frameLen, (k * HOP + w0.size) * frameLen),
+      times: times.slice(k * HOP, k * HOP + w0.size),
+    });
+    const fx = new FeatureExtractor();
+    fx.extract(w0);
+    for (let k = 0; k <= 5; k++) {
+      const row = fx.extract(at(k));
+      const fresh = new FeatureExtractor().extract(at(k));
+      for (let i = 0; i < FEATURE_DIM; i++) expect(row[i]).toBeCloseTo(fresh[i]!, 5);
+    }
+  });
+
   it('refuses a window whose data does not match its shape', () => {
     const w = windows[0]!;
     expect(() => new FeatureExtractor().extract({ ...w, data: w.data.subarray(0, 10) })).toThrow(RangeError);

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
 import { CONTRACT_VERSION, MODEL_OUTPUTS, parseSite, SITE_COLUMNS, SITE_DIM, siteProblem, siteVector } from '../../src/model/contract.js';
-import { decodeOutputs, ModelError, PoseModel, type ModelOutputs } from '../../src/model/runtime.js';
+import { decodeOutputs, ModelError, PoseModel, threadFor, type ModelOutputs } from '../../src/model/runtime.js';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { contractModel, featureBatch, forward, tempDir, tinyMeta, tinyWeights, type Malformation } from '../helpers/poseModels.js';
 
 const F = 6;
@@ -24,6 +26,23 @@ async function refused(source: string | Uint8Array, pattern: RegExp, opts: Param
 }
 
 const malformed = (name: string, m: Malformation) => tmp.file(`${name}.onnx`, contractModel(F, P, m));
+
+describe('threadFor: where a session runs', () => {
+  it('auto: the worker thread with two cores or more, the calling thread on one; explicit choices stand', () => {
+    expect(threadFor('auto', 1)).toBe('inline');
+    expect(threadFor('auto', 2)).toBe('worker');
+    expect(threadFor('auto', 64)).toBe('worker');
+    expect(threadFor('worker', 1)).toBe('worker');
+    expect(threadFor('inline', 8)).toBe('inline');
+  });
+
+  const taskset = ['/usr/bin/taskset', '/bin/taskset'].find((p) => existsSync(p));
+  it.skipIf(!taskset)('the core count auto reads follows the CPU affinity (a process pinned to one core sees 1)', () => {
+    const r = spawnSync(taskset!, ['-c', '0', process.execPath, '-e', "process.stdout.write(String(require('node:os').availableParallelism()))"], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('1');
+  });
+});
 
 describe('PoseModel: loading a valid model', () => {
   const weights = tinyWeights(F, [8], P);
