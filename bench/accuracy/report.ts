@@ -119,6 +119,9 @@ function settingResults(prefix: string, run: SettingRun, note: string, brief = f
   add('count_exact', c.exact, 'fraction', all.scenarios, `${c.frames} frames`);
   if (!brief) for (let k = 0; k <= MAX_TRUE_COUNT; k++) add(`count_exact.${GROUP_NAMES[k]}`, c.exactByTrue[k]!, 'fraction', groups[k]!.scenarios, `${c.framesByTrue[k]} frames`);
   add('occupied', occupiedOf(all), 'fraction', all.scenarios, `${all.frames} frames, empty vs occupied`);
+  const minutes = all.spanMs / 60_000;
+  add('count_changes_per_min', all.countChanges / minutes, 'per min', all.scenarios, `reported count changed ${all.countChanges} times in ${fixed(minutes, 1)} min of streams`);
+  add('true_count_changes_per_min', all.trueCountChanges / minutes, 'per min', all.scenarios, `people entered or left ${all.trueCountChanges} times`);
   add('activity', activityOf(all), 'fraction', all.scenarios, `${all.activityTotal} matched true persons`);
   const m = motScores(mot);
   add('mota', m.mota, 'ratio', all.scenarios, `${m.objects} true objects, CLEAR-MOT on floor positions, ${MOT_FLOOR_M} m`);
@@ -128,8 +131,11 @@ function settingResults(prefix: string, run: SettingRun, note: string, brief = f
   }
   const f = run.falls.scores;
   const nf = run.falls.scenarios;
-  add('fall_precision', f.precision, 'fraction', nf, `${f.detections} reported fall episodes`);
-  add('fall_recall', f.recall, 'fraction', nf, `${f.falls} true falls, detected within ${FALL_MATCH_S} s of the fall start`);
+  add('fall_precision', f.precision, 'fraction', nf, `${f.detections} reported fall episodes, per event in the room`);
+  add('fall_recall', f.recall, 'fraction', nf, `${f.falls} true falls, detected within ${FALL_MATCH_S} s of the fall start by an episode in the room`);
+  const fp = run.falls.byPerson;
+  add('fall_precision_person', fp.precision, 'fraction', nf, `${fp.detections} reported fall episodes, each also about the person who fell`);
+  add('fall_recall_person', fp.recall, 'fraction', nf, `${fp.falls} true falls, detected within ${FALL_MATCH_S} s by an episode about the person who fell`);
   if (!brief) add('fall_delay_s', f.meanDelayMs / 1000, 's', nf, `${f.detected} detected falls, fall start to first notice`);
   return out;
 }
@@ -202,11 +208,15 @@ const headlineRows: Row[] = [
   { label: `PCK@${PCK_ALPHA} 2-D (view px), three`, model: (s) => poseScores(s.pose.groups[3]!.pose2d).pck },
   { label: 'count exact', target: 'count', model: (s) => countScores(s.pose.all.count).exact },
   { label: 'occupied (empty vs not)', target: 'occupied', model: (s) => occupiedOf(s.pose.all) },
+  { label: 'count changes per min', model: (s) => s.pose.all.countChanges / (s.pose.all.spanMs / 60_000), digits: 1 },
+  { label: 'true count changes per min', model: (s) => s.pose.all.trueCountChanges / (s.pose.all.spanMs / 60_000), digits: 1 },
   { label: 'activity', target: 'activity', model: (s) => activityOf(s.pose.all) },
   { label: `MOTA (floor, ${MOT_FLOOR_M} m)`, target: 'mota', model: (s) => motScores(s.pose.mot).mota },
   { label: 'identity switches', model: (s) => s.pose.mot.switches, digits: 0 },
-  { label: 'fall precision', target: 'fall_precision', model: (s) => s.falls.scores.precision },
-  { label: 'fall recall', target: 'fall_recall', model: (s) => s.falls.scores.recall },
+  { label: 'fall precision (per event in the room)', target: 'fall_precision', model: (s) => s.falls.scores.precision },
+  { label: 'fall recall (per event in the room)', target: 'fall_recall', model: (s) => s.falls.scores.recall },
+  { label: 'fall precision, the person who fell', model: (s) => s.falls.byPerson.precision },
+  { label: 'fall recall, the person who fell', model: (s) => s.falls.byPerson.recall },
   { label: 'fall delay s', model: (s) => s.falls.scores.meanDelayMs / 1000, digits: 2 },
 ];
 
@@ -288,8 +298,9 @@ function fallTable(f: FallRun): string[] {
   lines.push(`| (no person) | | | | | ${f.unattributedFalseAlarms} |`);
   lines.push('');
   lines.push(
-    `Reported fall episodes ${f.scores.detections}, true falls ${f.scores.falls}, detected ${f.scores.detected}: precision ${fixed(f.scores.precision)}, ` +
-      `recall ${fixed(f.scores.recall)}, mean delay ${fixed(f.scores.meanDelayMs / 1000, 2)} s.` +
+    `Reported fall episodes ${f.scores.detections}, true falls ${f.scores.falls}. Per event in the room: detected ${f.scores.detected}, precision ${fixed(f.scores.precision)}, ` +
+      `recall ${fixed(f.scores.recall)}, mean delay ${fixed(f.scores.meanDelayMs / 1000, 2)} s. About the person who fell (the table above): detected ${f.byPerson.detected}, ` +
+      `precision ${fixed(f.byPerson.precision)}, recall ${fixed(f.byPerson.recall)}.` +
       (f.missingFalls > 0 ? ` Warning: ${f.missingFalls} scripted falls did not happen in the simulator.` : ''),
   );
   return lines;

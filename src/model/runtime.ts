@@ -784,6 +784,11 @@ export interface DecodeOptions {
   confidenceThreshold: number;
   /** At most this many persons, highest presence first. */
   maxPersons: number;
+  /**
+   * v2: report this many persons (still at most `maxPersons`) instead of applying the count rule;
+   * the infer operator's count hysteresis decides it from the rule over time.
+   */
+  count?: number;
   /** Attach each person's DensePose parts. */
   includeDensePose: boolean;
   /** v2: the reference view's camera (`environment.view`), through which skeletons are projected. */
@@ -800,7 +805,7 @@ export interface DecodeOptions {
  * @param threshold 0..1
  * @returns 0..P
  */
-export function countFromProbabilities(count: Float32Array, at: number, P: number, threshold: number): number {
+export function countFromProbabilities(count: Float32Array | Float64Array, at: number, P: number, threshold: number): number {
   let tail = 0;
   for (let k = P; k >= 1; k--) {
     tail += count[at + k]!;
@@ -891,7 +896,8 @@ function decodeV2(outputs: ModelOutputsV2, row: number, opts: DecodeOptions): Pe
   const A = MODEL_ACTIVITIES.length;
   const base = row * P;
   const presence = outputs.presence;
-  const n = Math.min(countFromProbabilities(outputs.count, row * (P + 1), P, opts.confidenceThreshold), Math.max(0, Math.floor(opts.maxPersons)));
+  const rule = opts.count !== undefined ? Math.max(0, Math.min(P, Math.floor(opts.count))) : countFromProbabilities(outputs.count, row * (P + 1), P, opts.confidenceThreshold);
+  const n = Math.min(rule, Math.max(0, Math.floor(opts.maxPersons)));
   const order: number[] = [];
   for (let p = 0; p < P; p++) if (!Number.isNaN(presence[base + p]!)) order.push(p);
   order.sort((a, b) => presence[base + b]! - presence[base + a]! || a - b);

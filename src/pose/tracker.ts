@@ -29,6 +29,16 @@ export interface TrackerOptions {
   /** Largest assignment cost at which a detection may continue a track; default 1, (0, 1000]. */
   gate: number;
   /**
+   * Second round: detections and confirmed tracks that the first round (`gate`) left apart are
+   * paired up to this cost, before any detection starts a new track; default 10, 0..1000 (at or
+   * below `gate`: no second round). A model's floor positions can jump a metre between frames
+   * while its count stays right; without this round such a jump ends one identity and hides the
+   * person for `minHits` frames as a tentative new one. On VALIDATION scenes (with the count
+   * hysteresis of the infer operator) the count changed 15.4 times a minute with no second round,
+   * 10.9 at 2, 8.4 at 3, 6.3 at 5 and 4.9 at 10, with identity switches 505 -> 442.
+   */
+  reclaimGate: number;
+  /**
    * Exponential smoothing of reported keypoints: the weight of the previous smoothed value,
    * 0 (default: keypoints are passed through as detected) to 0.99.
    */
@@ -67,6 +77,7 @@ export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
   minHits: configParam('detection.tracking_min_hits').default as number,
   maxAge: configParam('detection.tracking_max_age').default as number,
   gate: 1,
+  reclaimGate: 10,
   smoothKeypoints: 0,
   weights: Object.freeze({ center: 1, keypoints: 1, floor: 1 }),
   keypointMinConfidence: 0.1,
@@ -310,7 +321,9 @@ class Track {
  *   the detected ones, over the same diagonal (keypoints confident on both sides only),
  * - the floor distance in metres, when both have a floor position.
  * A weighted mean rather than a sum, so that one gate means the same whether or not floor
- * positions and keypoints are present. Pairs costing more than `gate` are never matched.
+ * positions and keypoints are present. Pairs costing more than `gate` are never matched in the
+ * first round; a second round pairs the confirmed tracks and detections it left over up to
+ * `reclaimGate` (a model whose floor positions jump keeps its identities and its count).
  *
  * Lifecycle (SORT, with DeepSORT's tentative-track rule): an unmatched detection starts a
  * tentative track; it is confirmed, given the next id (1, 2, ... per tracker, never reused) and
@@ -344,6 +357,8 @@ export class MultiPersonTracker {
   private lastTime = NaN;
   // Per-frame scratch, grown as needed.
   private cost = new Float64Array(64);
+  /** Detections already paired in the first round (`reclaim`). */
+  private taken = new Uint8Array(64);
   private detCx = new Float64Array(8);
   private detCy = new Float64Array(8);
   private detDiag = new Float64Array(8);
@@ -433,6 +448,7 @@ export class MultiPersonTracker {
     if (this.cost.length < rows * nDet) this.cost = new Float64Array(Math.max(rows * nDet, this.cost.length * 2));
     for (let r = 0; r < rows; r++) this.costRow(live[r]!, nDet, r * nDet);
     const assign = this.hungarian.solve(this.cost, rows, nDet, o.gate);
+    if (o.reclaimGate > o.gate) this.reclaim(assign, rows, nDet, o.reclaimGate);
 
     const detTrack = this.detTrack;
     for (let d = 0; d < nDet; d++) detTrack[d] = null;
@@ -529,6 +545,28 @@ export class MultiPersonTracker {
   }
 
   /** Costs of one (predicted) track against every detection, into `cost[base ..]`. */
+  /**
+   * The second round (`reclaimGate`): confirmed tracks and detections left unpaired by `assign`
+   * are paired by the Hungarian method on their first-round costs up to `gate`; `assign` is
+   * updated in place.
+   */
+  private reclaim(assign: Int32Array, rows: number, nDet: number, gate: number): void {
+    const taken = this.taken.length >= nDet ? this.taken : (this.taken = new Uint8Array(Math.max(nDet, this.taken.length * 2)));
+    taken.fill(0, 0, nDet);
+    for (let r = 0; r < rows; r++) if (assign[r]! >= 0) taken[assign[r]!] = 1;
+    const tr: number[] = [];
+    const dc: number[] = [];
+    for (let r = 0; r < rows; r++) if (assign[r]! < 0 && this.live[r]!.confirmed) tr.push(r);
+    for (let d = 0; d < nDet; d++) if (!taken[d]) dc.push(d);
+    if (tr.length === 0 || dc.length === 0) return;
+    const first = Int32Array.from(assign.subarray(0, rows));
+    const sub = new Float64Array(tr.length * dc.length);
+    for (let i = 0; i < tr.length; i++) for (let j = 0; j < dc.length; j++) sub[i * dc.length + j] = this.cost[tr[i]! * nDet + dc[j]!]!;
+    const second = this.hungarian.solve(sub, tr.length, dc.length, gate);
+    for (let i = 0; i < tr.length; i++) if (second[i]! >= 0) first[tr[i]!] = dc[second[i]!]!;
+    assign.set(first);
+  }
+
   private costRow(t: Track, nDet: number, base: number): void {
     const { center: wc, keypoints: wk, floor: wf } = this.opts.weights;
     const minConf = this.opts.keypointMinConfidence;
@@ -742,6 +780,7 @@ export function mergeOptions(base: Readonly<TrackerOptions>, input: TrackerOptio
     minHits: input.minHits ?? base.minHits,
     maxAge: input.maxAge ?? base.maxAge,
     gate: input.gate ?? base.gate,
+    reclaimGate: input.reclaimGate ?? base.reclaimGate,
     smoothKeypoints: input.smoothKeypoints ?? base.smoothKeypoints,
     weights: input.weights ? over(base.weights, input.weights) : base.weights,
     keypointMinConfidence: input.keypointMinConfidence ?? base.keypointMinConfidence,
@@ -756,6 +795,7 @@ export function mergeOptions(base: Readonly<TrackerOptions>, input: TrackerOptio
   int('minHits', o.minHits, 1, 1000);
   int('maxAge', o.maxAge, 0, 100_000);
   num('gate', o.gate, 0, 1000, true);
+  num('reclaimGate', o.reclaimGate, 0, 1000);
   num('smoothKeypoints', o.smoothKeypoints, 0, 0.99);
   num('weights.center', o.weights.center, 0, 1000);
   num('weights.keypoints', o.weights.keypoints, 0, 1000);

@@ -38,7 +38,7 @@ import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/
 import { sanitizePhase } from '../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
 import { features } from '../../operators/features.js';
-import { COUNT_SMOOTHING, infer, type FeatureRow, type InferStats } from '../../operators/infer.js';
+import { COUNT_HYSTERESIS, COUNT_SMOOTHING, infer, type FeatureRow, type InferStats } from '../../operators/infer.js';
 import { track } from '../../operators/track.js';
 import { activity } from '../../operators/activity.js';
 import { alerts, type AlertsConfig } from '../../operators/alerts.js';
@@ -369,16 +369,24 @@ describeWithSamples(`golden: features and infer on a real capture (${CAPTURE})`,
     const raw = await model.run(Float32Array.from(rows.flatMap((r) => Array.from(r.features))), rows.length, { history });
     const P = model.maxPersons;
     if (raw.contract !== 2) throw new Error('the shipped model is a contract v2 model');
-    // The count distribution averaged over the stream (COUNT_SMOOTHING), as the operator does.
+    // The count distribution averaged over the stream (COUNT_SMOOTHING), and the count moved only
+    // when P(count >= k) leaves the band of COUNT_HYSTERESIS around the threshold.
     const K = P + 1;
     const avg = new Float64Array(K);
+    const atLeast = (k: number) => avg.slice(k).reduce((a, v) => a + v, 0);
+    let shown = 0;
     frames.forEach((f, i) => {
       // The operator keeps rows in order and orders persons by confidence.
       expect(f.frameId).toBe(i);
       expect(f.time).toBe(rows[i]!.frameTime);
       expect(f.modelVersion).toBe(version);
       for (let k = 0; k < K; k++) avg[k] = i === 0 ? raw.count[k]! : avg[k]! + COUNT_SMOOTHING * (raw.count[i * K + k]! - avg[k]!);
-      expect(f.persons.length).toBe(Math.min(countFromProbabilities(Float32Array.from(avg), 0, P, threshold), P));
+      if (i === 0) shown = countFromProbabilities(Float32Array.from(avg), 0, P, threshold);
+      else {
+        while (shown < P && atLeast(shown + 1) >= threshold + COUNT_HYSTERESIS) shown++;
+        while (shown > 0 && atLeast(shown) < threshold - COUNT_HYSTERESIS) shown--;
+      }
+      expect(f.persons.length).toBe(shown);
       // The k-th person's confidence is P(count >= k) of the averaged distribution.
       f.persons.forEach((p, k) => expect(p.confidence).toBeCloseTo(avg.slice(k + 1).reduce((a, v) => a + v, 0), 4));
       for (let k = 1; k < f.persons.length; k++) expect(f.persons[k]!.confidence).toBeLessThanOrEqual(f.persons[k - 1]!.confidence);

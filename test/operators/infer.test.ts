@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom, from, lastValueFrom, mergeMap, of, ReplaySubject, skip, Subject, take, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { infer, spec, type FeatureRow, type InferOptions, type InferStats } from '../../operators/infer.js';
+import { COUNT_HYSTERESIS, countWithHysteresis, infer, spec, type FeatureRow, type InferOptions, type InferStats } from '../../operators/infer.js';
 import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
 import { ModelError, PoseModel, type PoseRunner } from '../../src/model/runtime.js';
 import { parseSite, SITE_DIM, siteVector, type SiteGeometry } from '../../src/model/contract.js';
@@ -67,6 +67,41 @@ function expectPersonsOf(frame: PoseFrame, row: FeatureRow): void {
     expect(person.densePose?.[71]).toBeCloseTo(ref.densepose[s * 72 + 71], 5);
   }
 }
+
+describe('infer: the count shown, with hysteresis', () => {
+  // P(count = 0..3) with P(count >= 2) = q.
+  const dist = (q: number) => Float64Array.of(0, 1 - q, q, 0);
+
+  it('a distribution hovering at the threshold does not flip the count; a clear one moves it', () => {
+    expect(COUNT_HYSTERESIS).toBeGreaterThan(0);
+    const h = COUNT_HYSTERESIS;
+    // The start of a stream takes the plain rule.
+    expect(countWithHysteresis(dist(0.55), 3, 0.5, null)).toBe(2);
+    expect(countWithHysteresis(dist(0.45), 3, 0.5, null)).toBe(1);
+    // Hovering within the band keeps what is shown, either way.
+    const shown: number[] = [];
+    let c: number | null = null;
+    for (const q of [0.45, 0.55, 0.5 + h - 0.01, 0.5 - h + 0.01, 0.55, 0.45]) shown.push((c = countWithHysteresis(dist(q), 3, 0.5, c)));
+    expect(shown).toEqual([1, 1, 1, 1, 1, 1]);
+    // Up once P(count >= 2) reaches threshold + h, down once it is below threshold - h.
+    expect(countWithHysteresis(dist(0.5 + h), 3, 0.5, 1)).toBe(2);
+    expect(countWithHysteresis(dist(0.5 - h + 0.01), 3, 0.5, 2)).toBe(2);
+    expect(countWithHysteresis(dist(0.5 - h - 0.01), 3, 0.5, 2)).toBe(1);
+    // Several steps at once when the evidence is clear.
+    expect(countWithHysteresis(Float64Array.of(0.95, 0.05, 0, 0), 3, 0.5, 3)).toBe(0);
+    expect(countWithHysteresis(Float64Array.of(0, 0, 0.05, 0.95), 3, 0.5, 0)).toBe(3);
+  });
+
+  it('narrows the band near a threshold of 0 or 1, so that the count can still go both ways', () => {
+    // Threshold 0.05: the band is +-0.025; P(count >= 1) = 0.01 takes a shown 1 down to 0.
+    expect(countWithHysteresis(Float64Array.of(0.99, 0.01, 0, 0), 3, 0.05, 1)).toBe(0);
+    expect(countWithHysteresis(Float64Array.of(0.96, 0.04, 0, 0), 3, 0.05, 1)).toBe(1);
+    expect(countWithHysteresis(Float64Array.of(0.92, 0.08, 0, 0), 3, 0.05, 0)).toBe(1);
+    // Threshold 0.95: up needs P(count >= 1) >= 0.975.
+    expect(countWithHysteresis(Float64Array.of(0.03, 0.97, 0, 0), 3, 0.95, 0)).toBe(0);
+    expect(countWithHysteresis(Float64Array.of(0.02, 0.98, 0, 0), 3, 0.95, 0)).toBe(1);
+  });
+});
 
 describe('infer: marbles', () => {
   const rows = featureRows(4, F);

@@ -270,6 +270,35 @@ describe('track: scenarios', () => {
     expect(new Set(ids)).toEqual(new Set([1]));
   });
 
+  it('a jump beyond the gate keeps the id and the person reported when a confirmed track is free (second round)', () => {
+    // One person at 1 m; at frame 10 the detection jumps 2 m (a model's floor estimate can).
+    const frames: PoseFrame[] = [];
+    for (let k = 0; k < 20; k++) frames.push(frame(k, [person(k < 10 ? 1 : 3, 2)]));
+    const kept = runTracker(frames).out;
+    expect(kept.map((f) => f.persons.map((p) => p.trackId))).toEqual(frames.map(() => [1]));
+    // Without the second round the jump ends the identity: hidden for minHits - 1 frames, then id 2.
+    const split = runTracker(frames, { reclaimGate: 0 }).out;
+    expect(split.map((f) => f.persons[0]?.trackId)).toEqual(frames.map((f) => (f.frameId < 10 ? 1 : f.frameId < 12 ? undefined : 2)));
+  });
+
+  it('the second round pairs only what the first left over, by least cost', () => {
+    // Two people 4 m apart; at frame 10 both detections jump 1.5 m towards each other's side
+    // but stay nearer their own: each keeps its id. A third detection that appears at the same
+    // time finds no free confirmed track and starts a tentative one.
+    const frames: PoseFrame[] = [];
+    for (let k = 0; k < 16; k++) {
+      const persons = k < 10 ? [person(0, 2, { who: 0 }), person(4, 2, { who: 1 })] : [person(1.5, 2, { who: 0 }), person(2.5, 2, { who: 1 })];
+      if (k >= 10) persons.push(person(2, 6, { who: 2 }));
+      frames.push(frame(k, persons));
+    }
+    const { out } = runTracker(frames);
+    const byWho = idsByWho(out);
+    expect(byWho.map((m) => m.get(0))).toEqual(frames.map(() => 1));
+    expect(byWho.map((m) => m.get(1))).toEqual(frames.map(() => 2));
+    expect(byWho.map((m) => m.get(2))).toEqual(frames.map((f) => (f.frameId >= 12 ? 3 : undefined)));
+    expect(() => new MultiPersonTracker({ reclaimGate: -1 })).toThrow(RangeError);
+  });
+
   it('minHits hides a one-frame false positive, which uses up no id', () => {
     const frames: PoseFrame[] = [];
     for (let k = 0; k < 30; k++) {
@@ -295,7 +324,8 @@ describe('track: scenarios', () => {
       if (k === 0) persons.push(person(4, 0, { who: 2 }));
       frames.push(frame(k, persons));
     }
-    const { out } = runTracker(frames, { minHits: 3 });
+    // No second round: with it, the newcomer at frame 2 would continue the lost track 2.
+    const { out } = runTracker(frames, { minHits: 3, reclaimGate: 0 });
     expect(out.map((f) => f.persons.map((p) => `${p.slot}:${p.trackId}`).join(' '))).toEqual([
       '0:1 2:2',
       '0:1',
