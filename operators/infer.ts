@@ -5,6 +5,7 @@ import type { PoseFrame } from '../src/pose/types.js';
 import { countFromProbabilities, decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
 import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
 import { HISTORY_WIDTH } from '../src/model/history.js';
+import { resolveInstalled } from '../src/packageRoot.js';
 import { viewCamera, type Camera, type ViewSettings } from '../src/pose/camera.js';
 
 /** One feature row for the model: the features of one CSI window and where it came from. */
@@ -531,7 +532,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
       } else {
         const loading: Promise<PoseRunner> =
           given ??
-          PoseModel.load(init.modelPath ?? DEFAULT_MODEL_PATH, init.featureDim !== undefined ? { featureDim: init.featureDim } : {}).then(
+          PoseModel.load(resolveInstalled(init.modelPath ?? DEFAULT_MODEL_PATH), init.featureDim !== undefined ? { featureDim: init.featureDim } : {}).then(
             (m) => {
               modelToRelease = m;
               return m;

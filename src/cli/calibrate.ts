@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { resolveInstalled } from '../packageRoot.js';
 import { ConfigStore } from '../config/store.js';
 import type { CaptureFormat } from '../csi/frame.js';
 import { isCaptureFormat } from '../decoders/index.js';
@@ -47,7 +48,7 @@ export function calibrateCommand(): Command {
         const { calibrate } = await import('../training/calibrate.js');
         const r = await calibrate({
           sessions: o.csi.map((csi, i) => ({ csi, keypoints: o.keypoints[i]!, ...(format ? { format } : {}) })),
-          model: o.model ?? c.neural_network.model_path,
+          model: resolveInstalled(o.model ?? c.neural_network.model_path),
           out: o.out,
           view: { ...c.environment.view },
           site: {

@@ -459,7 +459,9 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       default: 'models/csipose-pose.onnx',
       minLength: 1,
       maxLength: 4096,
-      description: 'ONNX model file following the model contract (docs/model.md); relative to the working directory',
+      description:
+        'ONNX model file following the model contract (docs/model.md); a relative path is taken from the working directory, ' +
+        'or from the csipose installation when the working directory has no such file (the default is the shipped model)',
       restart: true,
     },
     batch_size: {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { extname, join } from 'node:path';
 import type uWS from 'uWebSockets.js';
 import { ApiError, REASON } from '../errors.js';
+import { packageRoot } from '../packageRoot.js';
 import type { HttpCore } from './core.js';
 
 /**
@@ -75,13 +75,7 @@ export const ASSET_PREFIX = '/assets/';
  * this module whether it runs from `src/` (tests) or `dist/src/` (the service).
  */
 export function defaultDashboardDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  return join(dir, 'dist', 'web');
+  return join(packageRoot(), 'dist', 'web');
 }
 
 /**

@@ -1,5 +1,5 @@
 import { mkdirSync, statfsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import {
   concat,
   distinctUntilChanged,
@@ -26,6 +26,7 @@ import type { ConfigChange } from '../config/validate.js';
 import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Store, type StoreOptions } from '../store/store.js';
+import { resolveInstalled } from '../packageRoot.js';
 import { PoseModel } from '../model/runtime.js';
 import { WINDOW_FRAMES } from '../model/features.js';
 import { SUBCARRIERS } from '../sim/simulator.js';
@@ -250,7 +251,7 @@ export class PoseService implements ServiceFace {
   private async loadModel(): Promise<void> {
     // The session runs on the configuration as it is now: nothing is pending a restart after it.
     this.config.markStarted();
-    const model = await PoseModel.load(resolve(this.config.get().neural_network.model_path));
+    const model = await PoseModel.load(resolveInstalled(this.config.get().neural_network.model_path));
     await this.model?.release();
     this.model = model;
     if (model.warning) this.log('warn', `model: ${model.warning}`);
@@ -361,7 +362,7 @@ export class PoseService implements ServiceFace {
     if (model && model.value !== this.config.get().neural_network.model_path) {
       // A model that cannot load would only fail at the next start: try it now.
       try {
-        await (await PoseModel.load(resolve(String(model.value)))).release();
+        await (await PoseModel.load(resolveInstalled(String(model.value)))).release();
       } catch (e) {
         throw new ConfigUpdateError([
           {

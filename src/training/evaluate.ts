@@ -17,7 +17,7 @@ import { countFromProbabilities, type ModelOutputsV2 } from '../model/runtime.js
 import { MODEL_ACTIVITIES } from '../model/contract.js';
 import { N_KEYPOINTS } from '../pose/types.js';
 import { MAX_PERSONS, TARGET, TARGET_DIM, targetSkeleton } from './targets.js';
-import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, pose3dScores, scorePose3dFrame, type Pose3dCounts, type Pose3dScores } from './eval/pose3d.js';
+import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, matchByPelvis, pose3dScores, scorePose3dFrame, type Pose3dCounts, type Pose3dScores } from './eval/pose3d.js';
 
 /** The mean pose of a training set: joint offsets from the pelvis and the pelvis height. */
 export interface MeanPose {
@@ -151,29 +151,20 @@ export function scoreOutputs(
       trueActivity.push(Math.round(t[TARGET.activity + p]!));
       baseline.push(baselineSkeleton(mean.offsets, mean.pelvisZ, { x: 0.5 * (kp[3 * L_HIP]! + kp[3 * R_HIP]!), y: 0.5 * (kp[3 * L_HIP + 1]! + kp[3 * R_HIP + 1]!) }));
     }
-    const frame = scorePose3dFrame(preds, truths);
+    const match = matchByPelvis(preds, truths);
+    const frame = scorePose3dFrame(preds, truths, match);
     const base = scorePose3dFrame(baseline, truths);
-    // Activity of the prediction matched to each true person (same pelvis matching).
+    // Activity of the prediction paired with each true person (the same pelvis matching).
     let actRight = 0;
     let actTotal = 0;
-    if (preds.length > 0) {
-      for (let i = 0; i < truths.length; i++) {
-        let best = -1;
-        let bestD = Infinity;
-        for (let q = 0; q < preds.length; q++) {
-          const d = Math.hypot(preds[q]![3 * L_HIP]! - truths[i]![3 * L_HIP]!, preds[q]![3 * L_HIP + 1]! - truths[i]![3 * L_HIP + 1]!);
-          if (d < bestD) {
-            bestD = d;
-            best = q;
-          }
-        }
-        if (best < 0 || trueActivity[i]! < 0) continue;
-        const aOff = (r * P + predSlots[best]!) * A;
-        let arg = 0;
-        for (let a = 1; a < A; a++) if (out.activity[aOff + a]! > out.activity[aOff + arg]!) arg = a;
-        actTotal++;
-        if (arg === trueActivity[i]) actRight++;
-      }
+    for (let i = 0; i < truths.length; i++) {
+      const q = match[i]!;
+      if (q < 0 || trueActivity[i]! < 0) continue;
+      const aOff = (r * P + predSlots[q]!) * A;
+      let arg = 0;
+      for (let a = 1; a < A; a++) if (out.activity[aOff + a]! > out.activity[aOff + arg]!) arg = a;
+      actTotal++;
+      if (arg === trueActivity[i]) actRight++;
     }
     const fall = t[TARGET.fall]! > 0.5;
     const said = out.fall[r]! >= 0.5;

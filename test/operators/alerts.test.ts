@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { from, lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { activity } from '../../operators/activity.js';
-import { alerts, requiredFallConfidence, spec, type AlertsConfig } from '../../operators/alerts.js';
+import { alerts, FALL_ROOM_REFRACTORY_MS, requiredFallConfidence, spec, type AlertsConfig } from '../../operators/alerts.js';
 import type { Activity, ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
 import { compileSchedule, compileZone, distanceToBoundary, inZone, pointInPolygon, scheduleActive } from '../../src/pose/zones.js';
 import { fallingFigure, LYING, personOf, poseFrame, SITTING_SIDE, STANDING, T0, type Figure } from '../helpers/stickFigure.js';
@@ -257,6 +257,23 @@ describe('alerts: falls', () => {
     const list = allAlerts(await runAlerts(frames));
     expect(list).toHaveLength(1);
     expect(list[0]).toMatchObject({ trackId: 1, time: T0 + 6000, location: { x: 1, y: 1 }, metadata: { track_lost: true } });
+  });
+
+  it("one fall in a room is one event: another track's fall within FALL_ROOM_REFRACTORY_MS is not reported again", async () => {
+    expect(FALL_ROOM_REFRACTORY_MS).toBe(10_000);
+    // Track 1 falls at 1 s; the model's fall moves to track 2 at 1.5 s (same room, 1 m away),
+    // then track 3 falls at 12 s (after the window); the ward next door has its own fall at 1.5 s.
+    const act = (k: number, from: number): Activity => (k < from ? 'standing' : k < from + 2 ? 'falling' : 'lying');
+    const frames = Array.from({ length: 200 }, (_, k) => [
+      poseFrame(k * 100, [labelled(1, act(k, 10), [1, 1]), labelled(2, act(k, 15), [2, 1]), labelled(3, act(k, 120), [3, 1])]),
+      poseFrame(k * 100, [labelled(1, act(k, 15), [1, 1])], { environmentId: 'ward' }),
+    ]).flat();
+    const list = allAlerts(await runAlerts(frames)).filter((a) => a.severity === 'high');
+    expect(list.map((a) => [a.environmentId, a.trackId, a.metadata.fall_time])).toEqual([
+      ['lab', 1, T0 + 1000],
+      ['ward', 1, T0 + 1500],
+      ['lab', 3, T0 + 12_000],
+    ]);
   });
 
   it('a falling label below the required confidence is not a fall at all', async () => {
