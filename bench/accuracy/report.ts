@@ -388,7 +388,7 @@ export function markdown(r: AccuracyReport): string {
     `- PCK3d@${PCK3D_ALPHA}: a joint within ${PCK3D_ALPHA} x the true torso length (mid-shoulder to mid-hip) in room metres, every joint of every true person, persons matched by their pelvises (src/training/eval/pose3d.ts); ` +
       `root-relative: pelvises made to coincide. 2-D: PCK@${PCK_ALPHA} of the torso in the pixels of the known view, visible keypoints (src/training/eval/pose.ts). ` +
       `Baseline: ${r.meanPoseSource} placed at each true person's floor position. Activity: matched true persons whose reported activity is the true one. ` +
-      `MOTA: CLEAR-MOT on floor positions, ${MOT_FLOOR_M} m. Falls: a reported episode of the person who fell within ${FALL_MATCH_S} s of the fall start detects it, once; deliberate lie-downs and sits are negatives.`,
+      `MOTA: CLEAR-MOT on floor positions, ${MOT_FLOOR_M} m. Falls, per event in the room (issue 11): a reported fall episode within ${FALL_MATCH_S} s of the fall start detects it, once, and every other episode is a false alarm (deliberate lie-downs and sits are negatives); beside it, stricter, the episode must also be about the person who fell. Count changes: frames whose reported count differs from the frame before (nobody enters or leaves in these scenes).`,
   );
   lines.push('');
   lines.push(...headline(r), '');
