@@ -429,6 +429,26 @@ function v2Dims(name: (typeof MODEL_V2_OUTPUTS)[number], n: number, P: number): 
   return [n, s.perPerson ? P + s.extra : s.extra, ...s.trailing];
 }
 
+/** The metadata every contract has, from the model's properties and what its shapes said. */
+function commonMetadata(
+  props: Map<string, string>,
+  contract: string | undefined,
+  featureDim: number,
+  maxPersons: number,
+  siteDim: number,
+  fail: (msg: string) => ModelError,
+): ModelMetadata {
+  return {
+    csipose_contract: contract ?? '',
+    model_version: props.get('model_version') ?? '',
+    feature_dim: featureDim,
+    max_persons: maxPersons,
+    window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
+    trained_on: props.get('trained_on') ?? '',
+    ...(siteDim > 0 ? { site_dim: siteDim } : {}),
+  };
+}
+
 function metadataNumber(props: Map<string, string>, key: string, fail: (msg: string) => ModelError): number | undefined {
   const raw = props.get(key);
   if (raw === undefined || raw.trim() === '') return undefined;
@@ -517,15 +537,7 @@ function validateContract(
   if (maxPersons === undefined || maxPersons < 1)
     throw fail('model max_persons is unknown: output shapes give no person dimension and no max_persons metadata');
 
-  const metadata: ModelMetadata = {
-    csipose_contract: contract ?? '',
-    model_version: props.get('model_version') ?? '',
-    feature_dim: featureDim,
-    max_persons: maxPersons,
-    window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
-    trained_on: props.get('trained_on') ?? '',
-    ...(siteDim > 0 ? { site_dim: siteDim } : {}),
-  };
+  const metadata = commonMetadata(props, contract, featureDim, maxPersons, siteDim, fail);
   return contract === undefined
     ? {
         contract: 1,
@@ -598,13 +610,7 @@ function validateV2(
   if (maxPersons === undefined || maxPersons < 1) throw fail('model max_persons is unknown: output shapes give no person dimension and no max_persons metadata');
   const fallWindow = Number(props.get('fall_window_s'));
   const metadata: ModelMetadata = {
-    csipose_contract: contract ?? '',
-    model_version: props.get('model_version') ?? '',
-    feature_dim: featureDim,
-    max_persons: maxPersons,
-    window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
-    trained_on: props.get('trained_on') ?? '',
-    ...(site ? { site_dim: SITE_DIM } : {}),
+    ...commonMetadata(props, contract, featureDim, maxPersons, site ? SITE_DIM : 0, fail),
     history_steps: HISTORY_STEPS,
     history_dim: HISTORY_DIM,
     history_stride_frames: HISTORY_STRIDE_FRAMES,
