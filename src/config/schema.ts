@@ -563,7 +563,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
         restart: false,
       },
       notification_delay_seconds: {
-        // 1 s: the model reports a fall 0.4-2.7 s after it begins, and issue 11 asks for the alert
+        // 1 s: the model reports a fall 0.4-2.7 s after it begins (the live default room, both models), and issue 11 asks for the alert
         // within 3 s. On VALIDATION fall scenarios, per event in the room: 2 s precision 0.250 /
         // recall 0.304 (alerts that come too late miss the 3 s), 1 s 0.429 / 0.522, 0.5 s 0.464 /
         // 0.565, 0 0.483 / 0.609 (but no wait for the person to get up, and no escalation).
