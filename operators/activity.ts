@@ -70,7 +70,9 @@ export const MODEL_ACTIVITY_SMOOTHING = 0.35;
  * 0.433 -> 0.457 at the same recall; 0.85 lost most falls (recall 0.22 -> 0.09). Chosen again once
  * the alerts operator merged a room's falls (FALL_ROOM_REFRACTORY_MS), scored per event in the room
  * (23 falls): 0.6 precision 0.173 recall 0.391, 0.7 0.194 / 0.304, 0.75 0.233 / 0.304, 0.8
- * 0.250 / 0.304, 0.85 0.261 / 0.261. Requiring 2 or 4 frames in a row over the trigger, a stricter
+ * 0.250 / 0.304, 0.85 0.261 / 0.261. Checked again with the model retrained with the fall loss
+ * weighted 3: 0.7 0.364 / 0.696, 0.75 0.421 / 0.696, 0.8 0.471 / 0.696, 0.85 0.464 / 0.565, 0.9
+ * 0.520 / 0.565. Requiring 2 or 4 frames in a row over the trigger, a stricter
  * upright veto (0.5, 0.3) or a minimum time down before a recovered fall is recorded (1 s) each
  * cost more recall than they bought precision.
  */
