@@ -24,15 +24,22 @@ export interface ServeProcess {
  * @param args flags after `serve --port 0 --data-dir DIR/data`; `dir` is the temp dir, for config files
  * @param env extra environment
  * @param prefix the temp dir's name prefix
+ * @param stderr `inherit` (default) shows the service's log; `pipe` leaves it to the caller
+ *   (`proc.stderr`, buffered until read)
  * @returns the process, its address and its temp dir
  * @example const s = await startServe(() => ['--log-level', 'error'], { CSIPOSE_ADMIN_PASSWORD: 'x' });
  */
-export async function startServe(args: (dir: string) => string[], env: Record<string, string>, prefix = 'csipose-bench-'): Promise<ServeProcess> {
+export async function startServe(
+  args: (dir: string) => string[],
+  env: Record<string, string>,
+  prefix = 'csipose-bench-',
+  stderr: 'inherit' | 'pipe' = 'inherit',
+): Promise<ServeProcess> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const proc = spawn(process.execPath, [cliPath, 'serve', '--port', '0', '--data-dir', join(dir, 'data'), ...args(dir)], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', stderr],
   });
   const running: ServeProcess = { proc, base: '', dir };
   try {
