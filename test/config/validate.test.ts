@@ -29,7 +29,7 @@ describe('defaults', () => {
     expect(d.neural_network.model_path).toBe('models/csipose-pose.onnx');
     expect(d.neural_network.enable_gpu).toBe(false);
     expect(d.streaming.status_interval_seconds).toBe(5);
-    expect(d.alerts.fall_detection).toEqual({ enabled: true, sensitivity: 0.8, notification_delay_seconds: 1 });
+    expect(d.alerts.fall_detection).toEqual({ enabled: true, sensitivity: 0.8, notification_delay_seconds: 0.5 });
     expect(d.alerts.inactivity_detection).toEqual({ enabled: true, threshold_minutes: 30 });
     expect(d.privacy.data_retention_days).toBe(30);
     expect(d.server.response_form).toBe('b');

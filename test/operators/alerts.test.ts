@@ -28,7 +28,7 @@ const labelled = (trackId: number, act: Activity | undefined, floor: [number, nu
 const labelledRun = (n: number, script: (k: number) => Activity | undefined, floor: [number, number] = [2, 3], conf = 0.9) =>
   Array.from({ length: n }, (_, k) => poseFrame(k * 100, [labelled(1, script(k), floor, conf)]));
 
-/** The mechanism tests below are written for a 5 s notification delay (the default is 1 s). */
+/** The mechanism tests below are written for a 5 s notification delay (the default is 0.5 s). */
 const DELAY5: AlertsConfig = { fallDetection: { notificationDelaySeconds: 5 } };
 
 const runAlerts = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = DELAY5) =>
@@ -94,15 +94,15 @@ describe('alerts: marbles', () => {
       const src = hot('--s--f--l--m--n--|', v);
       const subs = '   ^-----------!     ';
       const unsub = '  ^-----------!     ';
-      // The default delay (1 s): high at 2 s, critical at 5.1 s.
-      const expected = '--x--x--y--z-      ';
+      // The default delay (0.5 s): high and critical (3 x 0.5 s) both due by the frame at 2 s.
+      const expected = '--x--x--y--x-      ';
       const result = src.pipe(
         mergeMap((x) => of(x)),
         alerts(),
         mergeMap((x) => of(x)),
         s,
       );
-      expectObservable(result, unsub).toBe(expected, { x: '.', y: 'fall_detection:high', z: 'fall_detection:critical' });
+      expectObservable(result, unsub).toBe(expected, { x: '.', y: 'fall_detection:high,fall_detection:critical' });
       expectSubscriptions(src.subscriptions).toBe(subs);
     });
   });
@@ -479,7 +479,7 @@ describe('alerts: configuration', () => {
     expect(params).toEqual({
       fallDetection: true,
       sensitivity: 0.8,
-      notificationDelaySeconds: 1,
+      notificationDelaySeconds: 0.5,
       recoveryWindowSeconds: 60,
       inactivity: true,
       thresholdMinutes: 30,
@@ -487,7 +487,7 @@ describe('alerts: configuration', () => {
     });
     const frames = labelledRun(70, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'));
     const out: PoseFrame[] = await lastValueFrom(from(frames).pipe(spec.create(params, {}), toArray()));
-    expect(allAlerts(out).map((a) => a.time - T0)).toEqual([2000, 4000]);
+    expect(allAlerts(out).map((a) => a.time - T0)).toEqual([1500, 2500]);
     const zones = JSON.stringify([{ id: 'z', name: 'Z', polygon: [[0, 0], [5, 0], [5, 5], [0, 5]] }]);
     const out2: PoseFrame[] = await lastValueFrom(from(frames.slice(0, 3)).pipe(spec.create({ ...params, zones }, {}), toArray()));
     expect(allAlerts(out2).map((a) => a.type)).toEqual(['intrusion']);

@@ -118,7 +118,7 @@ describe('configuration endpoints', () => {
       environment: { id: 'default', name: 'Default environment', calibration_timestamp: null },
       detection: { confidence_threshold: 0.5, max_persons: 4, tracking_enabled: true },
       alerts: {
-        fall_detection: { enabled: true, sensitivity: 0.8, notification_delay_seconds: 1 },
+        fall_detection: { enabled: true, sensitivity: 0.8, notification_delay_seconds: 0.5 },
         inactivity_detection: { enabled: true, threshold_minutes: 30 },
       },
       streaming: { restream_enabled: false, websocket_enabled: true, mqtt_enabled: false },
