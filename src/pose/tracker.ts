@@ -551,14 +551,19 @@ export class MultiPersonTracker {
    * updated in place.
    */
   private reclaim(assign: Int32Array, rows: number, nDet: number, gate: number): void {
+    // Most frames pair every confirmed track in the first round: nothing to build then.
+    let unpaired = 0;
+    for (let r = 0; r < rows; r++) if (assign[r]! < 0 && this.live[r]!.confirmed) unpaired++;
+    if (unpaired === 0) return;
+    const tr: number[] = [];
+    for (let r = 0; r < rows; r++) if (assign[r]! < 0 && this.live[r]!.confirmed) tr.push(r);
     const taken = this.taken.length >= nDet ? this.taken : (this.taken = new Uint8Array(Math.max(nDet, this.taken.length * 2)));
     taken.fill(0, 0, nDet);
     for (let r = 0; r < rows; r++) if (assign[r]! >= 0) taken[assign[r]!] = 1;
-    const tr: number[] = [];
     const dc: number[] = [];
-    for (let r = 0; r < rows; r++) if (assign[r]! < 0 && this.live[r]!.confirmed) tr.push(r);
     for (let d = 0; d < nDet; d++) if (!taken[d]) dc.push(d);
-    if (tr.length === 0 || dc.length === 0) return;
+    if (dc.length === 0) return;
+    // `assign` is the solver's own array, which the second solve overwrites: keep the first round.
     const first = Int32Array.from(assign.subarray(0, rows));
     const sub = new Float64Array(tr.length * dc.length);
     for (let i = 0; i < tr.length; i++) for (let j = 0; j < dc.length; j++) sub[i * dc.length + j] = this.cost[tr[i]! * nDet + dc[j]!]!;
