@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { ApiKeyStore, type ApiKeyFailure, type ApiKeyInfo, type ApiKeyStats } from './apiKeys.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { Role } from './roles.js';
+import { loadOrCreateSecret } from './secret.js';
 import { TokenService, type RefreshResult, type TokenFailure, type TokenPair } from './tokens.js';
 import { UserStore, type PublicUser } from './users.js';
 
@@ -34,7 +35,10 @@ export type AuthResult = { ok: true; principal: Principal } | { ok: false; reaso
 
 /** Options of {@link Authenticator.init}. */
 export interface AuthenticatorInit {
-  /** Holds `users.json` and `api_keys.json`; created (mode 0700) when missing. */
+  /**
+   * Holds `users.json`, `api_keys.json` and, without CSIPOSE_JWT_SECRET, `jwt_secret.json`;
+   * created (mode 0700) when missing.
+   */
   dataDir: string;
   /** Reads CSIPOSE_ADMIN_PASSWORD, CSIPOSE_JWT_SECRET, CSIPOSE_API_KEYS (default process.env). */
   env?: Record<string, string | undefined>;
@@ -99,18 +103,22 @@ export class Authenticator {
    * @returns `generatedAdminPassword` when admin was created with a random password: print it
    *   once, it is stored only hashed
    * @throws TokenConfigError (weak CSIPOSE_JWT_SECRET), ApiKeyConfigError (bad CSIPOSE_API_KEYS),
-   *   StoreFileError (an unreadable or malformed users.json / api_keys.json)
+   *   StoreFileError (an unreadable or malformed users.json / api_keys.json / jwt_secret.json)
    */
   async init(opts: AuthenticatorInit): Promise<{ generatedAdminPassword?: string }> {
     const env = opts.env ?? process.env;
     const clock = opts.now ? { now: opts.now } : {};
-    const tokens = new TokenService({
-      ...clock,
-      ...(env.CSIPOSE_JWT_SECRET ? { secret: env.CSIPOSE_JWT_SECRET } : {}),
-      ...(opts.accessTtlSeconds !== undefined ? { accessTtlSeconds: opts.accessTtlSeconds } : {}),
-      ...(opts.refreshTtlSeconds !== undefined ? { refreshTtlSeconds: opts.refreshTtlSeconds } : {}),
-      ...(opts.tokenCacheSize !== undefined ? { cacheSize: opts.tokenCacheSize } : {}),
-    });
+    // CSIPOSE_JWT_SECRET wins; without it, the secret kept in the data directory (made on first
+    // start), read once the configuration has been checked.
+    const tokenService = (secret: string | Uint8Array) =>
+      new TokenService({
+        ...clock,
+        secret,
+        ...(opts.accessTtlSeconds !== undefined ? { accessTtlSeconds: opts.accessTtlSeconds } : {}),
+        ...(opts.refreshTtlSeconds !== undefined ? { refreshTtlSeconds: opts.refreshTtlSeconds } : {}),
+        ...(opts.tokenCacheSize !== undefined ? { cacheSize: opts.tokenCacheSize } : {}),
+      });
+    const envTokens = env.CSIPOSE_JWT_SECRET ? tokenService(env.CSIPOSE_JWT_SECRET) : undefined;
     const keys = new ApiKeyStore(opts.dataDir, {
       ...clock,
       ...(env.CSIPOSE_API_KEYS !== undefined ? { envKeys: env.CSIPOSE_API_KEYS } : {}),
@@ -118,6 +126,7 @@ export class Authenticator {
     });
     const users = new UserStore(opts.dataDir, clock);
     mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    const tokens = envTokens ?? tokenService(loadOrCreateSecret(opts.dataDir, opts.now));
     users.load();
     keys.load();
     // A login for a missing user still runs one scrypt, against this, so that response time
@@ -154,18 +163,22 @@ export class Authenticator {
     const user = users.get(username);
     const ok = await verifyPassword(password, user?.passwordHash ?? dummyHash);
     if (!user || !ok) return null;
-    return tokens.issue(user.username, user.role);
+    return tokens.issue(user.username, user.role, users.generation(user.username));
   }
 
   /**
    * Trades a refresh token for a new pair (`POST /auth/refresh`); single use. The new access
-   * token carries the user's current role.
+   * token carries the user's current role. Refused (`password_changed`) when the user's password
+   * changed since the login the token descends from.
    * @param refreshToken the refresh token
    * @returns the pair, or why it was refused
    */
   refresh(refreshToken: string): Promise<RefreshResult> {
     const { users, tokens } = this.s;
-    return tokens.refresh(refreshToken, (sub) => users.get(sub)?.role);
+    return tokens.refresh(refreshToken, (sub) => {
+      const user = users.get(sub);
+      return user ? { role: user.role, gen: users.generation(sub) } : undefined;
+    });
   }
 
   /**
@@ -203,8 +216,15 @@ export class Authenticator {
 
   private async bearer(token: string): Promise<AuthResult> {
     if (!looksLikeJwt(token)) return this.apiKey(token);
-    const v = await this.s.tokens.verify(token);
+    const { tokens, users } = this.s;
+    const v = await tokens.verify(token);
     if (!v.ok) return v;
+    // On every use, cached tokens too: a password change ends the tokens issued before it.
+    const gen = users.generation(v.claims.sub);
+    if (gen === undefined) return { ok: false, reason: 'user_unknown' };
+    // Every token we issue carries `gen`; one without was issued before tokens did (it expires
+    // within a day) or made by a holder of the secret, who could write any claims anyway.
+    if (v.claims.gen !== undefined && v.claims.gen !== gen) return { ok: false, reason: 'password_changed' };
     return { ok: true, principal: { id: v.claims.sub, kind: 'user', role: v.claims.role, name: v.claims.sub } };
   }
 

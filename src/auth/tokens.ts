@@ -5,8 +5,11 @@ import { isRole, type Role } from './roles.js';
 /**
  * Access and refresh tokens.
  *
- * Access tokens are HS256 JWTs with `sub`, `role`, `iat`, `exp` and `jti`, signed with
- * `CSIPOSE_JWT_SECRET` (or 32 random bytes per start, which logs everyone out on restart).
+ * Access tokens are HS256 JWTs with `sub`, `role`, `iat`, `exp`, `jti` and, for users, `gen`
+ * (the user's token generation, see {@link AccessClaims.gen}), signed with `CSIPOSE_JWT_SECRET` or
+ * the secret kept in the data directory (secret.ts). Their header names the secret by `kid`, a
+ * short fingerprint of it, so that a token of another secret is told apart from a forged one:
+ * `signed_by_previous_secret` rather than `bad_signature`.
  * Verification with jose costs about 200 us, so verified tokens are cached: a repeated token costs
  * a Map lookup. Cache entries die at the token's `exp`, and every hit also consults the denylist,
  * so a revoked token is refused even while cached.
@@ -20,8 +23,8 @@ import { isRole, type Role } from './roles.js';
  * Two concurrent refreshes with the same token by an honest client trip this too; the client
  * then logs in again.
  *
- * All of this state lives in memory: a restart forgets refresh tokens and the denylist (with a
- * random secret, a restart invalidates every access token anyway).
+ * All of this state lives in memory: a restart forgets refresh tokens and the denylist; access
+ * tokens outlive it while the secret stays the same (and the user's password too).
  */
 
 /** Why an access token was refused. Distinct for logs; HTTP answers 401 for all. */
@@ -30,13 +33,19 @@ export type TokenFailure =
   | 'alg_none'
   | 'alg_not_allowed'
   | 'bad_signature'
+  /** Signed with another secret (`kid` is not ours): the service's signing secret changed. */
+  | 'signed_by_previous_secret'
   | 'expired'
   | 'not_yet_valid'
   | 'revoked'
-  | 'invalid_claims';
+  | 'invalid_claims'
+  /** The user's password changed after the token was issued (checked by the Authenticator). */
+  | 'password_changed'
+  /** The token's user no longer exists (checked by the Authenticator). */
+  | 'user_unknown';
 
 /** Why a refresh was refused. */
-export type RefreshFailure = 'unknown_refresh_token' | 'refresh_expired' | 'refresh_reused' | 'refresh_revoked' | 'user_unknown';
+export type RefreshFailure = 'unknown_refresh_token' | 'refresh_expired' | 'refresh_reused' | 'refresh_revoked' | 'user_unknown' | 'password_changed';
 
 /** The claims of a verified access token. */
 export interface AccessClaims {
@@ -47,6 +56,18 @@ export interface AccessClaims {
   /** Seconds since the epoch. */
   exp: number;
   jti: string;
+  /**
+   * The subject's token generation when the token was issued: changes when the user's password
+   * does, so tokens issued before a password change can be refused. Absent when issued without.
+   */
+  gen?: string;
+}
+
+/** What {@link TokenService.refresh} needs to know of the subject now. */
+export interface CurrentSubject {
+  role: Role;
+  /** Token generation now; a family issued under another one is refused (`password_changed`). */
+  gen?: string;
 }
 
 /** What `POST /auth/token` and `POST /auth/refresh` hand out. */
@@ -73,7 +94,7 @@ export class TokenConfigError extends Error {
 
 /** Options of {@link TokenService}. */
 export interface TokenServiceOptions {
-  /** CSIPOSE_JWT_SECRET: at least 32 bytes. Random 32 bytes when unset. */
+  /** CSIPOSE_JWT_SECRET or the stored secret: at least 32 bytes. Random 32 bytes when unset (tests). */
   secret?: string | Uint8Array;
   /** Access token lifetime (default 86400 s). */
   accessTtlSeconds?: number;
@@ -98,6 +119,8 @@ const SWEEP_MS = 60_000;
 interface Family {
   sub: string;
   role: Role;
+  /** Token generation at login. */
+  gen: string | undefined;
   revoked: boolean;
   /** Access token jti -> exp (s), so that revoking the family can deny them. */
   access: Map<string, number>;
@@ -112,6 +135,11 @@ interface RefreshRecord {
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('base64url');
+}
+
+/** The `kid` of a secret: 72 bits of a SHA-256, enough to tell secrets apart, nothing to attack. */
+function keyId(secret: Uint8Array): string {
+  return createHash('sha256').update('csipose-jwt-kid\0').update(secret).digest('base64url').slice(0, 12);
 }
 
 function positiveInt(name: string, v: number): number {
@@ -132,6 +160,8 @@ export class TokenService {
   readonly accessTtl: number;
   /** Refresh token lifetime in seconds. */
   readonly refreshTtl: number;
+  /** The `kid` of this service's secret, in the header of every token it signs. */
+  readonly kid: string;
   private readonly key: Promise<CryptoKey>;
   private readonly now: () => number;
   private readonly cacheSize: number;
@@ -162,6 +192,7 @@ export class TokenService {
     if (secret.length < MIN_SECRET_BYTES) {
       throw new TokenConfigError(`CSIPOSE_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (got ${secret.length})`);
     }
+    this.kid = keyId(secret);
     // Imported once: jose would otherwise import a raw Uint8Array key on every sign and verify.
     this.key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
     // An unhandled rejection here would surface only at first use; importKey does not fail for HMAC.
@@ -172,16 +203,18 @@ export class TokenService {
    * Issues a new access + refresh pair starting a new family (a login).
    * @param sub the subject (user name)
    * @param role the subject's role
+   * @param gen the subject's token generation, carried as claim `gen` (see {@link AccessClaims.gen})
    * @returns the pair
    */
-  async issue(sub: string, role: Role): Promise<TokenPair> {
+  async issue(sub: string, role: Role, gen?: string): Promise<TokenPair> {
     this.sweep();
-    return this.issueIn({ sub, role, revoked: false, access: new Map() });
+    return this.issueIn({ sub, role, gen, revoked: false, access: new Map() });
   }
 
   /**
-   * Verifies an access token: HS256 only, signature, `exp`, `nbf`, claims, denylist. A token seen
-   * before (and still valid) is answered from the cache without a signature check.
+   * Verifies an access token: HS256 only, `kid` (when present) naming our secret, signature, `exp`,
+   * `nbf`, claims, denylist. A token seen before (and still valid) is answered from the cache
+   * without a signature check. The `gen` claim is returned, not judged: the caller knows users.
    * @param token the compact JWT
    * @returns its claims, or the reason it was refused; never throws
    */
@@ -208,8 +241,9 @@ export class TokenService {
     this.misses++;
     if (token.split('.').length !== 3) return { ok: false, reason: 'malformed_token' };
     let alg: unknown;
+    let kid: unknown;
     try {
-      alg = decodeProtectedHeader(token).alg;
+      ({ alg, kid } = decodeProtectedHeader(token));
     } catch {
       return { ok: false, reason: 'malformed_token' };
     }
@@ -217,6 +251,9 @@ export class TokenService {
     // Refused before jose sees it, whatever its case: `none` is the classic forgery.
     if (alg.toLowerCase() === 'none') return { ok: false, reason: 'alg_none' };
     if (alg !== 'HS256') return { ok: false, reason: 'alg_not_allowed' };
+    if (kid !== undefined && typeof kid !== 'string') return { ok: false, reason: 'malformed_token' };
+    // Only a reason: such a token is refused either way, its signature cannot be checked.
+    if (kid !== undefined && kid !== this.kid) return { ok: false, reason: 'signed_by_previous_secret' };
     let payload: Record<string, unknown>;
     try {
       const r = await jwtVerify(token, await this.key, {
@@ -228,8 +265,9 @@ export class TokenService {
     } catch (e) {
       return { ok: false, reason: joseReason(e) };
     }
-    const { sub, role, iat, exp, jti } = payload;
+    const { sub, role, iat, exp, jti, gen } = payload;
     if (
+      (gen !== undefined && (typeof gen !== 'string' || !gen)) ||
       typeof sub !== 'string' ||
       !sub ||
       !isRole(role) ||
@@ -242,7 +280,7 @@ export class TokenService {
     }
     if (iat > Math.floor(nowMs / 1000) + IAT_SKEW_SECONDS) return { ok: false, reason: 'not_yet_valid' };
     if (this.denied.has(jti)) return { ok: false, reason: 'revoked' };
-    const claims: AccessClaims = Object.freeze({ sub, role, iat, exp, jti });
+    const claims: AccessClaims = Object.freeze(gen === undefined ? { sub, role, iat, exp, jti } : { sub, role, iat, exp, jti, gen: gen as string });
     if (this.cache.size >= this.cacheSize) {
       const oldest = this.cache.keys().next();
       if (!oldest.done) this.cache.delete(oldest.value);
@@ -255,11 +293,13 @@ export class TokenService {
    * Trades a refresh token for a new pair. The token is consumed; presenting it again fails
    * with `refresh_reused` and revokes its whole family (see the file comment).
    * @param token the refresh token
-   * @param currentRole looks the subject up now: its current role, or null/undefined when the
-   *   account is gone (the family is then revoked). Default: the role at login.
+   * @param current looks the subject up now: its current role and token generation, or
+   *   null/undefined when the account is gone. The family is revoked when the account is gone
+   *   (`user_unknown`) or its generation changed since login (`password_changed`). Default: the
+   *   role at login, no generation check.
    * @returns the new pair with subject and role, or why it was refused
    */
-  async refresh(token: string, currentRole?: (sub: string) => Role | null | undefined): Promise<RefreshResult> {
+  async refresh(token: string, current?: (sub: string) => CurrentSubject | null | undefined): Promise<RefreshResult> {
     if (typeof token !== 'string' || !REFRESH_FORMAT.test(token)) return { ok: false, reason: 'unknown_refresh_token' };
     const rec = this.refreshTokens.get(sha256(token));
     if (!rec) return { ok: false, reason: 'unknown_refresh_token' };
@@ -277,13 +317,17 @@ export class TokenService {
     rec.consumed = true;
     // After the lookup, so that a token expired since the last sweep is reported as expired.
     this.sweep();
-    if (currentRole) {
-      const role = currentRole(family.sub);
-      if (!role) {
+    if (current) {
+      const now = current(family.sub);
+      if (!now) {
         this.revokeFamily(family);
         return { ok: false, reason: 'user_unknown' };
       }
-      family.role = role;
+      if (now.gen !== family.gen) {
+        this.revokeFamily(family);
+        return { ok: false, reason: 'password_changed' };
+      }
+      family.role = now.role;
     }
     const pair = await this.issueIn(family);
     // The family may have been revoked while we were signing.
@@ -338,8 +382,8 @@ export class TokenService {
     if (family.revoked) this.denied.set(jti, exp);
     const refreshToken = REFRESH_PREFIX + randomBytes(32).toString('base64url');
     this.refreshTokens.set(sha256(refreshToken), { family, expiresAt: this.now() + this.refreshTtl * 1000, consumed: false });
-    const accessToken = await new SignJWT({ role: family.role })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    const accessToken = await new SignJWT(family.gen === undefined ? { role: family.role } : { role: family.role, gen: family.gen })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: this.kid })
       .setSubject(family.sub)
       .setIssuedAt(iat)
       .setExpirationTime(exp)

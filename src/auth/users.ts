@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { hashPassword, parsePasswordHash, verifyPassword } from './passwords.js';
 import { isRole, type Role } from './roles.js';
@@ -23,6 +23,9 @@ export const ADMIN_USERNAME = 'admin';
 const USERNAME = /^[A-Za-z0-9._@-]{1,64}$/;
 const FILE_VERSION = 1;
 const LOCK_WAIT_MS = 5000;
+
+/** Token generations of user records (a record is replaced, never changed, when its password is). */
+const generations = new WeakMap<User, string>();
 
 /** Options of {@link UserStore}. */
 export interface UserStoreOptions {
@@ -91,6 +94,25 @@ export class UserStore {
     return this.users.get(username);
   }
 
+  /**
+   * The user's token generation: a fingerprint of the stored password hash, so it changes exactly
+   * when the password does (each hash has a fresh salt, even for the same password) and needs no
+   * state of its own. Access tokens carry it; tokens of another generation are refused. The hash
+   * itself is not derivable from it.
+   * @param username the user name
+   * @returns 16 base64url characters, or undefined when there is no such user
+   */
+  generation(username: string): string | undefined {
+    const user = this.users.get(username);
+    if (!user) return undefined;
+    let gen = generations.get(user);
+    if (gen === undefined) {
+      gen = createHash('sha256').update('csipose-token-generation\0').update(user.passwordHash).digest('base64url').slice(0, 16);
+      generations.set(user, gen);
+    }
+    return gen;
+  }
+
   /** @returns every user, without password hashes, sorted by name */
   list(): PublicUser[] {
     return [...this.users.values()]
@@ -117,7 +139,8 @@ export class UserStore {
   }
 
   /**
-   * Sets a user's password and persists the store.
+   * Sets a user's password and persists the store. Tokens issued to the user before are refused
+   * from now on (the token generation changes with the hash), refresh tokens included.
    * @param username an existing user
    * @param password the new password
    * @throws RangeError when the user does not exist
@@ -133,7 +156,8 @@ export class UserStore {
   /**
    * Makes sure the `admin` user exists with role admin (call after {@link UserStore.load}).
    * - `envPassword` set (non-empty): admin's password becomes it (the file is only rewritten
-   *   when the stored hash does not already match).
+   *   when the stored hash does not already match, so the same password keeps admin's tokens
+   *   valid; another one ends them).
    * - unset or empty, admin already stored: the stored hash is kept.
    * - unset or empty, no admin: a random password is generated, stored hashed and returned so
    *   the server can print it once.

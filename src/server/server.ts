@@ -93,7 +93,7 @@ export async function startServer(svc: ServiceFace, o: ServerOptions): Promise<H
     }
     let socket: PoseSocket | undefined;
     const server = await listenUws(core, o.host, o.port, (app) => {
-      socket = new PoseSocket(app, svc, core, { form, log: o.log });
+      socket = new PoseSocket(app, svc, core, { form, log: o.log, limits });
       if (dashboard) serveDashboard(app, dashboard, core);
     }).catch((e: unknown) => {
       socket?.close();

@@ -25,7 +25,8 @@ describe('TokenService', () => {
     expect(pair.tokenType).toBe('bearer');
     expect(pair.expiresIn).toBe(86400);
     expect(pair.refreshToken).toMatch(/^csr_[A-Za-z0-9_-]{43}$/);
-    expect(decodeProtectedHeader(pair.accessToken)).toEqual({ alg: 'HS256', typ: 'JWT' });
+    expect(decodeProtectedHeader(pair.accessToken)).toEqual({ alg: 'HS256', typ: 'JWT', kid: tokens.kid });
+    expect(tokens.kid).toMatch(/^[A-Za-z0-9_-]{12}$/);
     // Checked independently with jose and the raw secret.
     const { payload } = await jwtVerify(pair.accessToken, KEY, { currentDate: new Date(clock.now()) });
     const iat = Math.floor(clock.now() / 1000);
@@ -181,7 +182,7 @@ describe('TokenService', () => {
     it('take the current role, and fail for a user that is gone', async () => {
       const { tokens } = service();
       const pair = await tokens.issue('alice', 'viewer');
-      const r = await tokens.refresh(pair.refreshToken, () => 'admin');
+      const r = await tokens.refresh(pair.refreshToken, () => ({ role: 'admin' }));
       if (!r.ok) throw new Error(r.reason);
       const v = await tokens.verify(r.pair.accessToken);
       expect(v.ok && v.claims.role).toBe('admin');
@@ -196,11 +197,47 @@ describe('TokenService', () => {
     expect(() => new TokenService()).not.toThrow();
   });
 
-  it('a random secret per instance: tokens of one start do not verify on the next', async () => {
+  it('a token of another secret is refused as signed_by_previous_secret, a tampered one of ours as bad_signature', async () => {
     const a = new TokenService();
     const b = new TokenService();
+    expect(a.kid).not.toBe(b.kid);
     const { accessToken } = await a.issue('alice', 'viewer');
     expect((await a.verify(accessToken)).ok).toBe(true);
-    expect(await b.verify(accessToken)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(await b.verify(accessToken)).toEqual({ ok: false, reason: 'signed_by_previous_secret' });
+    // The same secret, another instance (a restart): the same kid, the token verifies.
+    const before = service();
+    const after = new TokenService({ secret: SECRET, now: before.clock.now });
+    expect(after.kid).toBe(before.tokens.kid);
+    expect((await after.verify((await before.tokens.issue('bob', 'viewer')).accessToken)).ok).toBe(true);
+    // Our kid, payload changed: a forgery, not a secret change.
+    const [h, p, sig] = accessToken.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+    expect(await a.verify(`${h}.${b64({ ...claims, role: 'admin' })}.${sig}`)).toEqual({ ok: false, reason: 'bad_signature' });
+    // A kid that is not a string is malformed.
+    expect(await a.verify(`${b64({ alg: 'HS256', kid: 7 })}.${p}.${sig}`)).toEqual({ ok: false, reason: 'malformed_token' });
+  });
+
+  describe('token generation (gen)', () => {
+    it('is carried as claim gen and returned by verify; a bad one is invalid_claims', async () => {
+      const { tokens, clock } = service();
+      const pair = await tokens.issue('alice', 'viewer', 'gen-1');
+      const v = await tokens.verify(pair.accessToken);
+      expect(v.ok && v.claims.gen).toBe('gen-1');
+      const now = Math.floor(clock.now() / 1000);
+      const bad = await forge({ sub: 'x', role: 'viewer', iat: now, exp: now + 60, jti: 'j', gen: 5 });
+      expect(await tokens.verify(bad)).toEqual({ ok: false, reason: 'invalid_claims' });
+    });
+
+    it('a refresh under another generation (the password changed) is refused and revokes the family', async () => {
+      const { tokens } = service();
+      const pair = await tokens.issue('alice', 'viewer', 'gen-1');
+      expect(await tokens.refresh(pair.refreshToken, () => ({ role: 'viewer', gen: 'gen-2' }))).toEqual({ ok: false, reason: 'password_changed' });
+      expect(await tokens.verify(pair.accessToken)).toEqual({ ok: false, reason: 'revoked' });
+      const same = await tokens.issue('alice', 'viewer', 'gen-2');
+      const r = await tokens.refresh(same.refreshToken, () => ({ role: 'viewer', gen: 'gen-2' }));
+      expect(r.ok).toBe(true);
+      const v = r.ok ? await tokens.verify(r.pair.accessToken) : undefined;
+      expect(v?.ok && v.claims.gen).toBe('gen-2');
+    });
   });
 });

@@ -9,6 +9,7 @@ import { attachOutlet } from '../../service/outlet.js';
 import type { Form } from '../../render/frame.js';
 import type { HttpCore } from '../core.js';
 import { pickForm } from '../forms.js';
+import type { LimitState, RateLimits } from '../rateLimits.js';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.js';
 import { Fanout, MAX_BACKPRESSURE, type Client, type Socket } from './fanout.js';
 import { PROTOCOLS, ProtocolError, readMessage } from './protocol.js';
@@ -27,16 +28,33 @@ export interface PoseSocketOptions {
   /** Deployment default response form. */
   form: () => Form;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /**
+   * The server's rate limits, shared with REST: a failed upgrade spends a point of the client
+   * address's `authentication` budget, as a failed REST login does.
+   */
+  limits: RateLimits;
 }
 
 /** Counters of refused upgrades and closed connections. */
 interface EndpointStats {
   accepted: number;
   refusedAuth: number;
+  /** Failed upgrades refused with 429: the address spent its authentication budget. */
+  refusedAuthLimit: number;
   refusedLimit: number;
   refusedDisabled: number;
   authCloses: number;
   badMessages: number;
+}
+
+/** The four X-RateLimit-* headers of a limiter state, as REST sends them. */
+function rateLimitHeaders(s: LimitState): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(s.limit),
+    'X-RateLimit-Remaining': String(s.remaining),
+    'X-RateLimit-Reset': String(s.reset),
+    'X-RateLimit-Window': String(s.window),
+  };
 }
 
 function ipOf(res: uWS.HttpResponse): string {
@@ -51,7 +69,8 @@ const clientPrefix = randomBytes(3).toString('hex');
  *
  * - Authentication at upgrade: `?token=` (a JWT or an API key), or `Authorization` / `X-API-Key`
  *   headers; bad credentials are refused with HTTP 401 before the upgrade, in the request's form
- *   (`X-Response-Form` or `?form=`, which also picks the form of the persons it is sent).
+ *   (`X-Response-Form` or `?form=`, which also picks the form of the persons it is sent). Each
+ *   failure spends a point of the address's REST `authentication` budget: 429 beyond it.
  * - Limits: `streaming.ws_max_connections_per_ip` open connections per IP (429 at upgrade),
  *   `streaming.ws_max_subscriptions_per_account` subscriptions per account, messages up to
  *   `streaming.ws_max_message_bytes` (an `error` message beyond; beyond 1 MiB uWS drops the connection).
@@ -65,7 +84,7 @@ export class PoseSocket {
   private readonly subs: Subscription[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly unreport: () => void;
-  private readonly stats: EndpointStats = { accepted: 0, refusedAuth: 0, refusedLimit: 0, refusedDisabled: 0, authCloses: 0, badMessages: 0 };
+  private readonly stats: EndpointStats = { accepted: 0, refusedAuth: 0, refusedAuthLimit: 0, refusedLimit: 0, refusedDisabled: 0, authCloses: 0, badMessages: 0 };
   private closing = false;
 
   /**
@@ -171,17 +190,8 @@ export class PoseSocket {
       (r) => {
         if (aborted) return;
         if (!r || !r.ok) {
-          this.release(ip);
           this.stats.refusedAuth++;
-          this.refuse(
-            res,
-            new ApiError(
-              'AUTHENTICATION_ERROR',
-              r ? 'invalid credentials' : 'authentication required: ?token=<JWT or API key>, Authorization: Bearer <token> or X-API-Key',
-              r ? { reason: r.reason } : {},
-            ),
-            formHeader,
-          );
+          void this.refuseAuth(res, ip, r ? r.reason : undefined, formHeader, () => aborted);
           return;
         }
         const client: Client = {
@@ -200,11 +210,64 @@ export class PoseSocket {
         res.cork(() => res.upgrade(client, key, protocol, extensions, context));
       },
       (e: unknown) => {
-        this.release(ip);
+        // An aborted upgrade's slot was released by onAborted.
         if (aborted) return;
+        this.release(ip);
         this.opts.log('error', `websocket upgrade: ${(e as Error)?.stack ?? String(e)}`);
         this.refuse(res, new ApiError('SYSTEM_ERROR', 'internal error'), formHeader);
       },
+    );
+  }
+
+  /**
+   * Refuses a failed upgrade: 401, or 429 once the address has spent its `authentication` budget
+   * (the key and category REST uses for failed authentication, so guesses over either share one
+   * budget). Both carry the X-RateLimit-* headers; the 429 also Retry-After. Releases the
+   * address's connection slot, unless the client went away meanwhile (onAborted released it).
+   * @param reason why authentication failed; undefined when no credential came
+   * @param aborted whether the client went away meanwhile
+   */
+  private async refuseAuth(res: uWS.HttpResponse, ip: string, reason: string | undefined, formHeader: string, aborted: () => boolean): Promise<void> {
+    let limit: LimitState;
+    try {
+      limit = await this.opts.limits.consume('authentication', `ip:${ip}`);
+    } catch (e) {
+      if (aborted()) return;
+      this.release(ip);
+      this.opts.log('error', `websocket upgrade rate limit: ${(e as Error)?.stack ?? String(e)}`);
+      this.refuse(res, new ApiError('SYSTEM_ERROR', 'internal error'), formHeader);
+      return;
+    }
+    if (aborted()) return;
+    this.release(ip);
+    const headers = rateLimitHeaders(limit);
+    if (!limit.allowed) {
+      this.stats.refusedAuthLimit++;
+      // `reset` is rounded up to a whole second; the wait never exceeds the window.
+      const retryAfter = Math.min(limit.window, Math.max(1, Math.ceil(limit.reset - Date.now() / 1000)));
+      this.refuse(
+        res,
+        new ApiError(
+          'RATE_LIMIT_EXCEEDED',
+          `rate limit of ${limit.limit} failed authentications per ${limit.window} s exceeded`,
+          { limit: limit.limit, window: limit.window, reset_at: new Date(limit.reset * 1000).toISOString(), scope: 'authentication' },
+          undefined,
+          { ...headers, 'Retry-After': String(retryAfter) },
+        ),
+        formHeader,
+      );
+      return;
+    }
+    this.refuse(
+      res,
+      new ApiError(
+        'AUTHENTICATION_ERROR',
+        reason ? 'invalid credentials' : 'authentication required: ?token=<JWT or API key>, Authorization: Bearer <token> or X-API-Key',
+        reason ? { reason } : {},
+        undefined,
+        headers,
+      ),
+      formHeader,
     );
   }
 
@@ -333,7 +396,7 @@ export class PoseSocket {
       backpressure_limit_bytes: MAX_BACKPRESSURE,
       status_pushes: f.stats.statusPushes,
       accepted: this.stats.accepted,
-      refused: { authentication: this.stats.refusedAuth, connection_limit: this.stats.refusedLimit, disabled: this.stats.refusedDisabled },
+      refused: { authentication: this.stats.refusedAuth, authentication_rate_limit: this.stats.refusedAuthLimit, connection_limit: this.stats.refusedLimit, disabled: this.stats.refusedDisabled },
       auth_closes: this.stats.authCloses,
       error_messages: this.stats.badMessages,
     };

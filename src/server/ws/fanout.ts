@@ -21,7 +21,8 @@ export interface Client {
   readonly form: Form;
   /** What authenticated it, re-checked while it is open (a revoked or expired token closes it). */
   readonly credentials: Credentials;
-  readonly subs: Map<string, Group>;
+  /** Its subscriptions by id. */
+  readonly subs: Map<string, Held>;
   /** Alerts the socket could not take yet, oldest first. */
   readonly alertQueue: string[];
   /** When the socket last went over the backpressure limit (ms), 0 while it keeps up. */
@@ -35,23 +36,44 @@ export interface Client {
 
 export type Socket = uWS.WebSocket<Client>;
 
+/**
+ * The subscriptions of one pose filter set sharing an id: at most one per connection. The first
+ * subscription of a connection to a filter set takes the slot whose id is the filter set's own id;
+ * a second equal subscription on the same connection takes the next slot, with its own id.
+ */
+interface PoseSlot {
+  readonly id: string;
+  /** uWS topic of the slot; every member receives the same bytes. */
+  readonly topic: string;
+  members: number;
+}
+
+interface AlertSlot {
+  readonly id: string;
+  readonly members: Set<Socket>;
+}
+
+/** A distinct pose filter set (channel, form, filters): rendered and serialised once per frame. */
 interface PoseGroup {
   readonly channel: 'pose_updates';
+  /** The filter set's id, which is also the id of its first slot. */
   readonly id: string;
-  readonly topic: string;
   readonly shape: FrameShape;
   readonly filters: PoseFilters;
-  members: number;
+  readonly slots: Map<string, PoseSlot>;
 }
 
 interface AlertGroup {
   readonly channel: 'alerts';
   readonly id: string;
   readonly filters: AlertFilters;
-  readonly members: Set<Socket>;
+  readonly slots: Map<string, AlertSlot>;
 }
 
 type Group = PoseGroup | AlertGroup;
+
+/** A subscription held by a connection: its filter set and its slot. */
+type Held = { readonly group: PoseGroup; readonly slot: PoseSlot } | { readonly group: AlertGroup; readonly slot: AlertSlot };
 
 /** Live limits, read per call (configuration `streaming.*`). */
 export interface FanoutLimits {
@@ -76,6 +98,17 @@ export interface FanoutStats {
 }
 
 const STATUS_TOPIC = 'status';
+/** How a serialised pose_update and alert begin, up to the subscription id (JSON.stringify keeps key order). */
+const POSE_PREFIX = '{"type":"pose_update","subscription_id":"';
+const ALERT_PREFIX = '{"type":"alert","subscription_id":"';
+
+/**
+ * A message serialised for a filter set's first slot, re-addressed to another slot of it: the same
+ * bytes with the other subscription id, without serialising the frame again.
+ */
+function readdress(text: string, prefix: string, from: string, to: string): string {
+  return from === to ? text : prefix + to + text.slice(prefix.length + from.length);
+}
 
 /** `{"type":"pos` — the prefix of a pose_update, the one message kind that may be dropped. */
 function isPoseUpdate(message: ArrayBuffer): boolean {
@@ -89,6 +122,13 @@ function isPoseUpdate(message: ArrayBuffer): boolean {
  * pose frame is filtered and serialised once per distinct filter set and published to every
  * member by uWS in C++. Alerts go to each member of each matching alert filter set, serialised
  * once per set; system status to every connection through one topic.
+ *
+ * Every `subscribe` is a subscription of its own: a connection holding two with equal filters
+ * gets each frame once per subscription, under each one's id, and unsubscribing one leaves the
+ * other. Since every member of a topic receives the same bytes, each slot of a filter set (see
+ * {@link PoseSlot}) is a topic of its own; the frame is still serialised once per filter set and
+ * only re-addressed for a second slot, which exists only while some connection holds equal
+ * subscriptions twice.
  *
  * Slow clients never slow anyone else: uWS skips a socket over {@link MAX_BACKPRESSURE} when it
  * publishes, so its stale pose frames are dropped (counted through uWS's `dropped` callback) and
@@ -148,15 +188,14 @@ export class Fanout {
   }
 
   /**
-   * Subscribes a connection. Equal filters in the same form give the same id and share a group;
-   * subscribing again to a subscription the connection holds confirms it again and counts once.
+   * Subscribes a connection. Every call is a new subscription with its own id (unique on the
+   * connection) and counts against the account's limit. Subscriptions with equal filters in the
+   * same form share a filter set; across connections they also share an id and a topic.
    * @returns the subscription id and the filters applied
    * @throws ProtocolError RATE_LIMIT_EXCEEDED past the account's subscription limit
    */
   subscribe(ws: Socket, r: SubscribeRequest): { id: string; filters: PoseFilters | AlertFilters } {
     const c = ws.getUserData();
-    const id = subscriptionId(r, c.form);
-    if (c.subs.has(id)) return { id, filters: r.filters };
     const limit = this.limits().maxSubscriptionsPerAccount;
     const held = this.perAccount.get(c.account) ?? 0;
     if (held >= limit) {
@@ -165,19 +204,30 @@ export class Fanout {
         current: held,
       });
     }
-    let g = this.groups.get(id);
+    const base = subscriptionId(r, c.form);
+    // The first slot of this filter set that the connection does not hold yet.
+    let id = base;
+    for (let slot = 2; c.subs.has(id); slot++) id = subscriptionId(r, c.form, slot);
+    let g = this.groups.get(base);
     if (!g) {
       g =
         r.channel === 'pose_updates'
-          ? { channel: r.channel, id, topic: `pose/${id}`, shape: poseShape(r.filters, c.form), filters: r.filters, members: 0 }
-          : { channel: r.channel, id, filters: r.filters, members: new Set() };
-      this.groups.set(id, g);
+          ? { channel: r.channel, id: base, shape: poseShape(r.filters, c.form), filters: r.filters, slots: new Map() }
+          : { channel: r.channel, id: base, filters: r.filters, slots: new Map() };
+      this.groups.set(base, g);
     }
     if (g.channel === 'pose_updates') {
-      g.members++;
-      ws.subscribe(g.topic);
-    } else g.members.add(ws);
-    c.subs.set(id, g);
+      let slot = g.slots.get(id);
+      if (!slot) g.slots.set(id, (slot = { id, topic: `pose/${id}`, members: 0 }));
+      slot.members++;
+      ws.subscribe(slot.topic);
+      c.subs.set(id, { group: g, slot });
+    } else {
+      let slot = g.slots.get(id);
+      if (!slot) g.slots.set(id, (slot = { id, members: new Set() }));
+      slot.members.add(ws);
+      c.subs.set(id, { group: g, slot });
+    }
     this.perAccount.set(c.account, held + 1);
     return { id, filters: r.filters };
   }
@@ -191,18 +241,25 @@ export class Fanout {
   }
 
   private leave(ws: Socket, c: Client, id: string): void {
-    const g = c.subs.get(id)!;
+    const h = c.subs.get(id)!;
     c.subs.delete(id);
     const held = (this.perAccount.get(c.account) ?? 1) - 1;
     if (held > 0) this.perAccount.set(c.account, held);
     else this.perAccount.delete(c.account);
-    if (g.channel === 'pose_updates') {
-      g.members--;
-      if (!c.closed) ws.unsubscribe(g.topic);
-      if (g.members === 0) this.groups.delete(id);
+    let empty: boolean;
+    if (h.group.channel === 'pose_updates') {
+      const slot = h.slot as PoseSlot;
+      slot.members--;
+      if (!c.closed) ws.unsubscribe(slot.topic);
+      empty = slot.members === 0;
     } else {
-      g.members.delete(ws);
-      if (g.members.size === 0) this.groups.delete(id);
+      const slot = h.slot as AlertSlot;
+      slot.members.delete(ws);
+      empty = slot.members.size === 0;
+    }
+    if (empty) {
+      h.group.slots.delete(id);
+      if (h.group.slots.size === 0) this.groups.delete(h.group.id);
     }
   }
 
@@ -227,13 +284,15 @@ export class Fanout {
     this.stats.poseFrames++;
     for (const g of this.groups.values()) {
       if (g.channel !== 'pose_updates') continue;
-      const msg = view.json(g.shape, g.id, (frame) => {
+      const text = view.json(g.shape, g.id, (frame) => {
         const { timestamp, ...data } = frame;
         return { type: 'pose_update', subscription_id: g.id, timestamp, data };
       });
       this.stats.serialised++;
-      this.app.publish(g.topic, msg, false, false);
-      this.stats.posePublishes++;
+      for (const slot of g.slots.values()) {
+        this.app.publish(slot.topic, readdress(text, POSE_PREFIX, g.id, slot.id), false, false);
+        this.stats.posePublishes++;
+      }
     }
   }
 
@@ -243,9 +302,12 @@ export class Fanout {
     for (const g of this.groups.values()) {
       if (g.channel !== 'alerts' || !alertMatches(a, g.filters)) continue;
       body ??= renderAlert(a);
-      const msg = JSON.stringify({ type: 'alert', subscription_id: g.id, ...body });
+      const text = JSON.stringify({ type: 'alert', subscription_id: g.id, ...body });
       this.stats.serialised++;
-      for (const ws of g.members) this.sendAlert(ws, msg);
+      for (const slot of g.slots.values()) {
+        const msg = readdress(text, ALERT_PREFIX, g.id, slot.id);
+        for (const ws of slot.members) this.sendAlert(ws, msg);
+      }
     }
   }
 
@@ -350,7 +412,7 @@ export class Fanout {
     this.slow.delete(ws);
     c.closing = { reason: reason.slice(0, 120), deadline: Date.now() + this.limits().slowClientTimeoutMs };
     c.alertQueue.length = 0;
-    for (const g of c.subs.values()) if (g.channel === 'pose_updates') ws.unsubscribe(g.topic);
+    for (const h of c.subs.values()) if (h.group.channel === 'pose_updates') ws.unsubscribe((h.slot as PoseSlot).topic);
     ws.unsubscribe(STATUS_TOPIC);
     this.ending.add(ws);
     this.end(ws, c);

@@ -152,14 +152,19 @@ export function readMessage(m: unknown): ClientMessage {
 }
 
 /**
- * The id of a subscription: the same for every subscription of one channel with equal filters in
- * one form, so that subscribers with equal filters share one topic and one serialised message.
+ * The id of a subscription. Slot 1 is the filter set's own id, the same for every subscription of
+ * one channel with equal filters in one form, so that connections with equal filters share one
+ * topic and one serialised message. A connection subscribing again with equal filters gets the
+ * next slot, so that each of its subscriptions has an id of its own.
  * @param r the normalised request
  * @param form the connection's response form
+ * @param slot 1 for the filter set's own id, 2 and up for further equal subscriptions on one connection
  * @returns `sub_` and 16 hex digits
  */
-export function subscriptionId(r: SubscribeRequest, form: Form): string {
-  const h = createHash('sha256').update(`${r.channel}|${form}|${JSON.stringify(r.filters)}`).digest('hex');
+export function subscriptionId(r: SubscribeRequest, form: Form, slot = 1): string {
+  const h = createHash('sha256')
+    .update(`${r.channel}|${form}|${JSON.stringify(r.filters)}${slot > 1 ? `|${slot}` : ''}`)
+    .digest('hex');
   return `sub_${h.slice(0, 16)}`;
 }
 
