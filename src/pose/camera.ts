@@ -194,7 +194,9 @@ export class Camera {
    * BBOX_MIN_PAD_PX) on every side and clipped to the image.
    * @param px n*2 pixels from projectKeypoints
    * @param visible n visibility flags
-   * @returns [x, y, w, h] in pixels; [0, 0, 0, 0] when no keypoint is visible
+   * @returns [x, y, w, h] in pixels, at least BBOX_MIN_PAD_PX on a side; [0, 0, 0, 0] when no
+   *   keypoint is visible (the person is out of the view: its renderings have no box and
+   *   `in_view: false`, src/render/frame.ts `inView`)
    */
   bbox(px: Float32Array | Float64Array, visible: Uint8Array): [number, number, number, number] {
     let x0 = Infinity;

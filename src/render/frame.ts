@@ -35,6 +35,19 @@ function keypoints(p: PersonPose): Array<Record<string, unknown>> {
   }));
 }
 
+/**
+ * Whether a person is seen in the reference view: its box has an area. The box is that of its
+ * keypoints inside the view (`Camera.bbox`, at least 4 x 4 pixels), so a person with no keypoint
+ * in the view (beside it, above or below it, or behind the camera) has the empty box [0, 0, 0, 0],
+ * live and as stored. Such a person has no `bounding_box` (an empty one would point at the view's
+ * top-left corner, a made-up one at nothing) and carries `in_view: false` in every form
+ * (docs/service.md "Reference view").
+ */
+export function inView(p: PersonPose): boolean {
+  const b = p.bbox;
+  return b.length >= 4 && b[2]! > 0 && b[3]! > 0 && Number.isFinite(b[0]!) && Number.isFinite(b[1]!) && Number.isFinite(b[2]!) && Number.isFinite(b[3]!);
+}
+
 function box(p: PersonPose): Record<string, number> {
   const b = p.bbox;
   return { x: r2(b[0]!), y: r2(b[1]!), width: r2(b[2]!), height: r2(b[3]!) };
@@ -128,14 +141,20 @@ function bodyParts(p: PersonPose): Array<Record<string, unknown>> {
   })).filter((b) => (b.confidence as number) > 0);
 }
 
-/** One person in the request's form. */
+/**
+ * One person in the request's form. A person outside the reference view (see {@link inView}) has
+ * no `bounding_box` and no Form B `dense_pose`; everything else (keypoints at confidence 0, track,
+ * activity, `location`) is there, and `in_view` says which case it is.
+ */
 export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions): Record<string, unknown> {
   const id = personId(p);
+  const seen = inView(p);
   if (form === 'a') {
     const out: Record<string, unknown> = {
       id,
       confidence: r3(p.confidence),
-      bounding_box: box(p),
+      ...(seen ? { bounding_box: box(p) } : {}),
+      in_view: seen,
       keypoints: o.includeKeypoints ? keypoints(p) : [],
       dense_pose: { body_parts: o.includeDensePose ? bodyParts(p) : [] },
       tracking_info: {
@@ -152,10 +171,12 @@ export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions):
     person_id: id,
     track_id: p.trackId ?? id,
     confidence: r3(p.confidence),
-    bounding_box: box(p),
   };
+  if (seen) out.bounding_box = box(p);
+  out.in_view = seen;
   if (o.includeKeypoints) out.keypoints = keypoints(p);
-  if (o.includeDensePose && p.keypoints.length > 0) {
+  // The IUV image is drawn over the box: a person out of view has none to draw over.
+  if (o.includeDensePose && seen && p.keypoints.length > 0) {
     const r = renderIuv(p);
     out.dense_pose = { iuv_image: r.iuv.toString('base64'), confidence_map: r.confidence.toString('base64') };
   }

@@ -25,9 +25,9 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
   const contexts: BrowserContext[] = [];
   const pageErrors: string[] = [];
 
-  /** A fresh page in its own context; uncaught page errors fail the test. */
-  async function open(): Promise<Page> {
-    const ctx = await browser.newContext({ viewport: { width: 1360, height: 860 } });
+  /** A fresh page in its own context (1360 x 860 unless told); uncaught page errors fail the test. */
+  async function open(viewport = { width: 1360, height: 860 }): Promise<Page> {
+    const ctx = await browser.newContext({ viewport });
     contexts.push(ctx);
     const page = await ctx.newPage();
     page.setDefaultTimeout(25_000);
@@ -91,9 +91,11 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     const after = await shown();
     expect(after.frame).not.toBe(before.frame);
     expect(after.png).not.toBe(before.png);
-    // The view has the size of the environment's reference view.
+    // The view has the proportions of the environment's reference view (its pixels follow its size on screen).
     const view = (await s.api('GET', '/config', { token: admin, form: 'a' })).body.environment.view;
-    expect(await page.$eval('#view', (c) => [(c as HTMLCanvasElement).width / devicePixelRatio, (c as HTMLCanvasElement).height / devicePixelRatio])).toEqual([view.width, view.height]);
+    const canvas = await page.$eval('#view', (c) => ({ w: (c as HTMLCanvasElement).width, h: (c as HTMLCanvasElement).height, vw: Number(c.dataset.viewWidth), vh: Number(c.dataset.viewHeight) }));
+    expect([canvas.vw, canvas.vh]).toEqual([view.width, view.height]);
+    expect(Math.abs(canvas.w / canvas.h - view.width / view.height)).toBeLessThan(0.01);
     await page.waitForFunction(() => document.querySelector('#conn')?.textContent === 'live');
     await page.waitForFunction(() => /^\d+(\.\d)? frames\/s$/.test(document.querySelector('#fps')?.textContent ?? '') && /\d+ ms latency/.test(document.querySelector('#latency')?.textContent ?? ''));
     expect(await canvasPixels(page, '#floor')).not.toBe(await page.evaluate(() => document.createElement('canvas').toDataURL()));
@@ -251,6 +253,7 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
     await page.click('#tab-analytics');
     await page.selectOption('#analytics-period', 'hour');
+    await page.selectOption('#events-type', 'all');
     await page.waitForSelector('#occupancy-chart canvas');
     await page.waitForSelector('#activity-chart canvas');
     // Events reach the store in batches: ask again until some are there.
@@ -262,6 +265,78 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     }, 'stored events in the analytics panel', 40, 500);
     expect(await text(page, '#events p')).toMatch(/^\d+ events in the period/);
     expect(Number(await text(page, '.cards .card:last-child .value'))).toBeGreaterThan(0);
+  });
+
+  it('opens each tab on a 1440 x 900 screen and a 390 x 844 phone: the live view fills the screen, figures carry units, analytics fit the data, events filter by type', async () => {
+    for (const viewport of [
+      { width: 1440, height: 900 },
+      { width: 390, height: 844 },
+    ]) {
+      const at = `${viewport.width}x${viewport.height}`;
+      const page = await open(viewport);
+      await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+      await nextFrameWithPeople(page);
+      const layout = () =>
+        page.evaluate(() => {
+          const live = document.querySelector('#panel-live')!.getBoundingClientRect();
+          const view = document.querySelector('#view')!.getBoundingClientRect();
+          const e = document.documentElement;
+          return { liveBottom: live.bottom, viewHeight: view.height, viewWidth: view.width, scrollHeight: e.scrollHeight, scrollWidth: e.scrollWidth, w: innerWidth, h: innerHeight };
+        });
+      const live = await layout();
+      // Nothing sticks out sideways, on either screen.
+      expect(live.scrollWidth, `${at} live: page width`).toBeLessThanOrEqual(live.w);
+      if (viewport.width >= 1000) {
+        // The live tab reaches the bottom of the window without scrolling, and the reference view
+        // takes most of its height (it took 60 % of the width and left the bottom 40 % empty).
+        expect(live.liveBottom, `${at}: live tab bottom`).toBeGreaterThan(0.95 * live.h);
+        expect(live.scrollHeight, `${at}: page height`).toBeLessThanOrEqual(live.h);
+        expect(live.viewHeight, `${at}: view height`).toBeGreaterThan(0.7 * live.h);
+      } else {
+        expect(live.viewWidth, `${at}: view width`).toBeGreaterThan(0.85 * live.w);
+      }
+
+      await page.click('#tab-system');
+      await page.waitForSelector('tr[data-figure=cpu_usage]');
+      expect(await text(page, 'tr[data-figure=cpu_usage] td')).toMatch(/^\d+(\.\d)? % of the machine$/);
+      expect(await text(page, 'tr[data-figure=memory_usage] td')).toMatch(/^\d+(\.\d)? % of the machine$/);
+      expect(await text(page, 'tr[data-figure=average_latency_ms] td')).toMatch(/^\d+(\.\d)? ms$/);
+      expect((await layout()).scrollWidth, `${at} system: page width`).toBeLessThanOrEqual(viewport.width);
+
+      await page.click('#tab-analytics');
+      await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
+      // The service has stored a few minutes: the period that holds them is the last hour, not 24 hours.
+      expect(await page.inputValue('#analytics-period'), `${at}: period`).toBe('hour');
+      expect(await text(page, '.analytics .toolbar .form-message')).toMatch(/data stored since/);
+      // Falls and alerts first: activity changes only when asked for.
+      expect(await page.inputValue('#events-type')).toBe('important');
+      expect(await text(page, '#events p')).toMatch(/^\d+ alerts and \d+ fall events/);
+      expect(await page.locator('#events tr[data-type=activity_change]').count()).toBe(0);
+      await page.selectOption('#events-type', 'activity');
+      await until(async () => {
+        if ((await page.locator('#events tr[data-type=activity_change]').count()) > 0) return true;
+        await page.click('.analytics .toolbar button');
+        await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
+        return undefined;
+      }, 'activity changes in the events list', 40, 500);
+      expect(await page.locator('#events tbody tr:not([data-type=activity_change])').count()).toBe(0);
+      expect((await layout()).scrollWidth, `${at} analytics: page width`).toBeLessThanOrEqual(viewport.width);
+    }
+  });
+
+  it('draws nobody in the view, and says so, while everyone is out of it (no box), and keeps them on the floor plan', async () => {
+    const page = await open({ width: 1440, height: 900 });
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    await nextFrameWithPeople(page);
+    // The view turned to look out of the room: every person is behind the camera.
+    expect((await s.api('PUT', '/config', { token: admin, body: { environment: { view: { yaw_deg: 180 } } } })).status).toBe(200);
+    try {
+      await page.waitForFunction(() => /^· 0 of \d+ in view \(the others are on the floor plan\)$/.test(document.querySelector('#view-count')?.textContent ?? ''));
+      expect(await page.getAttribute('#view', 'data-persons')).toBe('0');
+    } finally {
+      expect((await s.api('PUT', '/config', { token: admin, body: { environment: { view: { yaw_deg: 0 } } } })).status).toBe(200);
+    }
+    await nextFrameWithPeople(page);
   });
 });
 

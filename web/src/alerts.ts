@@ -108,8 +108,9 @@ export class AlertsFeed {
   /** Loads the last day's alerts (stored) into the feed, below any that already arrived. */
   async loadRecent(api: Api): Promise<void> {
     const start = new Date(Date.now() - 86_400_000).toISOString();
-    const r = await api.request<ActivityEvent[]>('GET', 'analytics/events', { query: { event_type: 'alert', start_time: start, limit: BACKLOG } });
-    for (const e of r.data) this.add(fromEvent(e), false);
+    // Form A (`{events, pagination}`, paged by `limit`), whatever the deployment's default form.
+    const r = await api.request<ActivityEvent[] | { events?: ActivityEvent[] }>('GET', 'analytics/events', { form: 'a', query: { event_type: 'alert', start_time: start, limit: BACKLOG } });
+    for (const e of Array.isArray(r.data) ? r.data : (r.data.events ?? [])) this.add(fromEvent(e), false);
   }
 
   /**

@@ -1,8 +1,10 @@
 /**
- * The live view: the skeletons on a canvas the size of the reference view (`environment.view`),
- * over the room's floor projected through the same camera, and the floor plan beside it. Both are
- * drawn in `requestAnimationFrame` from the stream's latest frame, and only when something changed
- * (a new frame, an animation, or a quarter second passed), so a fast stream never queues work.
+ * The live view: the skeletons on a canvas with the reference view's proportions
+ * (`environment.view`), over the room's floor projected through the same camera, and the floor
+ * plan beside it. Both are drawn in `requestAnimationFrame` from the stream's latest frame, and
+ * only when something changed (a new frame, an animation, a resize, or a quarter second passed),
+ * so a fast stream never queues work. Each canvas's pixels follow its size on the screen (times
+ * the device pixel ratio), so the drawing stays sharp however large the layout makes it.
  */
 import { ViewCamera } from './camera.js';
 import { h } from './dom.js';
@@ -20,6 +22,8 @@ export class LiveView {
   readonly element: HTMLElement;
   private readonly view: HTMLCanvasElement;
   private readonly floor: HTMLCanvasElement;
+  /** How many of the frame's persons the view shows. */
+  private readonly viewCount: HTMLElement;
   private readonly plan = new FloorPlan();
   private camera: ViewCamera | undefined;
   private drawnSeq = -1;
@@ -28,32 +32,68 @@ export class LiveView {
   private lastDraw = 0;
   private floorSize = { w: 0, h: 0 };
   private config: Config | undefined;
+  /** CSS pixels per view pixel, as laid out. */
+  private cssScale = 1;
   /** What to say on the view while no frame is shown. */
   private waiting = 'Connecting…';
 
   constructor(private readonly stream: PoseStream) {
     this.view = h('canvas', { id: 'view', class: 'view', 'aria-label': 'Skeletons in the reference view' });
     this.floor = h('canvas', { id: 'floor', class: 'floor', 'aria-label': 'Floor plan' });
+    this.viewCount = h('span', { id: 'view-count', class: 'muted' });
     this.element = h(
       'div',
       { class: 'live' },
-      h('figure', { class: 'panel' }, h('figcaption', { text: 'Reference view' }), this.view),
-      h('figure', { class: 'panel' }, h('figcaption', { text: 'Floor plan' }), this.floor),
+      h(
+        'figure',
+        { class: 'panel view-panel' },
+        h('figcaption', {}, 'Reference view ', this.viewCount),
+        this.view,
+        // Said once, where it is seen: what the skeleton is, and what the label is.
+        h('p', { class: 'note', text: 'Skeletons are drawn from the keypoints the service sends. The activity in each label comes from a separate classifier and can disagree with the drawn posture.' }),
+      ),
+      h('figure', { class: 'panel floor-panel' }, h('figcaption', { text: 'Floor plan' }), this.floor),
     );
     new ResizeObserver(() => {
       const r = this.floor.getBoundingClientRect();
       this.floorSize = { w: r.width, h: r.height };
       this.dirty = true;
     }).observe(this.floor);
+    new ResizeObserver(() => this.fitView()).observe(this.view);
+  }
+
+  /**
+   * Sizes the view canvas's pixels to the largest rectangle of the view's proportions that fits
+   * its box on the screen (CSS `object-fit: contain` places it there), times the device pixel
+   * ratio. Drawing scales by canvas width / view width, so nothing else changes with the size.
+   */
+  private fitView(): void {
+    const v = this.config?.environment.view;
+    if (!v) return;
+    const r = this.view.getBoundingClientRect();
+    const dpr = window.devicePixelRatio || 1;
+    // Before layout (or hidden): the view's own size.
+    const s = r.width > 0 && r.height > 0 ? Math.min(r.width / v.width, r.height / v.height) : 1;
+    this.cssScale = s;
+    const w = Math.max(1, Math.round(v.width * s * dpr));
+    const hgt = Math.max(1, Math.round(v.height * s * dpr));
+    if (this.view.width === w && this.view.height === hgt) return;
+    this.view.width = w;
+    this.view.height = hgt;
+    this.dirty = true;
   }
 
   /** New geometry (view size, camera, room, zones). */
   setConfig(cfg: Config): void {
     this.config = cfg;
     const v = cfg.environment.view;
+    // The view's proportions first (the box may follow them on a narrow screen), then its fit.
     const dpr = window.devicePixelRatio || 1;
     this.view.width = Math.round(v.width * dpr);
     this.view.height = Math.round(v.height * dpr);
+    this.view.dataset.viewWidth = String(v.width);
+    this.view.dataset.viewHeight = String(v.height);
+    this.fitView();
     this.camera = new ViewCamera(v);
     this.dirty = true;
   }
@@ -98,10 +138,14 @@ export class LiveView {
     this.drawRoom(ctx, cfg);
     const frame = this.stream.latest;
     let drawn = 0;
-    for (const p of frame?.persons ?? []) if (drawPerson(ctx, p, v.width)) drawn++;
+    const labels: Array<{ x: number; y: number; w: number }> = [];
+    for (const p of frame?.persons ?? []) if (drawPerson(ctx, p, v.width, labels, this.cssScale)) drawn++;
     // What is on the canvas, for tests and tools: the frame and how many skeletons it shows.
     this.view.dataset.frame = String(frame?.frame_id ?? '');
     this.view.dataset.persons = String(drawn);
+    const all = frame?.persons.length ?? 0;
+    const count = !frame ? '' : drawn < all ? `\u00b7 ${drawn} of ${all} in view (the others are on the floor plan)` : `\u00b7 ${all} in view`;
+    if (this.viewCount.textContent !== count) this.viewCount.textContent = count;
     if (!frame || now - this.stream.lastArrival > STALE_MS) {
       if (frame) {
         ctx.fillStyle = 'rgba(13, 17, 23, 0.65)';

@@ -128,6 +128,8 @@ class App {
 
   private show(tab: Tab): void {
     this.tab = tab;
+    // The stylesheet lays the live tab out to fill the window (and only that tab).
+    root.dataset.tab = tab;
     for (const [key, t] of this.tabs) {
       t.section.hidden = key !== tab;
       t.button.setAttribute('aria-selected', String(key === tab));
@@ -244,6 +246,7 @@ function showSignIn(message = ''): void {
     submit,
     error,
   );
+  delete root.dataset.tab;
   replace(root, form);
   username.focus();
 }

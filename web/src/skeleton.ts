@@ -16,6 +16,9 @@ export const BONES: ReadonlyArray<readonly [number, number]> = [
   [1, 2], [0, 1], [0, 2], [1, 3], [2, 4], [3, 5], [4, 6],
 ];
 
+/** Label text size on the screen, CSS pixels, however small the view is drawn. */
+const LABEL_CSS_PX = 11;
+
 /** Keypoints below this confidence are not drawn. */
 const MIN_KEYPOINT_CONFIDENCE = 0.05;
 
@@ -30,17 +33,31 @@ export function trackColor(trackId: number, alpha = 1): string {
 }
 
 /**
- * Draws one person: box, bones, joints and a label above the box.
+ * Whether the reference view sees a person: `in_view` when the service says, else a box with an
+ * area (a service from before `in_view` sent the empty box for a person out of view).
+ */
+export function inView(p: Person): boolean {
+  const b = p.bounding_box;
+  return p.in_view !== false && !!b && b.width > 0 && b.height > 0;
+}
+
+/**
+ * Draws one person as the service sent it: box, bones and joints at the keypoints it sent, and a
+ * label above the box. The skeleton is the pose model's keypoints; the activity in the label comes
+ * from the activity classifier, so the two can disagree (docs/dashboard.md "Known limits").
  * @param ctx a context whose units are view pixels
  * @param p the person (Form B)
  * @param viewWidth the view's width in pixels (labels stay inside it)
- * @returns whether anything was drawn (a person outside the view has no box)
+ * @param labels the labels already drawn on this frame (x, y, width): this one moves up until it
+ *   overlaps none of them, and is added
+ * @param scale CSS pixels per view pixel (labels stay readable on a small screen)
+ * @returns whether anything was drawn (a person outside the view has no box, see {@link inView})
  */
-export function drawPerson(ctx: CanvasRenderingContext2D, p: Person, viewWidth: number): boolean {
+export function drawPerson(ctx: CanvasRenderingContext2D, p: Person, viewWidth: number, labels: Array<{ x: number; y: number; w: number }> = [], scale = 1): boolean {
   const color = trackColor(p.track_id);
   const b = p.bounding_box;
-  // A person the model places outside the view has no box and nothing to draw.
-  if (!(b.width > 0 && b.height > 0)) return false;
+  // A person outside the view has no box and nothing to draw there (it is on the floor plan).
+  if (!b || !inView(p)) return false;
   ctx.setLineDash([4, 4]);
   ctx.lineWidth = 1;
   ctx.strokeStyle = trackColor(p.track_id, 0.45);
@@ -74,13 +91,25 @@ export function drawPerson(ctx: CanvasRenderingContext2D, p: Person, viewWidth: 
   }
 
   const label = `#${p.track_id} ${Math.round(p.confidence * 100)}%${p.activity ? ` ${p.activity}` : ''}`;
-  ctx.font = '600 12px system-ui, sans-serif';
-  const w = ctx.measureText(label).width + 8;
+  const font = Math.max(12, LABEL_CSS_PX / scale);
+  const lh = font + 4;
+  ctx.font = `600 ${font}px system-ui, sans-serif`;
+  const w = ctx.measureText(label).width + font * 0.67;
   const x = Math.max(0, Math.min(b.x, viewWidth - w));
-  const y = Math.max(0, b.y - 18);
+  let y = Math.max(0, b.y - lh - 2);
+  // People side by side: stack their labels instead of drawing one over the other.
+  for (let moved = true; moved; ) {
+    moved = false;
+    for (const l of labels)
+      if (x < l.x + l.w && l.x < x + w && y < l.y + lh && l.y < y + lh) {
+        y = l.y - lh - 2;
+        moved = true;
+      }
+  }
+  labels.push({ x, y, w });
   ctx.fillStyle = 'rgba(10, 14, 20, 0.8)';
-  ctx.fillRect(x, y, w, 16);
+  ctx.fillRect(x, y, w, lh);
   ctx.fillStyle = color;
-  ctx.fillText(label, x + 4, y + 12);
+  ctx.fillText(label, x + font / 3, y + font);
   return true;
 }

@@ -22,6 +22,34 @@ const ALLOWED: Record<Action, ReadonlySet<string>> = {
 
 type Action = 'start' | 'stop' | 'restart';
 
+/**
+ * The performance figures of `GET /system/status` (Form B) in words, with their units
+ * (docs/service.md: CPU is this process's share of the whole machine, memory its resident size as
+ * a share of the machine's memory). Figures the service adds later are shown by their name.
+ */
+const FIGURES: Record<string, { label: string; unit: string; digits: number }> = {
+  frames_processed: { label: 'CSI frames processed', unit: '', digits: 0 },
+  pose_frames: { label: 'pose frames', unit: '', digits: 0 },
+  average_fps: { label: 'CSI rate (last 5 s)', unit: 'frames/s', digits: 1 },
+  average_latency_ms: { label: 'pipeline latency', unit: 'ms', digits: 1 },
+  cpu_usage: { label: 'CPU', unit: '% of the machine', digits: 1 },
+  memory_usage: { label: 'memory (resident)', unit: '% of the machine', digits: 1 },
+  gpu_usage: { label: 'GPU', unit: '% (no GPU: runs on the CPU)', digits: 0 },
+};
+
+/**
+ * A figure with its unit: by {@link FIGURES}, else by the unit its name ends with.
+ * @param key the field name
+ * @param v its value
+ * @returns label and text, e.g. ['CPU', '7.3 % of the machine']
+ */
+export function figure(key: string, v: unknown): [string, string] {
+  const known = FIGURES[key];
+  if (known) return [known.label, typeof v === 'number' ? `${num(v, known.digits)}${known.unit ? ` ${known.unit}` : ''}` : String(v ?? '-')];
+  const unit = /_ms$/.test(key) ? ' ms' : /_seconds$/.test(key) ? ' s' : /_(percent|usage)$/.test(key) ? ' %' : '';
+  return [key.replace(/_(ms|seconds)$/, '').replace(/_/g, ' '), typeof v === 'number' ? `${num(v, 2)}${unit}` : String(v ?? '-')];
+}
+
 interface Status {
   status: string;
   session_id?: string | null;
@@ -32,6 +60,15 @@ interface Status {
   components?: Record<string, Record<string, unknown>>;
   steps?: Array<{ step: string; status: string; duration_ms?: number }>;
   error?: { code?: string; message?: string } | null;
+}
+
+/** A component's field in words: numbers rounded, times local, lists joined (`none` when empty). */
+function componentValue(v: unknown): string {
+  if (typeof v === 'number') return num(v, 2);
+  if (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/.test(v)) return dateTime(v);
+  if (Array.isArray(v)) return v.length ? v.map((x) => (typeof x === 'object' && x !== null ? JSON.stringify(x) : String(x))).join(', ') : 'none';
+  if (typeof v === 'object' && v !== null) return JSON.stringify(v);
+  return String(v ?? '-');
 }
 
 export class SystemPanel {
@@ -129,7 +166,10 @@ export class SystemPanel {
   private render(s: Status): void {
     this.setState(s.status);
     const row = (k: string, v: unknown) => h('tr', {}, h('th', { text: k }), h('td', { text: typeof v === 'number' ? num(v, 2) : String(v ?? '-') }));
-    const perf = Object.entries(s.performance ?? {}).map(([k, v]) => row(k.replace(/_/g, ' '), v));
+    const perf = Object.entries(s.performance ?? {}).map(([k, v]) => {
+      const [label, text] = figure(k, v);
+      return h('tr', { 'data-figure': k }, h('th', { text: label }), h('td', { text }));
+    });
     const comps = Object.entries(s.components ?? {}).map(([name, c]) => {
       const { status, ...rest } = c;
       return h(
@@ -137,7 +177,7 @@ export class SystemPanel {
         { 'data-component': name },
         h('th', { text: name.replace(/_/g, ' ') }),
         h('td', {}, h('span', { class: `state state-${String(status)}`, text: String(status ?? '-') })),
-        h('td', { class: 'muted', text: Object.entries(rest).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${typeof v === 'number' ? num(v, 2) : String(v)}`).join(' · ') }),
+        h('td', { class: 'muted', text: Object.entries(rest).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${componentValue(v)}`).join(' · ') }),
       );
     });
     replace(

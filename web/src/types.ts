@@ -27,7 +27,10 @@ export interface Person {
   person_id: number;
   track_id: number;
   confidence: number;
-  bounding_box: { x: number; y: number; width: number; height: number };
+  /** Absent for a person outside the reference view (docs/service.md "Reference view"). */
+  bounding_box?: { x: number; y: number; width: number; height: number };
+  /** Whether the reference view sees the person (older services do not say: then by the box). */
+  in_view?: boolean;
   keypoints?: Keypoint[];
   activity?: string;
   /** Metres on the floor plan, when the model gives a floor position. */
