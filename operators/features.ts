@@ -3,6 +3,7 @@ import type { CsiWindow } from '../src/csi/frame.js';
 import type { OperatorSpec } from '../src/engine/spec.js';
 import { FeatureExtractor } from '../src/model/features.js';
 import { frameMsOf, HISTORY_WIDTH, HistoryRing } from '../src/model/history.js';
+import { csiLayout, type CsiLayout } from '../src/model/contract.js';
 import type { FeatureRow } from './infer.js';
 
 export interface FeaturesOptions {
@@ -48,7 +49,8 @@ export function windowQuality(w: CsiWindow, snrDb: number): number {
  *
  * Each row carries `frameTime` = the time of the window's last frame, `arrival` = the scheduler's
  * clock (wall-clock ms) when the window was processed, the window's source and environment, and
- * `csiQuality` (see `windowQuality`), and `history`: the model's memory of the stream's earlier
+ * `csiQuality` (see `windowQuality`), `layout` (antennas, subcarriers, band: `infer` refuses the
+ * layouts its model was not trained on), and `history`: the model's memory of the stream's earlier
  * windows (`src/model/history.ts`), from a ring kept per source (at most MAX_STREAMS sources; the
  * least recently seen is forgotten first). Each subscription has its own extractor, whose scratch
  * buffers (and the prepared frames shared by overlapping windows) are reused from window to window;
@@ -67,6 +69,19 @@ export function features(options: FeaturesOptions = {}): OperatorFunction<CsiWin
     new Observable<FeatureRow>((subscriber) => {
       const fx = new FeatureExtractor();
       const rings = new Map<string, HistoryRing>();
+      // The layout of the last window, reused while the shape and channel stay (infer checks it).
+      let layout: CsiLayout | undefined;
+      let layoutSubs: Int16Array | undefined;
+      let layoutChannel: number | undefined;
+      const layoutFor = (w: CsiWindow): CsiLayout => {
+        const l = layout;
+        if (!l || layoutSubs !== w.subcarriers || l.nRx !== w.nRx || l.nTx !== w.nTx || l.nSub !== w.nSub || !Object.is(layoutChannel, w.channel)) {
+          layout = csiLayout(w);
+          layoutSubs = w.subcarriers;
+          layoutChannel = w.channel;
+        }
+        return layout!;
+      };
       const ringOf = (w: CsiWindow): HistoryRing => {
         const frameMs = frameMsOf(w.rateHz);
         let ring = rings.get(w.sourceId);
@@ -99,6 +114,7 @@ export function features(options: FeaturesOptions = {}): OperatorFunction<CsiWin
               sourceId: w.sourceId,
               environmentId: w.environmentId,
               csiQuality: windowQuality(w, fx.snrDb),
+              layout: layoutFor(w),
             };
           } catch (e) {
             options.onDrop?.(w, e instanceof Error ? e.message : String(e));

@@ -3,7 +3,7 @@ import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../s
 import { configParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { countFromProbabilities, decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
-import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
+import { layoutText, parseSite, siteProblem, untrainedPart, type CsiLayout, type SiteGeometry, type TrainedLayouts } from '../src/model/contract.js';
 import { HISTORY_WIDTH } from '../src/model/history.js';
 import { resolveInstalled } from '../src/packageRoot.js';
 import { viewCamera, type Camera, type ViewSettings } from '../src/pose/camera.js';
@@ -22,6 +22,29 @@ export interface FeatureRow {
   environmentId: string;
   /** 0..1 CSI quality behind the window. */
   csiQuality: number;
+  /** The window's CSI layout (`features` sets it): checked against the layouts the model was trained on; absent = not checked. */
+  layout?: CsiLayout;
+}
+
+/** What `infer` does with a row whose layout its model was not trained on. */
+export type UntrainedPolicy =
+  /** End the stream with a ModelError naming the source and the layout (default). */
+  | 'refuse'
+  /** Drop the row (no pose frame from that link) and list the link in `InferStats.untrained`. */
+  | 'drop';
+
+/** A source whose windows were dropped because the model was not trained on their layout. */
+export interface UntrainedLink {
+  sourceId: string;
+  environmentId: string;
+  /** The layout in words (`layoutText`), e.g. '1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz'. */
+  layout: string;
+  /** What of it the model was not trained on, and what it was trained on (`untrainedPart`). */
+  reason: string;
+  /** Windows dropped so far. */
+  windows: number;
+  /** Wall-clock epoch ms of the last one. */
+  lastAt: number;
 }
 
 /** Running figures of one `infer` operator (the object is updated in place). */
@@ -38,6 +61,12 @@ export interface InferStats {
   avgBatchMs: number;
   /** Rows waiting for a batch now. */
   queue: number;
+  /**
+   * With `untrained: 'drop'`: the sources whose latest window had a layout the model was not trained
+   * on (a source leaves the list when a window of a trained layout comes from it). Replaced, not
+   * mutated, when a source joins or leaves; set at subscription.
+   */
+  untrained?: readonly UntrainedLink[];
 }
 
 export interface InferOptions {
@@ -88,6 +117,8 @@ export interface InferOptions {
   site?: SiteGeometry | null;
   /** Attach DensePose parts to each person; default true. Live (per batch). */
   includeDensePose?: boolean;
+  /** Rows of a layout the model was not trained on: `refuse` (default) or `drop`. Read at subscription. */
+  untrained?: UntrainedPolicy;
   /** Scheduler for the `maxWaitMs` timer; default asyncScheduler. Read at subscription. */
   scheduler?: SchedulerLike;
   /** Object to keep the figures in (zeroed at subscription); one is created when omitted. */
@@ -142,7 +173,7 @@ export function countWithHysteresis(p: Float64Array, P: number, threshold: numbe
 
 /** A source whose next window is this much later (or earlier) starts its count average afresh, ms. */
 const COUNT_RESET_MS = 2000;
-/** Sources whose count average is kept (the oldest is forgotten beyond it). */
+/** Sources whose count average is kept (the oldest is forgotten beyond it); also the untrained links listed. */
 const COUNT_STREAMS = 64;
 const MAX_BATCH = 4096;
 
@@ -179,6 +210,8 @@ export interface InferContext extends OperatorContext {
   readonly model?: PoseRunner;
   /** Where the stage keeps its figures. */
   readonly inferStats?: InferStats;
+  /** What the stage does with rows of an untrained layout (the service drops them; default refuse). */
+  readonly untrained?: UntrainedPolicy;
 }
 
 interface Resolved {
@@ -307,6 +340,14 @@ const asModelError = (e: unknown): Error =>
  * batch). `model`, `modelPath`, `concurrency`, `scheduler`, `stats` and `onStats` are read once
  * per subscription.
  *
+ * Layouts: a row whose `layout` (antennas, subcarriers, band) is not one the model was trained on
+ * (`PoseModel.trainedLayouts`; models that do not say are not checked) is never run. A model fed a
+ * layout it never saw answers with confidence all the same (13 ESP32 packets gave a person at
+ * confidence 1). With `untrained: 'refuse'` (default) the rows before it are run and emitted, then
+ * the stream ends with a ModelError naming the source, its layout and what the model was trained
+ * on (rows after it are ignored); with `'drop'` (the service's live pipeline) the row is dropped
+ * and its source listed in `stats.untrained`, so that one such link cannot stop the others.
+ *
  * Errors: a model that cannot be loaded (missing file, not ONNX, contract mismatch), a failing
  * `run`, or a row whose width is not the model's feature_dim end the stream with a ModelError
  * (code MODEL_ERROR), which the service turns into its `error` state; nothing is thrown out of the
@@ -335,8 +376,50 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
       }
       const scheduler = init.scheduler ?? asyncScheduler;
       const stats: InferStats = init.stats ?? { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
-      Object.assign(stats, { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 });
+      Object.assign(stats, { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0, untrained: [] });
       const onStats = init.onStats;
+      const policy: UntrainedPolicy = init.untrained ?? 'refuse';
+      if (policy !== 'refuse' && policy !== 'drop') {
+        subscriber.error(new RangeError(`infer: untrained must be 'refuse' or 'drop', got ${String(policy)}`));
+        return;
+      }
+      /** What of each layout (one object per shape, from `features`) the model was not trained on; null = trained. */
+      const verdicts = new WeakMap<CsiLayout, string | null>();
+      const untrained = new Map<string, UntrainedLink>();
+      /** The refusal of a row's layout: the rows before it are still run and emitted, then the stream ends with it. */
+      let refusal: ModelError | undefined;
+      const listUntrained = () => {
+        stats.untrained = [...untrained.values()];
+      };
+      /** Whether the row's layout is one the model was trained on; else refuses (sets `refusal`) or drops it. */
+      const admit = (m: PoseRunner, trained: TrainedLayouts, row: FeatureRow, layout: CsiLayout): boolean => {
+        let why = verdicts.get(layout);
+        if (why === undefined) {
+          why = untrainedPart(trained, layout);
+          verdicts.set(layout, why);
+        }
+        if (why === null) {
+          if (untrained.size > 0 && untrained.delete(row.sourceId)) listUntrained();
+          return true;
+        }
+        const text = layoutText(layout);
+        if (policy === 'refuse') {
+          refusal = new ModelError(
+            `the model ${m.metadata.model_version || '(no version)'} was not trained on the CSI layout of ${row.sourceId}: ${text}; not trained on ${why}`,
+          );
+          return false;
+        }
+        let link = untrained.get(row.sourceId);
+        if (!link || link.layout !== text) {
+          if (!link && untrained.size >= COUNT_STREAMS) untrained.delete(untrained.keys().next().value!);
+          link = { sourceId: row.sourceId, environmentId: row.environmentId, layout: text, reason: why, windows: 0, lastAt: 0 };
+          untrained.set(row.sourceId, link);
+          listUntrained();
+        }
+        link.windows++;
+        link.lastAt = Date.now();
+        return false;
+      };
 
       const queue = new RowQueue();
       let model: PoseRunner | undefined;
@@ -424,16 +507,28 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         }
       };
 
-      const launch = (m: PoseRunner, k: number, decode: DecodeOptions, site: SiteGeometry | null) => {
+      /** Takes `take` rows off the queue and runs those the model can read as one batch. */
+      const launch = (m: PoseRunner, take: number, decode: DecodeOptions, site: SiteGeometry | null) => {
         const F = m.featureDim;
-        const rows: FeatureRow[] = new Array(k);
+        const trained = m.trainedLayouts;
+        const rows: FeatureRow[] = [];
+        for (let i = 0; i < take; i++) {
+          const row = queue.shift();
+          if (trained && row.layout && !admit(m, trained, row, row.layout)) {
+            if (!refusal) continue;
+            queue.clear();
+            break;
+          }
+          const len = row.features?.length;
+          if (len !== F) throw new ModelError(`feature row has ${len ?? 'no'} values, the model expects feature_dim ${F}`);
+          rows.push(row);
+        }
+        const k = rows.length;
+        if (k === 0) return;
         const batch = new Float32Array(k * F);
         const history = m.contract === 2 ? new Float32Array(k * HISTORY_WIDTH) : undefined;
         for (let i = 0; i < k; i++) {
-          const row = queue.shift();
-          rows[i] = row;
-          const len = row.features?.length;
-          if (len !== F) throw new ModelError(`feature row has ${len ?? 'no'} values, the model expects feature_dim ${F}`);
+          const row = rows[i]!;
           batch.set(row.features, i * F);
           if (history && row.history?.length === HISTORY_WIDTH) history.set(row.history, i * HISTORY_WIDTH);
         }
@@ -481,6 +576,12 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
             else break;
           }
           if (closed) return;
+          if (refusal) {
+            // The rows before the refused one are out once their batches are: then the error.
+            cancelTimer();
+            if (inFlight === 0 && finished.size === 0) fail(refusal);
+            return;
+          }
           stats.queue = queue.length;
           if (queue.length > 0 && inFlight < concurrency) {
             const due = queue.headTime() + o.maxWaitMs;
@@ -549,7 +650,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 
       const sub = source.subscribe({
         next(row) {
-          if (closed) return;
+          if (closed || refusal) return;
           try {
             queue.push(row, scheduler.now());
             const o = resolve(read());
@@ -651,6 +752,7 @@ function optionsOf(params: ParamValues, site: (raw: unknown) => SiteGeometry | n
   };
   if (ctx.model) o.model = ctx.model;
   if (ctx.inferStats) o.stats = ctx.inferStats;
+  if (ctx.untrained) o.untrained = ctx.untrained;
   if (ctx.scheduler) o.scheduler = ctx.scheduler;
   return o;
 }

@@ -126,6 +126,7 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
           seq: segSeqs[first],
           windowIndex: windowIndex++,
           data: seg.subarray(first * frameLen, write * frameLen),
+          channel: frame.channel,
         };
         subscriber.next(window);
       };

@@ -5,7 +5,7 @@ import type { ParamValues } from '../src/engine/spec.js';
 import { pipelineOperator } from '../src/engine/pipeline.js';
 import type { PoseRunner } from '../src/model/runtime.js';
 import type { MultiPersonTracker } from '../src/pose/tracker.js';
-import type { InferContext, InferStats } from '../operators/infer.js';
+import type { InferContext, InferStats, UntrainedPolicy } from '../operators/infer.js';
 import type { TrackContext } from '../operators/track.js';
 import { registry } from '../operators/index.js';
 import { live } from './live.js';
@@ -18,6 +18,8 @@ export interface PipelineResources {
   model: PoseRunner;
   /** Where the infer stage keeps its figures. */
   inferStats?: InferStats;
+  /** Rows of a layout the model was not trained on: `refuse` (default) or `drop` (a live service). */
+  untrained?: UntrainedPolicy;
   /** Called with each environment's tracker when it is made. */
   onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
   /** Id of the first track (default 1). */
@@ -30,6 +32,7 @@ function run(def: typeof live, r: PipelineResources, params: () => Partial<Recor
     model: r.model,
     live: (op) => params()[op],
     ...(r.inferStats ? { inferStats: r.inferStats } : {}),
+    ...(r.untrained ? { untrained: r.untrained } : {}),
     ...(r.onTracker ? { onTracker: r.onTracker } : {}),
     ...(r.firstTrackId !== undefined ? { firstTrackId: r.firstTrackId } : {}),
     ...(r.scheduler ? { scheduler: r.scheduler } : {}),

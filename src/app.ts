@@ -50,7 +50,7 @@ export interface App {
  * @example const app = await startApp({ host: '127.0.0.1', port: 0, dataDir: './data', autostart: true, rateLimitScale: 1 });
  */
 export async function startApp(o: ServeOptions): Promise<App> {
-  const log: Logger = o.log ?? ((level, msg) => process.stderr.write(`[${level}] ${msg}\n`));
+  let log: Logger = o.log ?? ((level, msg) => process.stderr.write(`[${level}] ${msg}\n`));
   // An admin key for this start only, for the local tools (csipose query / export) that find the
   // service through <dataDir>/service.json; added like a CSIPOSE_API_KEYS key, never stored.
   const localKey = `csipose-local-${randomBytes(32).toString('base64url')}`;
@@ -69,6 +69,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
     },
     log,
   });
+  // From here on through the service's logger, which counts the errors (the summary's error_count).
+  log = svc.log;
   cleanExports(o.dataDir);
   // The DuckDB sink: every pose frame, its persons, events and alerts, batched into the store.
   const store = new StoreOutlet(svc, new PoseSink(svc.store, { onError: (e) => log('error', `store: ${e.message}`) }), (e) =>

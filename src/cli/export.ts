@@ -17,7 +17,10 @@ import { callService, dataDirOption, openStore, processIo, usageExit, type Analy
 
 /**
  * `csipose export` (DECISIONS "Command line for analysts"): one file per time table under
- * `--out`, Parquet or CSV, rows with `--from <= ts <= --to`.
+ * `--out`, Parquet or CSV, rows with `--from <= ts <= --to`. `--out` defaults to the store's
+ * export folder, `<dataDir>/exports`: the one folder (with the lake) that queries through the
+ * running service may read, as `read_parquet('exports/pose_frames.parquet')`. Files written
+ * elsewhere are read by `csipose query` only while the service is stopped.
  *
  * Like `csipose query`, it reads the database file itself (read-only, DuckDB's external access off
  * except for the `--out` folder) when no other process holds it; otherwise it asks the running
@@ -51,7 +54,8 @@ interface ExportFlags {
   from?: number;
   to?: number;
   table: string[];
-  out: string;
+  /** Default: the store's export folder, `<dataDir>/exports`. */
+  out?: string;
 }
 
 /**
@@ -69,7 +73,7 @@ export async function runExport(o: ExportFlags, io: AnalystIo): Promise<number> 
     io.stderr.write(`csipose export: ${(e as Error).message}\n`);
     return 2;
   }
-  const out = resolve(o.out);
+  const out = resolve(o.out ?? exportsDir(o.dataDir));
   const req = {
     format: o.format,
     tables,
@@ -130,7 +134,9 @@ export function exportCommand(io: AnalystIo = processIo()): Command {
     .addOption(new Option('--from <time>', 'first time, ISO 8601 (inclusive)').argParser(isoTime))
     .addOption(new Option('--to <time>', 'last time, ISO 8601 (inclusive)').argParser(isoTime))
     .addOption(new Option('--table <name>', `a table (repeatable, or comma-separated): ${EXPORT_TABLES.join(', ')}; default all`).argParser(collect).default([]))
-    .addOption(new Option('--out <dir>', 'folder for the files (created when missing)').makeOptionMandatory())
+    .addOption(
+      new Option('--out <dir>', "folder for the files (created when missing); default DATA_DIR/exports, the store's export folder, which queries through the running service can read"),
+    )
     .exitOverride(usageExit)
     .action(async (o: ExportFlags) => {
       io.setExitCode(await runExport(o, io));

@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { existsSync } from 'node:fs';
+import { parse, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { Store, StoreError, type JsonValue, type SqlResult } from '../store/store.js';
 import { databasePath, pidAlive, readServiceFile, type ServiceInfo } from '../store/export.js';
@@ -10,12 +11,16 @@ import { databasePath, pidAlive, readServiceFile, type ServiceInfo } from '../st
  * `csipose query` (DECISIONS "Command line for analysts"): read-only SQL over the store of a data
  * directory, whether or not a service holds it.
  *
- * The command first opens the database file itself, read-only and with DuckDB's external access
- * off (the query reads the store, no other file, no address). When another process holds the
- * file, it reads `<dataDir>/service.json`, checks that the service's process is alive, and sends
- * the query to that service's `POST /api/v1/store/query` with the admin key the service wrote
- * there for this start; the service applies `storage.query_timeout_seconds` and
- * `storage.query_max_rows`. A `service.json` whose process has exited is ignored.
+ * The command first opens the database file itself, read-only. The query may then read any local
+ * file the user can (their own files, exports wherever they were written), but no network address
+ * and no extension. When another process holds the file, it reads `<dataDir>/service.json`,
+ * checks that the service's process is alive, and sends the query to that service's
+ * `POST /api/v1/store/query` with the admin key the service wrote there for this start; the
+ * service applies `storage.query_timeout_seconds`, `storage.query_max_rows` and
+ * `storage.query_max_bytes`, and lets the query read only its export and lake folders. Either
+ * way relative file paths are taken from the data directory (`lake/...`, `exports/...`), so a
+ * query reads the same files from any working directory, with or without the service. A
+ * `service.json` whose process has exited is ignored.
  *
  * Output: `table` (aligned text and a row count, the default), `csv` (a header row, RFC 4180
  * quoting, NULL as an empty field) or `json` (one array of objects; a repeated column name gets
@@ -66,7 +71,8 @@ export type StoreAccess = { store: Store } | { service: ServiceInfo };
 /**
  * Opens the store of `dataDir` read-only, or finds the running service that holds it.
  * @param dataDir the data directory
- * @param allowedDirectories folders the local connection may write (export targets); none for a query
+ * @param allowedDirectories folders SQL of the local connection may reach: an export's target, or
+ *   the root for a query, which may read any local file
  * @returns the open store (close it), or the service to ask
  * @throws Error with a message for the user when neither works
  */
@@ -223,7 +229,9 @@ export async function runQuery(sql: string, o: { dataDir: string; format: QueryF
     return 2;
   }
   try {
-    const access = await openStore(o.dataDir);
+    // The user's own process: it may read whatever they can, so every local folder is allowed
+    // (DuckDB still reaches no URL with external access off).
+    const access = await openStore(o.dataDir, [parse(resolve(o.dataDir)).root]);
     let result: SqlResult;
     let cap: number | undefined;
     if ('store' in access) {

@@ -14,7 +14,9 @@
  * spec's fields only). So every setting appears exactly once in either form, and a client can PUT
  * back what it read. Settings of our own that neither form of the spec has (`environment.view`,
  * `environment.zones`, `environment.site`, `rate_limits`, ...) are such extras in both forms,
- * under the same canonical names, read and written alike.
+ * under the same canonical names, read and written alike. Passwords in URL-valued settings
+ * (`hardware.source`) are masked as `***` for every reader; a PUT that sends the mask back keeps
+ * the password held (secrets.ts).
  */
 
 import {
@@ -41,6 +43,7 @@ import {
   type FieldError,
   type ValidationResult,
 } from './validate.js';
+import { SECRET_PATHS, maskErrors, maskUrlPassword } from './secrets.js';
 
 export type ResponseForm = 'a' | 'b';
 
@@ -146,10 +149,15 @@ function build(config: Config, fields: readonly FormField[], extras: readonly st
       continue;
     }
     const v = getPath(config, f.canonical);
-    setPath(out, f.name, f.alias?.convert ? f.alias.convert.fromCanonical(v as number) : copy(v));
+    setPath(out, f.name, f.alias?.convert ? f.alias.convert.fromCanonical(v as number) : shown(f.canonical, v));
   }
-  if (!strict) for (const p of extras) setPath(out, p, copy(getPath(config, p)));
+  if (!strict) for (const p of extras) setPath(out, p, shown(p, getPath(config, p)));
   return out;
+}
+
+/** A value as readers see it: a copy, with any password of a secret field masked (secrets.ts). */
+function shown(path: string, v: unknown): unknown {
+  return SECRET_PATHS.has(path) ? maskUrlPassword(v) : copy(v);
 }
 
 /**
@@ -347,7 +355,7 @@ function writtenField(field: string, written: ReadonlyMap<string, string>): stri
  */
 export function parseUpdate(body: unknown, opts: FromPartialOptions = {}): ValidationResult {
   const mapped = fromPartial(body, opts);
-  if (!isPlainObject(body)) return { ok: false, errors: mapped.errors };
+  if (!isPlainObject(body)) return { ok: false, errors: maskErrors(mapped.errors) };
   const r = validateUpdate(mapped.update);
   const errors = [...mapped.errors];
   if (!r.ok) {
@@ -357,7 +365,8 @@ export function parseUpdate(body: unknown, opts: FromPartialOptions = {}): Valid
       errors.push({ ...e, field, message });
     }
   }
-  return errors.length ? { ok: false, errors } : (r as ValidationResult);
+  // Errors are answered and may be logged: the passwords they echo are masked.
+  return errors.length ? { ok: false, errors: maskErrors(errors) } : (r as ValidationResult);
 }
 
 /**

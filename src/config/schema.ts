@@ -61,6 +61,11 @@ export interface StringField extends FieldBase {
   readonly patternHint?: string;
   /** `date-time`: an ISO 8601 timestamp with a time zone; stored normalised to UTC `toISOString()`. */
   readonly format?: 'date-time';
+  /**
+   * `url-password`: the value may be a URL with a password in its userinfo, shown to every reader
+   * and in logs as `user:***@` (see secrets.ts).
+   */
+  readonly secret?: 'url-password';
 }
 
 export interface EnumField extends FieldBase {
@@ -190,7 +195,7 @@ export interface ServiceConfig {
     mqtt_homeassistant_prefix: string;
   };
   privacy: { data_retention_days: number; anonymize_data: boolean; enable_encryption: boolean };
-  storage: { parquet_dir: string; query_timeout_seconds: number; query_max_rows: number };
+  storage: { parquet_dir: string; query_timeout_seconds: number; query_max_rows: number; query_max_bytes: number };
   rate_limits: Record<RateLimitCategory, RateLimit>;
   server: { response_form: 'a' | 'b' };
 }
@@ -510,8 +515,9 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       maxLength: 4096,
       pattern: '^(sim([:?].*)?|file:.+|udp://.+|mqtt://.+|stdin(\\?.*)?|-)$',
       patternHint: 'a source URI: sim[?...], file:PATH, udp://HOST:PORT?format=F, mqtt://... or stdin',
-      description: 'Where CSI comes from (the --source URI); the built-in simulator by default',
+      description: 'Where CSI comes from (the --source URI); the built-in simulator by default. A password in an mqtt:// URI is shown as ***',
       restart: true,
+      secret: 'url-password',
     },
     csi_sampling_rate: {
       type: 'number',
@@ -783,6 +789,18 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       maximum: 10_000_000,
       unit: 'rows',
       description: 'Most rows an admin SQL query through the service returns; the answer says when it was cut',
+      restart: false,
+    },
+    query_max_bytes: {
+      type: 'integer',
+      default: 67_108_864,
+      minimum: 1024,
+      // A result is built as one string in memory; V8 caps strings near 512 MiB, so stay well below.
+      maximum: 268_435_456,
+      unit: 'bytes',
+      description:
+        'Largest result an admin SQL query through the service answers, in bytes of its rows as JSON; ' +
+        'a larger one is refused (422, query_error too_large), not cut',
       restart: false,
     },
   }),

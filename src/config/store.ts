@@ -18,6 +18,10 @@
  * (`CONFIG_RULES` in validate.ts, e.g. the radios inside the room). They are checked on what an
  * update would produce, merged with the values already held, inside the update queue; an update
  * that would break one is refused and changes nothing.
+ *
+ * Secrets (a password in the source URI) are stored as given, in config.json (mode 0600), and
+ * nowhere else: every reader sees them masked (secrets.ts), warnings and errors mask them, and an
+ * update that writes the mask back keeps the password held.
  */
 
 import { access, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
@@ -38,6 +42,7 @@ import {
   type ServiceConfig,
 } from './schema.js';
 import { validateChange, validateConfig, validateUpdate, type ConfigChange, type FieldError } from './validate.js';
+import { SECRET_PATHS, maskErrors, maskUrlPassword, restoreMasked } from './secrets.js';
 
 export const CONFIG_FILE_NAME = 'config.json';
 
@@ -102,15 +107,27 @@ export class ConfigStartupError extends Error {
  * through answers exactly as for a field error caught by `parseUpdate`, in either response form.
  */
 export class ConfigUpdateError extends ApiError {
+  /** The field errors, secrets masked (they are answered and may be logged). */
+  readonly errors: readonly FieldError[];
   /** @param errors the field errors, each naming its field by its canonical dotted path */
-  constructor(readonly errors: readonly FieldError[]) {
-    super('VALIDATION_ERROR', errors.map((e) => e.message).join('; '), { field_errors: errors.map((e) => ({ ...e })) });
+  constructor(errors: readonly FieldError[]) {
+    const masked = maskErrors(errors);
+    super('VALIDATION_ERROR', masked.map((e) => e.message).join('; '), { field_errors: masked.map((e) => ({ ...e })) });
+    this.errors = masked;
     this.name = 'ConfigUpdateError';
   }
 }
 
+/** Field errors as one line of text for a warning or a startup error, secrets masked. */
 function errorText(errors: readonly FieldError[]): string {
-  return errors.map((e) => `${e.message}${e.message.includes(', got') ? '' : ` (got ${JSON.stringify(e.received_value)})`}`).join('; ');
+  return maskErrors(errors)
+    .map((e) => `${e.message}${e.message.includes(', got') ? '' : ` (got ${JSON.stringify(e.received_value)})`}`)
+    .join('; ');
+}
+
+/** A setting's value as a warning may show it: JSON, any secret masked. */
+function shownValue(path: string, v: unknown): string {
+  return JSON.stringify(SECRET_PATHS.has(path) ? maskUrlPassword(v) : v);
 }
 
 function stamp(ms: number): string {
@@ -177,13 +194,13 @@ export class ConfigStore {
       for (const c of overlay) {
         if (loaded.saved.has(c.path) && !deepEqual(loaded.saved.get(c.path), c.value))
           warnings.push(
-            `--config ${opts.configFile} sets ${c.path} to ${JSON.stringify(c.value)} over ${JSON.stringify(loaded.saved.get(c.path))} saved through the API in ${file}`,
+            `--config ${opts.configFile} sets ${c.path} to ${shownValue(c.path, c.value)} over ${shownValue(c.path, loaded.saved.get(c.path))} saved through the API in ${file}`,
           );
         setPath(config as unknown as Record<string, unknown>, c.path, c.value);
       }
       // config.json alone keeps the rules (loadSaved checks it); what breaks one now is the overlay.
       const broken = validateConfig(config);
-      if (broken.length) throw new ConfigStartupError(`--config ${opts.configFile}: ${errorText(broken)}`, opts.configFile, broken);
+      if (broken.length) throw new ConfigStartupError(`--config ${opts.configFile}: ${errorText(broken)}`, opts.configFile, maskErrors(broken));
     }
     return new ConfigStore(file, now, config, loaded.saved, loaded.version, warnings);
   }
@@ -256,7 +273,17 @@ export class ConfigStore {
     this.subject.complete();
   }
 
-  private async apply(changes: ConfigChange[]): Promise<UpdateResult> {
+  private async apply(written: ConfigChange[]): Promise<UpdateResult> {
+    // A masked password written back stands for the one held now (secrets.ts); resolved here,
+    // in the queue, against the values the previous update left.
+    const changes: ConfigChange[] = [];
+    const unmatched: FieldError[] = [];
+    for (const c of written) {
+      const r = restoreMasked(c.path, c.value, getPath(this.current, c.path));
+      if ('error' in r) unmatched.push(r.error);
+      else changes.push(r.value === c.value ? c : { ...c, value: r.value });
+    }
+    if (unmatched.length) throw new ConfigUpdateError(unmatched);
     const next = cloneValue(this.current) as unknown as Record<string, unknown>;
     const saved = new Map(this.saved);
     let savedChanged = false;
@@ -411,6 +438,6 @@ async function loadOverlay(path: string): Promise<ConfigChange[]> {
     throw new ConfigStartupError(`--config ${path}: not valid JSON (${(e as Error).message})`, path);
   }
   const r = parseUpdate(doc);
-  if (!r.ok) throw new ConfigStartupError(`--config ${path}: ${errorText(r.errors)}`, path, r.errors);
+  if (!r.ok) throw new ConfigStartupError(`--config ${path}: ${errorText(r.errors)}`, path, maskErrors(r.errors));
   return r.changes;
 }

@@ -514,6 +514,7 @@ function fieldSchema(path: string, def: FieldDef): JsonSchema {
   s.default = cloneValue(def.default);
   s.description = def.description;
   if (def.unit) s['x-unit'] = def.unit;
+  if (def.type === 'string' && def.secret) s['x-secret'] = def.secret;
   s['x-requires-restart'] = def.restart;
   const aliases = aliasNotes(path);
   if (aliases.length) s['x-aliases'] = [...aliases];

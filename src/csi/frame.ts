@@ -98,6 +98,8 @@ export interface CsiWindow {
   /** Count of windows emitted before this one by the same window operator subscription. */
   readonly windowIndex: number;
   readonly data: Float32Array;
+  /** 802.11 channel number of the newest frame (its band tells the model's layout check); NaN or absent when unknown. */
+  readonly channel?: number;
 }
 
 /**

@@ -8,9 +8,9 @@
  * (`read_csi.c`). See csi-samples/SOURCES.md section 3.
  */
 import { decodeAll } from '../csi/decoder.js';
-import type { CsiDecoder, DecodeResult, DecoderOptions } from '../csi/decoder.js';
+import type { CsiDecoder, DecodeResult } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
-import { RecordStreamDecoder } from './recordReader.js';
+import { RecordStreamDecoder, type RecordDecoderOptions } from './recordReader.js';
 import { ATHEROS_SUBCARRIERS_20, ATHEROS_SUBCARRIERS_40, sequentialIndices } from './subcarriers.js';
 
 /** Status block between field_len and the CSI. */
@@ -34,7 +34,7 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 /** Byte order of an Atheros log: `auto` detects it (and the optional flag byte) from the first record. */
 export type AtherosEndian = 'auto' | 'little' | 'big';
 
-export interface AtherosDecoderOptions extends DecoderOptions {
+export interface AtherosDecoderOptions extends RecordDecoderOptions {
   /** Byte order of the multi-byte header fields; default `auto`. */
   endian?: AtherosEndian;
 }
@@ -72,7 +72,8 @@ export function atherosCsiLen(tones: number, nr: number, nc: number): number {
  * Each record with CSI becomes one frame: num_tones x nr x nc raw 10-bit values (no scaling).
  * Records whose lengths disagree are skipped and the decoder scans forward byte by byte to the next
  * believable header; records with believable lengths but no or impossible CSI are skipped whole.
- * All are counted in `stats.skipped`. Chunks may split records anywhere.
+ * All are counted in `stats.skipped`. Chunks may split records anywhere; with `datagrams: true`
+ * each push is instead one UDP datagram of whole records, decoded on its own (byte order included).
  *
  * @example
  * const dec = new AtherosDecoder({ sourceId: 'file:ath.dat' });
@@ -98,10 +99,10 @@ export class AtherosDecoder extends RecordStreamDecoder implements CsiDecoder {
   private scanning = false;
 
   /**
-   * @param opts `sourceId`, `environmentId`, and `endian` (`auto` by default).
+   * @param opts `sourceId`, `environmentId`, `endian` (`auto` by default), `datagrams` for a UDP listener.
    */
   constructor(opts: AtherosDecoderOptions = {}) {
-    super();
+    super(opts.datagrams);
     this.sourceId = opts.sourceId ?? 'unknown';
     this.environmentId = opts.environmentId ?? 'default';
     this.endianOpt = opts.endian ?? 'auto';
@@ -125,6 +126,18 @@ export class AtherosDecoder extends RecordStreamDecoder implements CsiDecoder {
     this.failIfTruncated('Atheros', () =>
       this.scanning ? `no record header found in the last ${this.carryLen} bytes` : `record truncated: input holds ${this.carryLen} bytes`,
     );
+  }
+
+  /** A scan for the next header already counted the bytes it could not read. */
+  protected override countedTail(): boolean {
+    return this.scanning;
+  }
+
+  /** Each datagram settles its own byte order (and optional flag byte). */
+  protected override resetDatagram(): void {
+    this.detected = false;
+    this.orderSure = false;
+    this.scanning = false;
   }
 
   private u16(b: Uint8Array, i: number): number {

@@ -31,14 +31,25 @@ export function createStreamDecoder(format: CaptureFormat, opts: DecoderOptions 
 }
 
 /**
- * A decoder for datagrams as a UDP listener receives them: Nexmon payloads (one packet each),
- * ESP32 text lines, or Intel 5300 log records.
+ * A decoder for datagrams as a UDP listener (or an MQTT subscriber) receives them: each `push` is
+ * one datagram, decoded on its own, so a bad one never affects the next. Nexmon: one payload each;
+ * ESP32: whole text lines (a missing final newline does not glue a datagram to the next one);
+ * Intel 5300 and Atheros: whole log records, what a datagram does not hold completely is skipped.
+ * @param format one of intel5300, atheros, nexmon, esp32
+ * @param opts source and environment ids stamped into every frame
+ * @returns a fresh datagram decoder
  */
 export function createDatagramDecoder(format: CaptureFormat, opts: DecoderOptions = {}): CsiDecoder {
-  if (format === 'nexmon') return new NexmonUdpDecoder(opts);
-  // A datagram is whole lines: a missing final newline must not glue it to the next datagram.
-  if (format === 'esp32') return new Esp32Decoder({ ...opts, datagrams: true });
-  return createStreamDecoder(format, opts);
+  switch (format) {
+    case 'intel5300':
+      return new Intel5300Decoder({ ...opts, datagrams: true });
+    case 'atheros':
+      return new AtherosDecoder({ ...opts, datagrams: true });
+    case 'nexmon':
+      return new NexmonUdpDecoder(opts);
+    case 'esp32':
+      return new Esp32Decoder({ ...opts, datagrams: true });
+  }
 }
 
 /** Guesses a capture format from a file name; undefined when the name says nothing. */

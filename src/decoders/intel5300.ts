@@ -10,7 +10,7 @@
 import { decodeAll } from '../csi/decoder.js';
 import type { CsiDecoder, DecodeResult, DecoderOptions } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
-import { RecordStreamDecoder } from './recordReader.js';
+import { RecordStreamDecoder, type RecordDecoderOptions } from './recordReader.js';
 import { INTEL5300_SUBCARRIERS_20, INTEL5300_SUBCARRIERS_40 } from './subcarriers.js';
 
 const CODE_BFEE = 0xbb;
@@ -75,7 +75,9 @@ function totalRss(rssiA: number, rssiB: number, rssiC: number, agc: number): num
  * Each 0xBB record becomes one frame: 30 subcarrier groups x Nrx x Ntx raw 8-bit values (no
  * scaling), receive antennas reordered by the record's antenna permutation exactly as
  * `read_bf_file.m` does. Records with another code, and 0xBB records whose size fields are
- * inconsistent, are skipped and counted in `stats.skipped`. Chunks may split records anywhere.
+ * inconsistent, are skipped and counted in `stats.skipped`. Chunks may split records anywhere;
+ * with `datagrams: true` each push is instead one UDP datagram of whole records, decoded on its own
+ * (`RecordStreamDecoder`).
  *
  * @example
  * const dec = new Intel5300Decoder({ sourceId: 'file:log.dat' });
@@ -98,10 +100,10 @@ export class Intel5300Decoder extends RecordStreamDecoder implements CsiDecoder 
   private readonly srcOf = new Int32Array(3);
 
   /**
-   * @param opts `sourceId` and `environmentId` copied into every frame.
+   * @param opts `sourceId` and `environmentId` copied into every frame; `datagrams` for a UDP listener.
    */
-  constructor(opts: DecoderOptions = {}) {
-    super();
+  constructor(opts: RecordDecoderOptions = {}) {
+    super(opts.datagrams);
     this.sourceId = opts.sourceId ?? 'unknown';
     this.environmentId = opts.environmentId ?? 'default';
   }
@@ -136,7 +138,9 @@ export class Intel5300Decoder extends RecordStreamDecoder implements CsiDecoder 
     const fieldLen = (b[p]! << 8) | b[p + 1]!;
     if (fieldLen === 0) {
       this.stats.skipped++;
-      return 2;
+      // A stream steps over the empty field to resynchronise; in a datagram, zeros where a record
+      // should start end it (counted once, not once per two bytes).
+      return this.datagrams ? avail : 2;
     }
     const total = 2 + fieldLen;
     if (b[p + 2] !== CODE_BFEE || fieldLen - 1 < BFEE_HEADER) return this.skip(total, avail);

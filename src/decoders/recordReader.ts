@@ -1,15 +1,33 @@
 import { DecodeError } from '../csi/decoder.js';
-import type { DecodeStats } from '../csi/decoder.js';
+import type { DecodeStats, DecoderOptions } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
+
+/** Options of the length-prefixed record decoders (Intel 5300, Atheros). */
+export interface RecordDecoderOptions extends DecoderOptions {
+  /**
+   * Each `push` is one whole datagram (UDP) instead of the next bytes of a stream: nothing is
+   * carried from one push to the next. Default false.
+   */
+  datagrams?: boolean;
+}
 
 /**
  * The chunk handling shared by decoders of length-prefixed binary records (Intel 5300 and
  * Atheros logs): whole records inside a chunk are decoded in place; a record split across chunks
  * is carried over, copying only the bytes it still needs; a skipped record that has not fully
  * arrived is dropped as its bytes come in. Subclasses read one record at a time in `step`.
+ *
+ * In datagram mode (`datagrams: true`, a UDP listener) each push is decoded on its own: its whole
+ * records are read from its start, and whatever it does not hold completely (a truncated record, a
+ * length that points past its end, trailing garbage) is dropped at its end and counted once in
+ * `stats.skipped`, as is an empty datagram. Nothing carries over, so a bad datagram costs only
+ * itself: in stream mode a 3-byte datagram would leave a partial header behind that swallowed the
+ * following datagrams.
  */
 export abstract class RecordStreamDecoder {
   readonly stats: DecodeStats = { records: 0, skipped: 0, bytes: 0 };
+  /** Each push is one datagram (see the class comment). */
+  protected readonly datagrams: boolean;
   /** Bytes of a record split across chunks; always fewer than `need`. */
   protected carry = new Uint8Array(256);
   protected carryLen = 0;
@@ -20,6 +38,11 @@ export abstract class RecordStreamDecoder {
   protected skipStart = 0;
   /** The frame the last `step` decoded, emitted once its bytes are counted. */
   protected pending: CsiFrame | null = null;
+
+  /** @param datagrams each push is one whole datagram (default false: a byte stream) */
+  constructor(datagrams = false) {
+    this.datagrams = datagrams;
+  }
 
   /**
    * Reads what it can at `b[p..end)`, where `p` is at stream offset `stats.bytes`.
@@ -34,6 +57,7 @@ export abstract class RecordStreamDecoder {
    * @param emit Receives each decoded frame, in file order.
    */
   push(chunk: Uint8Array, emit: (frame: CsiFrame) => void): void {
+    if (this.datagrams) return this.pushDatagram(chunk, emit);
     const n = chunk.length;
     let pos = 0;
     // Finish a record begun in an earlier chunk, copying only the bytes it still needs.
@@ -61,6 +85,33 @@ export abstract class RecordStreamDecoder {
       this.advance(used, emit);
     }
   }
+
+  /** Decodes one datagram on its own: its whole records, then drops and counts what is left. */
+  private pushDatagram(d: Uint8Array, emit: (frame: CsiFrame) => void): void {
+    const n = d.length;
+    let pos = 0;
+    while (pos < n) {
+      const used = this.step(d, pos, n);
+      if (used === 0) break;
+      pos += used;
+      this.advance(used, emit);
+    }
+    // A record `skip` or a resynchronising scan already counted is not counted again.
+    if (n === 0 || (pos < n && this.skipLeft === 0 && !this.countedTail())) this.stats.skipped++;
+    this.stats.bytes += n - pos;
+    this.skipLeft = 0;
+    this.need = 0;
+    this.carryLen = 0;
+    this.resetDatagram();
+  }
+
+  /** Datagram mode: whether the bytes `step` left unread at the end are already counted as skipped. */
+  protected countedTail(): boolean {
+    return false;
+  }
+
+  /** Datagram mode: forgets what a subclass learnt from the datagram just read. */
+  protected resetDatagram(): void {}
 
   /** Decodes what the carried bytes still hold (at the end of input, when `step` stops waiting). */
   protected drainCarry(emit: (frame: CsiFrame) => void): void {

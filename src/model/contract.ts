@@ -19,8 +19,9 @@
  * the slot order, gives identities.
  *
  * ONNX metadata_props the service reads (all strings): `csipose_contract` (= CONTRACT_VERSION),
- * `model_version`, `feature_dim`, `max_persons`, `window_frames`, `trained_on`, and `site_dim` on
- * models with the `site` input.
+ * `model_version`, `feature_dim`, `max_persons`, `window_frames`, `trained_on`, `site_dim` on
+ * models with the `site` input, and optionally `trained_layouts` (the CSI layouts it was trained
+ * on, `formatLayouts`; rows of other layouts are refused, see `PoseModel.trainedLayouts`).
  */
 import { ACTIVITIES } from '../pose/types.js';
 
@@ -82,6 +83,8 @@ export interface ModelMetadata {
   history_stride_frames?: number;
   /** v2: seconds the `fall` output looks back. */
   fall_window_s?: number;
+  /** The CSI layouts the model was trained on ({@link formatLayouts}); absent = not declared. */
+  trained_layouts?: string;
 }
 
 /** A point in the room, metres: x across the room, y in depth from the receiver's wall, z height. */
@@ -198,4 +201,158 @@ export function formatSite(site: SiteGeometry | null): string {
   if (!site) return '';
   const { roomWidth, roomDepth, receiver: r, transmitter: t } = site;
   return [roomWidth, roomDepth, r.x, r.y, r.z, t.x, t.y, t.z].join(',');
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSI layouts: what a model was trained on, and whether a link's CSI is one of them.
+
+/** A frequency band, from the channel number (GHz). */
+export type Band = '2.4' | '5';
+
+/**
+ * The CSI layout of a link as the features see it: antennas, subcarriers and the bandwidth they
+ * span, and the band. The features resample any subcarrier layout onto the same grid and have
+ * room for up to 3 x 3 antennas, so any layout gives a row; a model only reads the rows of the
+ * layouts it was trained on.
+ */
+export interface CsiLayout {
+  nRx: number;
+  nTx: number;
+  nSub: number;
+  /**
+   * The bandwidth the subcarrier indices span, in FFT bins of 312.5 kHz: up to 64 bins is 20 MHz,
+   * 128 is 40, 256 is 80, more is 160. (An ESP32 buffer holding only the LLTF of a 40 MHz channel
+   * spans 20 MHz: that is what the model would see.)
+   */
+  bandwidthMhz: 20 | 40 | 80 | 160;
+  /** The band of the channel number; undefined when the source gives none (Intel 5300, POST /pose/process). */
+  band?: Band;
+}
+
+/**
+ * The layouts a model was trained on, as independent choices (every antenna pair with every
+ * subcarrier layout in every band). Metadata `trained_layouts`, as {@link formatLayouts} writes it.
+ */
+export interface TrainedLayouts {
+  /** [nRx, nTx] pairs. */
+  antennas: ReadonlyArray<readonly [number, number]>;
+  /** [nSub, bandwidth MHz spanned] pairs. */
+  subcarriers: ReadonlyArray<readonly [number, number]>;
+  bands: readonly Band[];
+}
+
+/**
+ * What `npm run train` draws (`src/training/recipe.ts`, the simulator's 5 GHz default): the layouts
+ * of the shipped model and of every model trained by it (model_version `csipose-pose-...`).
+ */
+export const RECIPE_LAYOUTS: TrainedLayouts = Object.freeze({
+  antennas: Object.freeze([[3, 3], [2, 2], [3, 1], [1, 1]] as const),
+  subcarriers: Object.freeze([[30, 20], [56, 20], [114, 40]] as const),
+  bands: Object.freeze(['5'] as const),
+});
+
+/**
+ * The band of an 802.11 channel number: 1-14 are 2.4 GHz, 32-196 are 5 GHz.
+ * @param channel the channel number (NaN when unknown)
+ * @returns the band, or undefined when the number says none
+ */
+export function bandOfChannel(channel: number | undefined): Band | undefined {
+  if (channel === undefined || !Number.isInteger(channel)) return undefined;
+  if (channel >= 1 && channel <= 14) return '2.4';
+  if (channel >= 32 && channel <= 196) return '5';
+  return undefined;
+}
+
+/**
+ * The layout of a window's CSI (a link's, as the features read it).
+ * @param w antennas, subcarriers (their index span gives the bandwidth) and the channel number
+ *   (NaN or absent when unknown) of a window or frame
+ * @returns the layout
+ * @example csiLayout(esp32Window) // { nRx: 1, nTx: 1, nSub: 64, bandwidthMhz: 20, band: '2.4' }
+ */
+export function csiLayout(w: { nRx: number; nTx: number; nSub: number; subcarriers: ArrayLike<number>; channel?: number }): CsiLayout {
+  const subs = w.subcarriers;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < subs.length; i++) {
+    const k = subs[i]!;
+    if (k < lo) lo = k;
+    if (k > hi) hi = k;
+  }
+  const band = bandOfChannel(w.channel);
+  const span = hi - lo;
+  const bandwidthMhz = span < 64 ? 20 : span < 128 ? 40 : span < 256 ? 80 : 160;
+  return { nRx: w.nRx, nTx: w.nTx, nSub: w.nSub, bandwidthMhz, ...(band ? { band } : {}) };
+}
+
+/**
+ * A layout in words, for messages and `/system/status`.
+ * @example layoutText({ nRx: 1, nTx: 1, nSub: 64, bandwidthMhz: 20, band: '2.4' }) // '1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz'
+ */
+export function layoutText(l: CsiLayout): string {
+  return `${l.nRx}x${l.nTx} antennas, ${l.nSub} subcarriers spanning ${l.bandwidthMhz} MHz, ${l.band ? `${l.band} GHz` : 'band unknown'}`;
+}
+
+/**
+ * The metadata form of trained layouts: `antennas=3x3,2x2;subcarriers=30/20,114/40;bands=5`.
+ * @param t the layouts
+ * @returns the text {@link parseLayouts} reads
+ */
+export function formatLayouts(t: TrainedLayouts): string {
+  return [
+    `antennas=${t.antennas.map(([r, x]) => `${r}x${x}`).join(',')}`,
+    `subcarriers=${t.subcarriers.map(([n, bw]) => `${n}/${bw}`).join(',')}`,
+    `bands=${t.bands.join(',')}`,
+  ].join(';');
+}
+
+/**
+ * Reads metadata `trained_layouts` ({@link formatLayouts}'s form; the three parts in any order,
+ * each required).
+ * @param text the metadata value
+ * @returns the layouts
+ * @throws RangeError naming what is wrong
+ */
+export function parseLayouts(text: string): TrainedLayouts {
+  const parts = new Map<string, string[]>();
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) throw new RangeError(`trained_layouts: "${part}" is not NAME=VALUES`);
+    parts.set(part.slice(0, eq).trim(), part.slice(eq + 1).split(',').map((v) => v.trim()));
+  }
+  const list = (name: string) => {
+    const v = parts.get(name);
+    if (!v || v.length === 0 || v.some((x) => x === '')) throw new RangeError(`trained_layouts: ${name}= is missing or empty in "${text}"`);
+    return v;
+  };
+  const pair = (name: string, sep: string, ok: (a: number, b: number) => boolean) =>
+    list(name).map((v): readonly [number, number] => {
+      const [a, b, more] = v.split(sep).map(Number);
+      if (more !== undefined || !Number.isInteger(a) || !Number.isInteger(b) || !ok(a!, b!)) throw new RangeError(`trained_layouts: bad ${name} entry "${v}"`);
+      return [a!, b!];
+    });
+  const antennas = pair('antennas', 'x', (r, x) => r >= 1 && r <= 3 && x >= 1 && x <= 3);
+  const subcarriers = pair('subcarriers', '/', (n, bw) => n >= 1 && (bw === 20 || bw === 40 || bw === 80 || bw === 160));
+  const bands = list('bands').map((b) => {
+    if (b !== '2.4' && b !== '5') throw new RangeError(`trained_layouts: bad band "${b}" (2.4 or 5)`);
+    return b;
+  });
+  return { antennas, subcarriers, bands };
+}
+
+/**
+ * What of a layout a model was not trained on, or null when it was trained on all of it. A band
+ * the source does not give is not held against it.
+ * @param t the model's trained layouts
+ * @param l the link's layout
+ * @returns e.g. '3x2 antennas (trained: 3x3, 2x2, 3x1, 1x1)', or null
+ */
+export function untrainedPart(t: TrainedLayouts, l: CsiLayout): string | null {
+  const why: string[] = [];
+  if (!t.antennas.some(([r, x]) => r === l.nRx && x === l.nTx))
+    why.push(`${l.nRx}x${l.nTx} antennas (trained: ${t.antennas.map(([r, x]) => `${r}x${x}`).join(', ')})`);
+  if (!t.subcarriers.some(([n, bw]) => n === l.nSub && bw === l.bandwidthMhz))
+    why.push(`${l.nSub} subcarriers spanning ${l.bandwidthMhz} MHz (trained: ${t.subcarriers.map(([n, bw]) => `${n} spanning ${bw} MHz`).join(', ')})`);
+  if (l.band && !t.bands.includes(l.band)) why.push(`${l.band} GHz (trained: ${t.bands.map((b) => `${b} GHz`).join(', ')})`);
+  return why.length ? why.join('; ') : null;
 }

@@ -508,7 +508,8 @@ function checkDense(what: string, d: DenseWeights, expectIn: number, expectOut?:
  * [N, feature_dim] (and `site` [N, site_dim], concatenated after it, when `weights.siteDim` is
  * set), a trunk of Gemm + ReLU layers, then one Gemm per head with the activation and reshape that
  * `MlpPoseWeights` documents. All six contract metadata keys are written from `meta` (its
- * `csipose_contract` as given, normally CONTRACT_VERSION), and `site_dim` with the site input.
+ * `csipose_contract` as given, normally CONTRACT_VERSION), `site_dim` with the site input, and
+ * `trained_layouts` when `meta` has it.
  *
  * @param weights trunk and head weights, row-major [in][out] (y = x W + b)
  * @param meta model metadata; `feature_dim` and `max_persons` must agree with the weights
@@ -568,6 +569,7 @@ export function buildMlpPoseModel(weights: MlpPoseWeights, meta: ModelMetadata):
   g.setMetadata('window_frames', meta.window_frames);
   g.setMetadata('trained_on', meta.trained_on);
   if (S > 0) g.setMetadata('site_dim', S);
+  if (meta.trained_layouts) g.setMetadata('trained_layouts', meta.trained_layouts);
   return g.toBytes({ docString: `csipose MLP pose model (${CONTRACT_VERSION} layout)` });
 }
 
@@ -605,7 +607,7 @@ export interface V2Shape {
  * Writes a v2 contract pose model (see `contract.ts` CONTRACT_V2) from the weights of an MLP.
  * Metadata: `csipose_contract` (as given in `meta`), `model_version`, `feature_dim`, `max_persons`,
  * `window_frames`, `trained_on`, `site_dim`, `history_steps`, `history_dim`,
- * `history_stride_frames`, `fall_window_s`.
+ * `history_stride_frames`, `fall_window_s`, and `trained_layouts` when `meta` has it.
  *
  * @param weights trunk and head weights, row-major [in][out] (y = x W + b)
  * @param shape input sizes and slots; must agree with the weights and `meta`
@@ -664,6 +666,7 @@ export function buildPoseModelV2(weights: PoseWeightsV2, shape: V2Shape, meta: M
     ['history_dim', S],
     ['history_stride_frames', meta.history_stride_frames],
     ['fall_window_s', meta.fall_window_s],
+    ['trained_layouts', meta.trained_layouts],
   ];
   for (const [k, v] of props) if (v !== undefined) g.setMetadata(k, v);
   return g.toBytes({ docString: `csipose MLP pose model (${CONTRACT_V2} layout)` });

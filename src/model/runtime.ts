@@ -33,10 +33,13 @@ import {
   OUTPUT_FLOOR,
   OUTPUT_KEYPOINTS,
   OUTPUT_PRESENCE,
+  parseLayouts,
+  RECIPE_LAYOUTS,
   SITE_DIM,
   siteVector,
   type ModelMetadata,
   type SiteGeometry,
+  type TrainedLayouts,
 } from './contract.js';
 import { N_DENSE_PARTS, N_KEYPOINTS, type PersonPose } from '../pose/types.js';
 import type { Camera } from '../pose/camera.js';
@@ -120,6 +123,8 @@ export interface PoseRunner {
   readonly metadata: ModelMetadata;
   readonly featureDim: number;
   readonly maxPersons: number;
+  /** The CSI layouts the model reads (`trainedLayoutsOf`); null or absent = not declared, any layout is run. */
+  readonly trainedLayouts?: TrainedLayouts | null;
   /** 1 or 2: which contract the model follows (2 takes `history` and answers in metres). */
   readonly contract: 1 | 2;
   run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs>;
@@ -429,6 +434,21 @@ function v2Dims(name: (typeof MODEL_V2_OUTPUTS)[number], n: number, P: number): 
   return [n, s.perPerson ? P + s.extra : s.extra, ...s.trailing];
 }
 
+/** model_version prefix of the models `npm run train` writes (and `csipose calibrate` derives from them). */
+const OWN_MODEL_PREFIX = 'csipose-pose-';
+
+/**
+ * The CSI layouts a model was trained on: its `trained_layouts` metadata; else, for a model of our
+ * own training (model_version `csipose-pose-...`, calibrated ones included), the training recipe's
+ * (RECIPE_LAYOUTS); else null: the model does not say, and rows of every layout are run.
+ * @param m the model's metadata (`trained_layouts` already checked at load)
+ * @returns the layouts, or null
+ */
+export function trainedLayoutsOf(m: ModelMetadata): TrainedLayouts | null {
+  if (m.trained_layouts) return parseLayouts(m.trained_layouts);
+  return m.model_version.startsWith(OWN_MODEL_PREFIX) ? RECIPE_LAYOUTS : null;
+}
+
 /** The metadata every contract has, from the model's properties and what its shapes said. */
 function commonMetadata(
   props: Map<string, string>,
@@ -446,7 +466,20 @@ function commonMetadata(
     window_frames: metadataNumber(props, 'window_frames', fail) ?? 0,
     trained_on: props.get('trained_on') ?? '',
     ...(siteDim > 0 ? { site_dim: siteDim } : {}),
+    ...trainedLayoutsProp(props, fail),
   };
+}
+
+/** `trained_layouts` when the model declares it, checked so that a bad value fails the load. */
+function trainedLayoutsProp(props: Map<string, string>, fail: (msg: string) => ModelError): { trained_layouts?: string } {
+  const raw = props.get('trained_layouts');
+  if (raw === undefined || raw.trim() === '') return {};
+  try {
+    parseLayouts(raw);
+  } catch (e) {
+    throw fail(`model metadata ${(e as Error).message}`);
+  }
+  return { trained_layouts: raw };
 }
 
 function metadataNumber(props: Map<string, string>, key: string, fail: (msg: string) => ModelError): number | undefined {
@@ -643,6 +676,8 @@ function validateV2(
  */
 export class PoseModel implements PoseRunner {
   private released = false;
+  /** The CSI layouts the model was trained on (`trainedLayoutsOf`); null when it does not say. */
+  readonly trainedLayouts: TrainedLayouts | null;
 
   private constructor(
     private readonly session: SessionLike,
@@ -660,7 +695,9 @@ export class PoseModel implements PoseRunner {
     readonly warning: string | undefined,
     /** The file path, or `<bytes>`. */
     readonly source: string,
-  ) {}
+  ) {
+    this.trainedLayouts = trainedLayoutsOf(metadata);
+  }
 
   /**
    * Loads and checks a model.

@@ -91,6 +91,12 @@ export interface Route {
   role: Role | null;
   /** Largest accepted body in bytes (default 64 KiB). */
   bodyLimit?: number;
+  /**
+   * Parses this route's non-empty JSON body in place of {@link parseJsonBody}, after the core's
+   * size and Content-Type checks (`/pose/process` parses large bodies off the event loop). Must
+   * refuse what parseJsonBody refuses, with the same errors.
+   */
+  readJson?: (body: Buffer) => Promise<unknown>;
   handler(ctx: Ctx): Reply | Promise<Reply>;
 }
 
@@ -138,7 +144,7 @@ export interface CoreOptions {
   /** Deployment default form. */
   form: () => Form;
   /** Called for unexpected (non-ApiError) failures. */
-  onError?: (e: unknown, req: RawRequest) => void;
+  onError?: (e: unknown, req: Pick<RawRequest, 'method' | 'path'>) => void;
 }
 
 let seq = 0;
@@ -159,6 +165,77 @@ function rateHeaders(h: Array<[string, string]>, s: LimitState | undefined): voi
   );
 }
 
+/**
+ * Headers of every API response, errors included. `nosniff`: a browser must never read a JSON
+ * answer (which may echo request text) as HTML or script. `no-store`: API answers are live,
+ * per-caller data, and some carry secrets (tokens from /auth/token and /auth/refresh, a new API
+ * key): no cache, shared or private, may keep them. A reply may override Cache-Control.
+ */
+const BASE_HEADERS: ReadonlyArray<[string, string]> = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Cache-Control', 'no-store'],
+];
+
+/** `Retry-After` of a 429 whose limit has no known reset (a cap on open connections), seconds. */
+export const RETRY_AFTER_UNKNOWN_S = 5;
+
+/** The 400 for a body nested deeper than {@link MAX_JSON_DEPTH}. */
+export function tooDeep(): ApiError {
+  return ApiError.unparseable(`body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
+}
+
+/** The 400 for a body that is not JSON, with the parser's complaint. */
+export function notJson(parserMessage: string): ApiError {
+  return ApiError.unparseable(`body is not valid JSON: ${parserMessage}`);
+}
+
+/**
+ * A request body as JSON: refused (400) when nested deeper than {@link MAX_JSON_DEPTH}, found
+ * before parsing, or when it does not parse.
+ * @param buf the body, UTF-8
+ * @returns the parsed value
+ */
+export function parseJsonBody(buf: Buffer): unknown {
+  const text = buf.toString('utf8');
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw tooDeep();
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw notJson((e as Error).message);
+  }
+}
+
+/** Sets each header of `extra` on `headers`, replacing one of the same name (case-insensitive). */
+function setHeaders(headers: Array<[string, string]>, extra: Record<string, string>): void {
+  for (const [k, v] of Object.entries(extra)) {
+    const lower = k.toLowerCase();
+    const i = headers.findIndex(([h]) => h.toLowerCase() === lower);
+    if (i >= 0) headers[i] = [k, v];
+    else headers.push([k, v]);
+  }
+}
+
+/** Whole seconds until `resetUnixS`, at least 1 (a 429 must never invite an immediate retry). */
+function retryAfter(resetUnixS: number): string {
+  return String(Math.max(1, Math.ceil(resetUnixS - Date.now() / 1000)));
+}
+
+/**
+ * Why a path or query cannot be percent-decoded as UTF-8 (`%` not followed by two hex digits, or
+ * escapes that are not UTF-8), or undefined when it decodes. Text without `%` costs one scan.
+ */
+function undecodable(what: 'path' | 'query', text: string): ApiError | undefined {
+  if (!text.includes('%')) return undefined;
+  try {
+    decodeURIComponent(text);
+    return undefined;
+  } catch {
+    return ApiError.unparseable(`the ${what} is not valid percent-encoding: each % must start an escape %XX, and the escapes must spell UTF-8`, {
+      [what]: text.length > 256 ? `${text.slice(0, 256)}...` : text,
+    });
+  }
+}
+
 /** Routes requests to handlers. One instance per server. */
 export class HttpCore {
   private readonly compiled: Compiled[];
@@ -174,6 +251,10 @@ export class HttpCore {
     return m && 'route' in m ? (m.route.bodyLimit ?? DEFAULT_BODY_LIMIT) : DEFAULT_BODY_LIMIT;
   }
 
+  /**
+   * The route for a method and path, with its parameters still percent-encoded (decoded in
+   * `answer`, inside its error handling: the transport calls this before any request runs).
+   */
   private match(
     method: string,
     path: string,
@@ -191,7 +272,7 @@ export class HttpCore {
             ok = false;
             break;
           }
-          (params ??= {})[s.slice(1)] = decodeURIComponent(parts[i]!);
+          (params ??= {})[s.slice(1)] = parts[i]!;
         } else if (s !== parts[i]) {
           ok = false;
           break;
@@ -219,13 +300,16 @@ export class HttpCore {
   private async answer(req: RawRequest): Promise<RawResponse> {
     const requestId = GOOD_ID.test(req.headers.requestId) ? req.headers.requestId : newRequestId();
     const form = pickForm(req.headers.form, this.opts.form());
-    const headers: Array<[string, string]> = [
-      ['Content-Type', 'application/json'],
-      ['X-Request-Id', requestId],
-    ];
+    const headers: Array<[string, string]> = [['Content-Type', 'application/json'], ['X-Request-Id', requestId], ...BASE_HEADERS];
     let limit: LimitState | undefined;
     try {
       if (req.framingError) throw ApiError.unparseable(req.framingError);
+      // Counted like an unknown path: it names no endpoint anyone could serve.
+      const undecoded = undecodable('path', req.path) ?? undecodable('query', req.query);
+      if (undecoded) {
+        limit = await this.opts.limits.consume('api', `ip:${req.ip}`);
+        throw undecoded;
+      }
       // Paths are matched without a trailing slash.
       const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
       const m = this.match(req.method, path);
@@ -239,7 +323,10 @@ export class HttpCore {
           Allow: m.allow.join(', '),
         });
       }
-      const { route, params } = m;
+      const { route } = m;
+      // The whole path decoded above, so each segment does.
+      const params: Record<string, string> = {};
+      for (const k in m.params) params[k] = decodeURIComponent(m.params[k]!);
       let principal: Principal | undefined;
       if (route.role !== null) {
         const creds: Credentials = {};
@@ -266,7 +353,7 @@ export class HttpCore {
         });
       }
       let body: unknown;
-      if (req.method === 'POST' || req.method === 'PUT') body = await this.readJson(req, route.bodyLimit ?? DEFAULT_BODY_LIMIT);
+      if (req.method === 'POST' || req.method === 'PUT') body = await this.readJson(req, route);
       const ctx: Ctx = {
         method: req.method,
         path,
@@ -280,7 +367,7 @@ export class HttpCore {
       };
       const reply = await route.handler(ctx);
       rateHeaders(headers, limit);
-      if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) headers.push([k, v]);
+      if (reply.headers) setHeaders(headers, reply.headers);
       let text: string;
       if (reply.json !== undefined) {
         text =
@@ -292,25 +379,31 @@ export class HttpCore {
       }
       return { status: reply.status ?? 200, headers, body: text };
     } catch (e) {
-      const err =
-        e instanceof ApiError
-          ? e
-          : (this.stats.errors++, this.opts.onError?.(e, req), new ApiError('SYSTEM_ERROR', 'internal error', { request_id: requestId }));
+      let err: ApiError;
+      if (e instanceof ApiError) err = e;
+      else {
+        this.unexpected(e, req);
+        err = new ApiError('SYSTEM_ERROR', 'internal error', { request_id: requestId });
+      }
       rateHeaders(headers, limit);
-      for (const [k, v] of Object.entries(err.headers)) headers.push([k, v]);
+      setHeaders(headers, err.headers);
       return { status: err.status, headers, body: JSON.stringify(errorBody(form, err, requestId)) };
     }
   }
 
+  /** A 429 for a spent budget: the body's limit, window and reset, and `Retry-After` until the reset. */
   private tooMany(s: LimitState): ApiError {
-    return new ApiError('RATE_LIMIT_EXCEEDED', `rate limit of ${s.limit} requests per ${s.window} s exceeded`, {
-      limit: s.limit,
-      window: s.window,
-      reset_at: new Date(s.reset * 1000).toISOString(),
-    });
+    return new ApiError(
+      'RATE_LIMIT_EXCEEDED',
+      `rate limit of ${s.limit} requests per ${s.window} s exceeded`,
+      { limit: s.limit, window: s.window, reset_at: new Date(s.reset * 1000).toISOString() },
+      undefined,
+      { 'Retry-After': String(s.retryAfter) },
+    );
   }
 
-  private async readJson(req: RawRequest, limit: number): Promise<unknown> {
+  private async readJson(req: RawRequest, route: Route): Promise<unknown> {
+    const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
     const declared = Number(req.headers.contentLength);
     if (Number.isFinite(declared) && declared > limit) throw this.tooLarge(limit, declared);
     const ct = req.headers.contentType.toLowerCase();
@@ -318,13 +411,7 @@ export class HttpCore {
     this.stats.bytesIn += buf.length;
     if (buf.length === 0) return undefined;
     if (ct && !ct.includes('json')) throw ApiError.unparseable(`expected a JSON body (Content-Type: application/json), got ${ct}`);
-    const text = buf.toString('utf8');
-    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw ApiError.unparseable(`body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`, { max_depth: MAX_JSON_DEPTH });
-    try {
-      return JSON.parse(text);
-    } catch (e) {
-      throw ApiError.unparseable(`body is not valid JSON: ${(e as Error).message}`);
-    }
+    return route.readJson ? route.readJson(buf) : parseJsonBody(buf);
   }
 
   /**
@@ -334,12 +421,36 @@ export class HttpCore {
    */
   errorResponse(err: ApiError, formHeader: string): RawResponse {
     const requestId = newRequestId();
-    const headers: Array<[string, string]> = [
-      ['Content-Type', 'application/json'],
-      ['X-Request-Id', requestId],
-    ];
-    for (const [k, v] of Object.entries(err.headers)) headers.push([k, v]);
+    const headers: Array<[string, string]> = [['Content-Type', 'application/json'], ['X-Request-Id', requestId], ...BASE_HEADERS];
+    setHeaders(headers, err.headers);
+    // Every 429 says when to come back, whoever built it: from its reset when it has one.
+    if (err.status === 429 && !headers.some(([k]) => k.toLowerCase() === 'retry-after')) {
+      const reset = typeof err.details.reset_at === 'string' ? Date.parse(err.details.reset_at) / 1000 : NaN;
+      headers.push(['Retry-After', Number.isFinite(reset) ? retryAfter(reset) : String(RETRY_AFTER_UNKNOWN_S)]);
+    }
     return { status: err.status, headers, body: JSON.stringify(errorBody(pickForm(formHeader, this.opts.form()), err, requestId)) };
+  }
+
+  /**
+   * The answer to a failure outside `dispatch` (a transport's own code threw): counted and
+   * reported like a handler's unexpected failure, answered 500 SYSTEM_ERROR.
+   * @param e what was thrown
+   * @param req the request's method and path, as far as they were read
+   * @param formHeader the request's `X-Response-Form`, '' when unknown
+   */
+  failure(e: unknown, req: Pick<RawRequest, 'method' | 'path'>, formHeader: string): RawResponse {
+    this.unexpected(e, req);
+    return this.errorResponse(new ApiError('SYSTEM_ERROR', 'internal error'), formHeader);
+  }
+
+  /** Counts and reports an unexpected failure. */
+  private unexpected(e: unknown, req: Pick<RawRequest, 'method' | 'path'>): void {
+    this.stats.errors++;
+    try {
+      this.opts.onError?.(e, req);
+    } catch {
+      // A failing logger must not turn one failed request into an unanswered one.
+    }
   }
 
   tooLarge(limit: number, size?: number): ApiError {

@@ -27,6 +27,8 @@ export interface LimitState {
   reset: number;
   /** Window length in seconds. */
   window: number;
+  /** Whole seconds until the window resets, at least 1: a 429's `Retry-After`. */
+  retryAfter: number;
 }
 
 /**
@@ -78,6 +80,7 @@ export class RateLimits {
       remaining: Math.max(0, res.remainingPoints),
       reset: Math.ceil((Date.now() + res.msBeforeNext) / 1000),
       window,
+      retryAfter: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
     };
   }
 }

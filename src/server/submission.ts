@@ -1,7 +1,10 @@
+import { Worker } from 'node:worker_threads';
 import type { CsiSubmission } from '../service/face.js';
 import { configParam } from '../config/params.js';
 import type { ConfigSnapshot } from '../config/store.js';
 import { Checker } from './validate.js';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json.js';
+import { notJson, parseJsonBody, tooDeep } from './core.js';
 
 /** Receive antennas, subcarriers and packets one submission may hold. */
 export const MAX_ANTENNAS = 9;
@@ -13,10 +16,25 @@ const MAX_PACKET_ERRORS = 20;
 type Packet = CsiSubmission['packets'][number];
 
 /**
+ * A packet's `antenna_data` that the parsing worker has already checked (by readPacket's rules)
+ * and packed. JSON cannot make a Float32Array, so no client can send one.
+ */
+interface PackedAntennas {
+  packed: Float32Array;
+  nRx: number;
+  nSub: number;
+}
+
+function isPacked(v: unknown): v is PackedAntennas {
+  return v !== null && typeof v === 'object' && (v as { packed?: unknown }).packed instanceof Float32Array;
+}
+
+/**
  * Reads one packet's `antenna_data`: an array per receive antenna of complex samples
  * `{real, imag}`, one per subcarrier, every antenna with the same count.
  */
 function readPacket(c: Checker, v: unknown, field: string): Packet | undefined {
+  if (isPacked(v)) return { nRx: v.nRx, nSub: v.nSub, csi: v.packed };
   if (!Array.isArray(v)) {
     if (v === undefined) c.errors.push({ field, message: `${field} is required`, received_value: null });
     else c.errors.push({ field, message: `${field} must be an array of antennas, each an array of {real, imag} samples`, received_value: v });
@@ -141,4 +159,162 @@ export function readSubmission(body: unknown, cfg: ConfigSnapshot): CsiSubmissio
     tracking,
     densePose,
   };
+}
+
+// Parsing large submissions off the event loop -----------------------------------------------
+
+/** Bodies from this size on are parsed by the worker; smaller ones cost less than the hand-off. */
+export const OFF_THREAD_MIN_BYTES = 256 * 1024;
+
+/**
+ * Replaces each well-formed `antenna_data` of a parsed submission (`csi_data.antenna_data` and
+ * `csi_data.frames[i].antenna_data`) by its samples packed as readPacket packs them, so that the
+ * main thread neither walks nor copies them. Anything readPacket would refuse is left as written,
+ * for readSubmission to report. Runs in the parsing worker, from its source text: it must use
+ * nothing from outside itself.
+ * @returns the buffers of the packed samples (to transfer)
+ */
+function packAntennas(body: unknown, maxAntennas: number, maxSamples: number): ArrayBuffer[] {
+  const transfer: ArrayBuffer[] = [];
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return transfer;
+  const csiData = (body as Record<string, unknown>).csi_data;
+  if (csiData === null || typeof csiData !== 'object' || Array.isArray(csiData)) return transfer;
+  const holders: Array<Record<string, unknown>> = [csiData as Record<string, unknown>];
+  const frames = (csiData as Record<string, unknown>).frames;
+  if (Array.isArray(frames)) for (const f of frames) if (f !== null && typeof f === 'object' && !Array.isArray(f)) holders.push(f as Record<string, unknown>);
+  for (const h of holders) {
+    const v = h.antenna_data;
+    if (!Array.isArray(v) || v.length < 1 || v.length > maxAntennas || !Array.isArray(v[0])) continue;
+    const nRx = v.length;
+    const nSub = (v[0] as unknown[]).length;
+    if (nSub < 1 || nSub > maxSamples) continue;
+    const csi = new Float32Array(nSub * nRx * 2);
+    let ok = true;
+    for (let rx = 0; rx < nRx && ok; rx++) {
+      const ant = v[rx] as unknown;
+      if (!Array.isArray(ant) || ant.length !== nSub) {
+        ok = false;
+        break;
+      }
+      for (let sc = 0; sc < nSub; sc++) {
+        const smp = ant[sc] as { real?: unknown; imag?: unknown } | null;
+        if (smp === null || typeof smp !== 'object' || Array.isArray(smp)) {
+          ok = false;
+          break;
+        }
+        const re = smp.real;
+        const im = smp.imag;
+        if (typeof re !== 'number' || !Number.isFinite(re) || typeof im !== 'number' || !Number.isFinite(im)) {
+          ok = false;
+          break;
+        }
+        csi[(sc * nRx + rx) * 2] = re;
+        csi[(sc * nRx + rx) * 2 + 1] = im;
+      }
+    }
+    if (!ok) continue;
+    h.antenna_data = { packed: csi, nRx, nSub };
+    transfer.push(csi.buffer);
+  }
+  return transfer;
+}
+
+/**
+ * The parsing worker's program: CommonJS run with `eval: true`, built from the source text of the
+ * functions it runs, so it needs no file of its own and runs the same code from the TypeScript
+ * sources under vitest and from `dist/` (as src/model/runtime.ts does).
+ */
+const WORKER_SOURCE = `
+'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+// Compilers may name functions with this helper; the functions below need no names.
+const __name = (f) => f;
+const jsonDepthExceeds = ${jsonDepthExceeds.toString()};
+const packAntennas = ${packAntennas.toString()};
+parentPort.on('message', (m) => {
+  try {
+    const text = Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength).toString('utf8');
+    if (jsonDepthExceeds(text, workerData.maxDepth)) return parentPort.postMessage({ id: m.id, error: 'depth' });
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch (e) {
+      return parentPort.postMessage({ id: m.id, error: 'syntax', message: e.message });
+    }
+    const transfer = packAntennas(body, workerData.maxAntennas, workerData.maxSamples);
+    parentPort.postMessage({ id: m.id, body }, transfer);
+  } catch (e) {
+    parentPort.postMessage({ id: m.id, error: 'internal', message: String((e && e.stack) || e) });
+  }
+});
+`;
+
+type WorkerReply = { id: number; body: unknown } | { id: number; error: 'depth' | 'syntax' | 'internal'; message?: string };
+
+/**
+ * One worker thread that parses large submission bodies, one at a time, in arrival order. It is
+ * started on first use, does not keep the process alive, and is started afresh after a failure.
+ */
+class SubmissionParser {
+  private worker: Worker | undefined;
+  private seq = 0;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+
+  parse(buf: Buffer): Promise<unknown> {
+    const w = this.worker ?? this.start();
+    const id = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      // A body that owns its whole buffer moves to the worker; a slice of a shared one is copied.
+      const whole = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength && !(buf.buffer instanceof SharedArrayBuffer);
+      w.postMessage({ id, bytes: buf }, whole ? [buf.buffer as ArrayBuffer] : []);
+    });
+  }
+
+  private start(): Worker {
+    const w = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { maxDepth: MAX_JSON_DEPTH, maxAntennas: MAX_ANTENNAS, maxSamples: MAX_SAMPLES },
+    });
+    w.unref();
+    w.on('message', (m: WorkerReply) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (!('error' in m)) p.resolve(m.body);
+      else if (m.error === 'depth') p.reject(tooDeep());
+      else if (m.error === 'syntax') p.reject(notJson(m.message ?? ''));
+      else p.reject(new Error(`submission parser: ${m.message ?? 'failed'}`));
+    });
+    const fail = (e: unknown) => {
+      if (this.worker === w) this.worker = undefined;
+      for (const p of this.pending.values()) p.reject(e instanceof Error ? e : new Error(`submission parser stopped: ${String(e)}`));
+      this.pending.clear();
+    };
+    w.on('error', fail);
+    w.on('exit', (code) => fail(new Error(`submission parser exited with ${code}`)));
+    this.worker = w;
+    return w;
+  }
+}
+
+const parser = new SubmissionParser();
+
+/**
+ * Reads a `POST /pose/process` body as JSON. A large one (4 MiB of samples blocks the event loop
+ * for about a second on the main thread) is depth-checked, parsed and its samples checked and
+ * packed in a worker thread; the loop only receives the packed result, so other requests go on
+ * being answered meanwhile. Errors are the core's: 400 for a body too deep or not JSON.
+ * @param buf the body
+ * @returns the parsed body, with well-formed `antenna_data` packed for {@link readSubmission}
+ */
+export function readSubmissionJson(buf: Buffer): Promise<unknown> {
+  if (buf.length < OFF_THREAD_MIN_BYTES) {
+    try {
+      return Promise.resolve(parseJsonBody(buf));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+  return parser.parse(buf);
 }

@@ -1,5 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { ActivityEvent, PoseAlert } from '../pose/types.js';
+import type { UntrainedLink } from '../../operators/infer.js';
 import type { PoseFrameView } from '../render/view.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { ConfigStore, UpdateResult } from '../config/store.js';
@@ -71,6 +72,8 @@ export interface ServiceSnapshot {
     queue: number;
     dropped: number;
     avgBatchMs: number;
+    /** Links of the running session whose CSI layout the model was not trained on (their windows are dropped). */
+    untrainedLinks: readonly UntrainedLink[];
   };
   tracker: { status: string };
   store: StoreHealth | { status: 'closed' };

@@ -115,3 +115,22 @@ export class DiskIoMeter {
     return this.value;
   }
 }
+
+/** A logger that also counts what it logs at level `error`. */
+export type CountingLogger<L extends string> = ((level: L, msg: string) => void) & { readonly errors: number };
+
+/**
+ * Wraps a logger so that every message at level `error` is counted: the count goes into each
+ * metrics sample (`system_metrics.error_count`), the summary's `error_count` of a period.
+ * @param log the logger to pass every message on to
+ * @returns the counting logger
+ * @example const log = countErrors(console.log); log('error', 'x'); log.errors // 1
+ */
+export function countErrors<L extends string>(log: (level: L, msg: string) => void): CountingLogger<L> {
+  let errors = 0;
+  const counting = (level: L, msg: string): void => {
+    if (level === 'error') errors++;
+    log(level, msg);
+  };
+  return Object.defineProperty(counting, 'errors', { get: () => errors, enumerable: true }) as CountingLogger<L>;
+}

@@ -4,7 +4,6 @@ import {
   concat,
   distinctUntilChanged,
   firstValueFrom,
-  from,
   map,
   merge,
   mergeMap,
@@ -15,7 +14,7 @@ import {
   tap,
   timer,
   toArray,
-  type Observable,
+  Observable,
   type Subscription,
 } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
@@ -38,10 +37,37 @@ import { liveParams } from '../../pipelines/settings.js';
 import { LatestFrames } from './latest.js';
 import { SystemController, type SystemState } from './system.js';
 import { PipelineFigures } from './figures.js';
-import { CpuMeter, DiskIoMeter, memoryMiB, memoryPercent } from './metrics.js';
+import { countErrors, CpuMeter, DiskIoMeter, memoryMiB, memoryPercent, type CountingLogger } from './metrics.js';
+import { MetricsRecorder } from '../store/metricsRecorder.js';
 import type { ComponentReport, CsiSubmission, MetricsSample, ProcessResult, ServiceFace, ServiceSnapshot } from './face.js';
 
 export const VERSION = '0.1.0';
+
+/** Frames a submission feeds its pipeline per turn of the event loop (see {@link inSlices}). */
+const PROCESS_SLICE = 32;
+
+/**
+ * `items` emitted `size` at a time, one slice per turn of the event loop: the synchronous part of
+ * a large submission's pipeline (features of 4 MiB of CSI, hundreds of ms) is cut into short
+ * stretches, so the server answers other requests meanwhile.
+ */
+function inSlices<T>(items: readonly T[], size: number): Observable<T> {
+  return new Observable<T>((sub) => {
+    let i = 0;
+    let pending: NodeJS.Immediate | undefined;
+    const run = (): void => {
+      const end = Math.min(items.length, i + size);
+      while (i < end && !sub.closed) sub.next(items[i++]!);
+      if (sub.closed) return;
+      if (i < items.length) pending = setImmediate(run);
+      else sub.complete();
+    };
+    run();
+    return () => {
+      if (pending) clearImmediate(pending);
+    };
+  });
+}
 
 export type LogLevel = 'info' | 'warn' | 'error';
 export type Logger = (level: LogLevel, msg: string) => void;
@@ -123,6 +149,9 @@ export class PoseService implements ServiceFace {
   /** One past the largest track id stored: the next session's first track (ids never repeat). */
   private firstTrackId = 1;
   private readonly retentionTimer: NodeJS.Timeout;
+  private readonly metricsRecorder: MetricsRecorder;
+  /** Errors logged up to the last metrics sample. */
+  private errorsSampled = 0;
 
   private constructor(
     readonly opts: ServiceOptions,
@@ -130,9 +159,19 @@ export class PoseService implements ServiceFace {
     readonly auth: Authenticator,
     readonly store: Store,
     generatedAdminPassword: string | undefined,
-    private readonly log: Logger,
+    /**
+     * The service's logger, counting what it logs at level `error` (each metrics sample stores
+     * the count since the previous one). The application logs through it too.
+     */
+    readonly log: CountingLogger<LogLevel>,
   ) {
     this.generatedAdminPassword = generatedAdminPassword;
+    // system_metrics samples, kept and retried while the store cannot take them.
+    this.metricsRecorder = new MetricsRecorder(store, {
+      onError: (e) => {
+        if (!store.closed) log('error', `metrics: ${e.message}`);
+      },
+    });
     this.pose$ = this.poseSubject.asObservable();
     this.alerts$ = this.pose$.pipe(
       mergeMap((v) => v.frame.alerts ?? []),
@@ -196,7 +235,7 @@ export class PoseService implements ServiceFace {
    * @throws ConfigStartupError for a bad `--config` file, StoreError when the store cannot open
    */
   static async open(opts: ServiceOptions): Promise<PoseService> {
-    const log: Logger = opts.log ?? ((level, msg) => process.stderr.write(`[${level}] ${msg}\n`));
+    const log = countErrors<LogLevel>(opts.log ?? ((level, msg) => process.stderr.write(`[${level}] ${msg}\n`)));
     mkdirSync(opts.dataDir, { recursive: true });
     const config = await ConfigStore.open({ dataDir: opts.dataDir, ...(opts.configFile ? { configFile: opts.configFile } : {}) });
     for (const w of config.warnings) log('warn', w);
@@ -281,7 +320,14 @@ export class PoseService implements ServiceFace {
       .pipe(
         tap((f) => figures.csi(f)),
         livePipeline(
-          { model: this.model!, inferStats: figures.inferStats, onTracker: (env, t) => figures.trackers.set(env, t), firstTrackId: this.firstTrackId },
+          {
+            model: this.model!,
+            inferStats: figures.inferStats,
+            // A link the model was not trained for must not stop the others: its windows are dropped and /system/status names it.
+            untrained: 'drop',
+            onTracker: (env, t) => figures.trackers.set(env, t),
+            firstTrackId: this.firstTrackId,
+          },
           () => liveParams(this.config.get()),
         ),
       )
@@ -329,7 +375,7 @@ export class PoseService implements ServiceFace {
     let poses: PoseFrame[];
     try {
       poses = await firstValueFrom(
-        from(frames).pipe(
+        inSlices(frames, PROCESS_SLICE).pipe(
           processPipeline(
             { model },
             {
@@ -443,6 +489,7 @@ export class PoseService implements ServiceFace {
         queue: f.inferStats.queue,
         dropped: f.inferStats.dropped,
         avgBatchMs: round2(f.inferStats.avgBatchMs),
+        untrainedLinks: running ? (f.inferStats.untrained ?? []) : [],
       },
       tracker: { status: running ? 'active' : 'stopped' },
       store: storeHealth,
@@ -459,22 +506,22 @@ export class PoseService implements ServiceFace {
 
   private sampleMetrics(): void {
     const s = this.snapshot();
-    // The same sample into the store (system_metrics), for the summary's uptime and analysts.
-    this.store
-      .recordMetrics({
-        time: s.at,
-        framesPerSecond: s.csi.rateHz,
-        averageLatencyMs: s.pose.latencyMs,
-        cpuUsage: s.resources.cpuPercent,
-        memoryUsage: s.resources.memoryPercent,
-        processingQueueSize: s.model.queue,
-        // The pipeline's error rate: the share of CSI windows inference dropped under lag.
-        errorRate: this.figures.inferStats.dropped / Math.max(1, this.figures.inferStats.rows + this.figures.inferStats.dropped),
-        activePersons: s.pose.activePersons,
-      })
-      .catch((e: unknown) => {
-        if (!this.store.closed) this.log('error', `metrics: ${(e as Error).message}`);
-      });
+    const errors = this.log.errors;
+    // The same sample into the store (system_metrics), for the summary's uptime and error count
+    // and for analysts; kept for a retry while the store cannot take it. Never rejects.
+    void this.metricsRecorder.record({
+      time: s.at,
+      framesPerSecond: s.csi.rateHz,
+      averageLatencyMs: s.pose.latencyMs,
+      cpuUsage: s.resources.cpuPercent,
+      memoryUsage: s.resources.memoryPercent,
+      processingQueueSize: s.model.queue,
+      // The pipeline's error rate: the share of CSI windows inference dropped under lag.
+      errorRate: this.figures.inferStats.dropped / Math.max(1, this.figures.inferStats.rows + this.figures.inferStats.dropped),
+      activePersons: s.pose.activePersons,
+      errorCount: errors - this.errorsSampled,
+    });
+    this.errorsSampled = errors;
     this.history.push({
       timestamp: new Date(s.at).toISOString(),
       frames_per_second: s.csi.rateHz,

@@ -1,5 +1,6 @@
 import type { ServiceSnapshot } from './face.js';
 import type { Form } from '../render/frame.js';
+import { confidence } from '../precision.js';
 
 function iso(ms: number | null): string | null {
   return ms ? new Date(ms).toISOString() : null;
@@ -8,10 +9,31 @@ function r2(v: number): number {
   return Math.round(v * 100) / 100;
 }
 
-/** `healthy` while the system runs or rests without fault, `degraded` while it starts or stops, `unhealthy` in error. */
+/**
+ * The neural network's status and the links it does not read: `degraded` while a running model
+ * drops the windows of a link whose CSI layout it was not trained on (docs/model.md, "Trained layouts").
+ */
+function network(s: ServiceSnapshot): { status: string; untrained_links: Array<Record<string, unknown>> } {
+  const links = s.model.untrainedLinks;
+  return {
+    status: links.length > 0 && s.model.status === 'active' ? 'degraded' : s.model.status,
+    untrained_links: links.map((l) => ({
+      source_id: l.sourceId,
+      environment_id: l.environmentId,
+      layout: l.layout,
+      reason: `${l.layout}: the model was not trained on ${l.reason}`,
+      windows_dropped: l.windows,
+      last_dropped: iso(l.lastAt),
+    })),
+  };
+}
+
+/** `healthy` while the system runs or rests without fault, `degraded` while it starts or stops, a link is not read or store writes fail, `unhealthy` in error or while the store gives rows up. */
 export function systemHealth(s: ServiceSnapshot): 'healthy' | 'degraded' | 'unhealthy' {
-  if (s.system.state === 'error') return 'unhealthy';
-  if (s.system.state === 'running' || s.system.state === 'stopped') return s.store.status === 'degraded' ? 'degraded' : 'healthy';
+  // A store that gives rows up loses data whatever the pipeline does.
+  if (s.system.state === 'error' || s.store.status === 'unhealthy') return 'unhealthy';
+  if (s.system.state === 'running' || s.system.state === 'stopped')
+    return s.store.status === 'degraded' || s.model.untrainedLinks.length > 0 ? 'degraded' : 'healthy';
   return 'degraded';
 }
 
@@ -35,8 +57,8 @@ export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<strin
           packet_loss_rate: r2(s.csi.routers || s.csi.frames ? Math.max(0, 1 - s.csi.quality) : 0),
           last_packet_time: iso(s.csi.lastFrameAt),
         },
-        neural_network: { status: s.model.status, model_loaded: s.model.loaded, inference_time_ms: s.model.avgBatchMs, gpu_utilization: 0 },
-        tracking: { status: s.tracker.status, active_tracks: s.pose.activeTracks, track_quality: r2(s.pose.trackQuality) },
+        neural_network: { ...network(s), model_loaded: s.model.loaded, inference_time_ms: s.model.avgBatchMs, gpu_utilization: 0 },
+        tracking: { status: s.tracker.status, active_tracks: s.pose.activeTracks, track_quality: confidence(s.pose.trackQuality) },
       },
       hardware: {
         cpu_usage: s.resources.cpuPercent,
@@ -68,7 +90,7 @@ export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<strin
     components: {
       csi_processor: { status: s.csi.status, last_heartbeat: iso(s.csi.lastFrameAt) },
       neural_network: {
-        status: s.model.status,
+        ...network(s),
         model_loaded: s.model.loaded,
         model_version: s.model.version,
         // Whether the model takes the site geometry, and whether the configuration gives it one.

@@ -22,9 +22,11 @@ export interface UdpStats extends DecodeStats {
 
 /**
  * Live CSI from UDP senders (ESP32 firmware printing CSI lines, Nexmon CSI's UDP packets, or
- * Intel 5300 log records relayed over UDP). Each datagram goes through the format's datagram
- * decoder; packets that are not CSI or of the wrong size are skipped and counted, never fatal.
- * Frames are stamped with their arrival time.
+ * Intel 5300 / Atheros log records relayed over UDP). Each datagram goes through the format's
+ * datagram decoder (`createDatagramDecoder`) and is decoded on its own: nothing of one datagram
+ * carries over to the next, so a bad one costs only itself. Packets that are not CSI, of the wrong
+ * size, truncated or with trailing bytes are skipped and counted, never fatal. Frames are stamped
+ * with their arrival time.
  *
  * @param opts host, port (0 = any free port), format
  * @returns frames as they arrive; the socket closes on unsubscribe

@@ -14,12 +14,17 @@
  *   until that track's next row, at most {@link HOLD_CAP_SECONDS} (a gap longer than that is a
  *   dropout, not presence), and the track's last row in the range holds 0 s. At the live cadence
  *   (12.5 frames/s) a stay of N seconds thus counts N minus at most one frame interval.
- * - What the stored data cannot say is null, never a made-up number: a ratio or average over
- *   nothing (no tracked time, no visitors) is null; a count or a sum over nothing is 0.
+ * - Every figure is a number (DECISIONS "Numbers are numbers"), never null and never made up: a
+ *   count or a sum over nothing is 0, and so is a ratio, average or score over nothing (no
+ *   tracked time, no visitors, no frames), next to the count that says there was nothing
+ *   (`frames`, `visitor_count`, `sleep_sessions`...). docs/analytics.md defines each case.
+ * - Figures are rounded once, by kind (src/precision.ts: metres to the millimetre, seconds to the
+ *   millisecond, confidences to 3 decimals, shares to 4, percentages to 2).
  */
 import { compileZone, type CompiledZone, type ZoneConfig } from '../pose/zones.js';
 import type { QueryParam, Row, Store } from './store.js';
 import type { DeepReadonly } from '../config/schema.js';
+import { confidence, hours, mean, metres, millis, minutes, percent, ratio, seconds } from '../precision.js';
 
 /** Zones as the configuration holds them (read-only). */
 export type Zones = ReadonlyArray<DeepReadonly<ZoneConfig>>;
@@ -76,7 +81,17 @@ export const GRANULARITY_SECONDS: Record<Granularity, number> = { hour: 3600, da
 export type OccupancyInterval = '5min' | '15min' | '1hour';
 export const INTERVAL_SECONDS: Record<OccupancyInterval, number> = { '5min': 300, '15min': 900, '1hour': 3600 };
 
-export type EventKind = 'fall' | 'alert' | 'activity';
+/** The types of `activity_events` rows, as the events carry them (src/pose/types.ts). */
+export const EVENT_TYPES = ['fall_detection', 'fall_recovery', 'activity_change', 'inactivity', 'intrusion'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+/**
+ * The spec's `event_type` values, groups of the above, and `alert`: the alerts as raised (the
+ * `alerts` table) rather than the events recorded with them.
+ */
+export const EVENT_GROUPS = { fall: ['fall_detection', 'fall_recovery'], activity: ['activity_change'], alert: [] } as const satisfies Record<string, readonly EventType[]>;
+/** What `/analytics/events?event_type=` takes: a type name events carry, or a group. */
+export type EventFilter = EventType | keyof typeof EVENT_GROUPS;
+export const EVENT_FILTERS: readonly EventFilter[] = [...EVENT_TYPES, ...(Object.keys(EVENT_GROUPS) as Array<keyof typeof EVENT_GROUPS>)];
 export const SEVERITIES = ['low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof SEVERITIES)[number];
 
@@ -87,15 +102,8 @@ export type Severity = (typeof SEVERITIES)[number];
 const iso = (v: unknown): string | null => (v instanceof Date ? v.toISOString() : typeof v === 'number' && Number.isFinite(v) ? new Date(v).toISOString() : null);
 const num = (v: unknown): number => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : v === null || v === undefined ? 0 : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number.isFinite(num(v)) ? num(v) : null);
-/** Rounds to `d` decimals; null stays null. */
-function round(x: number | null, d = 4): number | null {
-  if (x === null || !Number.isFinite(x)) return null;
-  const f = 10 ** d;
-  return Math.round(x * f) / f;
-}
-const round0 = (x: number, d = 4): number => round(x, d) ?? 0;
-/** A ratio, or null when there is nothing to divide by. */
-const ratio = (a: number, b: number): number | null => (b > 0 ? a / b : null);
+/** `a / b`, or 0 when there is nothing to divide by (the figure's docs say which count tells). */
+const share = (a: number, b: number): number => (b > 0 ? a / b : 0);
 
 function rangeParams(r: AnalyticsRange): Record<string, QueryParam> {
   return { start: new Date(r.start), end: new Date(r.end), env: r.environmentId };
@@ -349,7 +357,7 @@ FROM pose_persons WHERE ts >= $start AND ts < $end AND environment_id = $env`,
      FROM activity_events WHERE ts >= $start AND ts < $end AND environment_id = $env AND type = 'fall_detection') AS falls,
   (SELECT count(*) FROM alerts WHERE ts >= $start AND ts < $end AND environment_id = $env) AS alerts`,
 
-  uptime: `SELECT count(*) AS samples FROM system_metrics WHERE ts >= $start AND ts < $end`,
+  uptime: `SELECT count(*) AS samples, coalesce(sum(error_count), 0) AS errors FROM system_metrics WHERE ts >= $start AND ts < $end`,
 
   breakdown: `WITH p AS (
   SELECT time_bucket(to_microseconds($width_us), ts) AS b, track_id, confidence
@@ -386,15 +394,15 @@ GROUP BY b ORDER BY b`,
        location_x, location_y, metadata, actions_taken AS actions, NULL::VARCHAR AS zone
 FROM activity_events
 WHERE ts >= $start AND ts < $end AND environment_id = $env
-  AND CASE $kind WHEN 'fall' THEN type IN ('fall_detection', 'fall_recovery') WHEN 'activity' THEN type = 'activity_change' ELSE true END
+  AND ($types = '' OR list_contains(string_split($types, ','), type))
   AND ($severity = '' OR severity = $severity)
   AND (epoch_us(ts) < $cursor_us OR (epoch_us(ts) = $cursor_us AND event_id < $cursor_id))
 ORDER BY ts DESC, event_id DESC
-LIMIT $limit`,
+LIMIT $limit OFFSET $offset`,
 
   eventsCount: `SELECT count(*) AS n FROM activity_events
 WHERE ts >= $start AND ts < $end AND environment_id = $env
-  AND CASE $kind WHEN 'fall' THEN type IN ('fall_detection', 'fall_recovery') WHEN 'activity' THEN type = 'activity_change' ELSE true END
+  AND ($types = '' OR list_contains(string_split($types, ','), type))
   AND ($severity = '' OR severity = $severity)`,
 
   alertsPage: `SELECT ts, epoch_us(ts) AS us, alert_id AS id, type, severity, environment_id, person_id, track_id, confidence,
@@ -404,7 +412,7 @@ WHERE ts >= $start AND ts < $end AND environment_id = $env
   AND ($severity = '' OR severity = $severity)
   AND (epoch_us(ts) < $cursor_us OR (epoch_us(ts) = $cursor_us AND alert_id < $cursor_id))
 ORDER BY ts DESC, alert_id DESC
-LIMIT $limit`,
+LIMIT $limit OFFSET $offset`,
 
   alertsCount: `SELECT count(*) AS n FROM alerts
 WHERE ts >= $start AND ts < $end AND environment_id = $env AND ($severity = '' OR severity = $severity)`,
@@ -480,15 +488,17 @@ export interface FallEventOut {
   person_id: number | null;
   track_id: number | null;
   severity: string;
-  response_time_seconds: number | null;
+  /** Seconds until the person was seen up again; 0 while `recovery_detected` is false. */
+  response_time_seconds: number;
+  recovery_detected: boolean;
   location: { x: number; y: number } | null;
 }
 
 export interface HealthcareOut {
   fall_events?: { count: number; events: FallEventOut[] };
   activity_summary?: { walking_minutes: number; sitting_minutes: number; lying_minutes: number; standing_minutes: number };
-  mobility_score?: number | null;
-  sleep_quality?: { total_sleep_hours: number; sleep_efficiency: number | null; restlessness_events: number; sleep_sessions: number };
+  mobility_score?: number;
+  sleep_quality?: { total_sleep_hours: number; sleep_efficiency: number; restlessness_events: number; sleep_sessions: number };
 }
 
 /**
@@ -509,13 +519,15 @@ export async function healthcare(store: Store, range: AnalyticsRange, metrics: r
       events: rows.map((r) => {
         const x = numOrNull(r.x);
         const y = numOrNull(r.y);
+        const response = numOrNull(r.response_s);
         return {
           timestamp: iso(num(r.fall_ms)),
           person_id: numOrNull(r.person_id),
           track_id: numOrNull(r.track_id),
           severity: RANK_SEVERITY[num(r.severity_rank)] ?? 'high',
-          response_time_seconds: round(numOrNull(r.response_s), 3),
-          location: x === null || y === null ? null : { x: round0(x), y: round0(y) },
+          response_time_seconds: seconds(response ?? 0),
+          recovery_detected: response !== null,
+          location: x === null || y === null ? null : { x: metres(x), y: metres(y) },
         };
       }),
     };
@@ -525,10 +537,10 @@ export async function healthcare(store: Store, range: AnalyticsRange, metrics: r
     const s = (k: string) => num(r?.[k]);
     if (want.has('activity_summary')) {
       out.activity_summary = {
-        walking_minutes: round0(s('walking_s') / 60),
-        sitting_minutes: round0(s('sitting_s') / 60),
-        lying_minutes: round0(s('lying_s') / 60),
-        standing_minutes: round0(s('standing_s') / 60),
+        walking_minutes: minutes(s('walking_s') / 60),
+        sitting_minutes: minutes(s('sitting_s') / 60),
+        lying_minutes: minutes(s('lying_s') / 60),
+        standing_minutes: minutes(s('standing_s') / 60),
       };
     }
     if (want.has('mobility_score')) out.mobility_score = mobilityScore(s('standing_s'), s('walking_s'), s('moving_s'), s('labelled_s'));
@@ -543,8 +555,8 @@ export async function healthcare(store: Store, range: AnalyticsRange, metrics: r
     });
     const sleep = num(r?.sleep_s);
     out.sleep_quality = {
-      total_sleep_hours: round0(sleep / 3600),
-      sleep_efficiency: round(ratio(sleep, num(r?.in_bed_s))),
+      total_sleep_hours: hours(sleep / 3600),
+      sleep_efficiency: ratio(share(sleep, num(r?.in_bed_s))),
       restlessness_events: num(r?.restless),
       sleep_sessions: num(r?.sessions),
     };
@@ -555,10 +567,11 @@ export async function healthcare(store: Store, range: AnalyticsRange, metrics: r
 /**
  * The mobility score: 50 x the share of labelled time on one's feet (standing or walking) plus 50 x
  * the share of labelled time moving on the floor (tracker speed >= MOVING_SPEED), rounded;
- * 0 (lying or sitting still all the time) .. 100 (walking all the time). Null without labelled time.
+ * 0 (lying or sitting still all the time) .. 100 (walking all the time). 0 without labelled time
+ * (nobody seen doing anything: no mobility shown).
  */
-export function mobilityScore(standingS: number, walkingS: number, movingS: number, labelledS: number): number | null {
-  if (!(labelledS > 0)) return null;
+export function mobilityScore(standingS: number, walkingS: number, movingS: number, labelledS: number): number {
+  if (!(labelledS > 0)) return 0;
   const upright = Math.min(1, (standingS + walkingS) / labelledS);
   const moving = Math.min(1, movingS / labelledS);
   return Math.round(50 * upright + 50 * moving);
@@ -579,9 +592,9 @@ export interface RetailOut {
     unique_visitors: number;
     peak_hour: string | null;
     peak_count: number;
-    average_dwell_time_minutes: number | null;
+    average_dwell_time_minutes: number;
   };
-  zones?: Array<{ zone_id: string; zone_name: string; visitor_count: number; avg_dwell_time_minutes: number | null; conversion_rate: number | null }>;
+  zones?: Array<{ zone_id: string; zone_name: string; visitor_count: number; avg_dwell_time_minutes: number; conversion_rate: number }>;
   conversion_funnel?: { entrance: number; product_interaction: number; checkout_area: number; purchase: number; zones: Record<string, string | null>; notes: string[] };
   heat_map?: { high_traffic_areas: Array<{ zone: string; zone_name: string; intensity: number; person_seconds: number }> };
 }
@@ -607,7 +620,7 @@ export async function retail(store: Store, range: AnalyticsRange, settings: Reta
       unique_visitors: visitors,
       peak_hour: visitors > 0 ? iso(r?.peak_hour) : null,
       peak_count: num(r?.peak_count),
-      average_dwell_time_minutes: round(visitors > 0 ? num(r?.dwell_ms) / 60_000 : null),
+      average_dwell_time_minutes: minutes(visitors > 0 ? num(r?.dwell_ms) / 60_000 : 0),
     };
   }
   if (want.has('zones') || want.has('conversion_funnel') || want.has('heat_map')) {
@@ -647,8 +660,9 @@ export async function retail(store: Store, range: AnalyticsRange, settings: Reta
           zone_id: z.id,
           zone_name: z.name,
           visitor_count: visitors,
-          avg_dwell_time_minutes: round(visitors > 0 ? num(r?.b) / visitors / 60 : null),
-          conversion_rate: purchaseConfigured && visitors > 0 ? round(num(r?.c) / visitors) : null,
+          avg_dwell_time_minutes: minutes(share(num(r?.b) / 60, visitors)),
+          // Nobody converts without a purchase zone to reach (the funnel's notes say it is missing).
+          conversion_rate: purchaseConfigured ? ratio(share(num(r?.c), visitors)) : 0,
         };
       });
     }
@@ -663,13 +677,13 @@ export async function retail(store: Store, range: AnalyticsRange, settings: Reta
       };
     }
     if (want.has('heat_map')) {
-      const seconds = zs.zones.map((z, i) => ({ zone: z.id, zone_name: z.name, s: num(byZone.get(i)?.b) }));
-      const max = Math.max(0, ...seconds.map((x) => x.s));
+      const held = zs.zones.map((z, i) => ({ zone: z.id, zone_name: z.name, s: num(byZone.get(i)?.b) }));
+      const max = Math.max(0, ...held.map((x) => x.s));
       out.heat_map = {
-        high_traffic_areas: seconds
+        high_traffic_areas: held
           .filter((x) => x.s > 0)
           .sort((a, b) => b.s - a.s || a.zone.localeCompare(b.zone))
-          .map((x) => ({ zone: x.zone, zone_name: x.zone_name, intensity: round0(x.s / max), person_seconds: round0(x.s, 3) })),
+          .map((x) => ({ zone: x.zone, zone_name: x.zone_name, intensity: ratio(x.s / max), person_seconds: seconds(x.s) })),
       };
     }
   }
@@ -693,19 +707,21 @@ export interface SecurityOut {
       alert_id: string;
       zone: string | null;
       person_id: number | null;
-      person_count: number | null;
+      person_count: number;
       threat_level: string;
-      response_time_seconds: number | null;
+      /** Seconds until the intruder was seen outside the zone; 0 while `resolved` is false. */
+      response_time_seconds: number;
+      resolved: boolean;
     }>;
   };
   perimeter_monitoring?: {
     total_detections: number;
     authorized_entries: number;
     unauthorized_attempts: number;
-    false_positives: null;
+    false_positives: number;
     zones: Array<{ zone_id: string; entries: number; authorized_entries: number; unauthorized_attempts: number }>;
   };
-  crowd_analysis?: { max_occupancy: number; average_occupancy: number | null; crowd_formation_events: number; crowd_threshold: number };
+  crowd_analysis?: { max_occupancy: number; average_occupancy: number; crowd_formation_events: number; crowd_threshold: number };
 }
 
 /**
@@ -729,15 +745,21 @@ export async function security(
     const rows = await store.query(SQL.intrusions, { ...base, zones: zs.params.zones });
     out.intrusion_events = {
       count: rows.length,
-      events: rows.map((r) => ({
-        timestamp: iso(r.ts),
-        alert_id: String(r.alert_id),
-        zone: r.zone === null ? null : String(r.zone),
-        person_id: numOrNull(r.track_id),
-        person_count: r.pc === null || r.pc === undefined ? null : numOrNull(Number(r.pc)),
-        threat_level: typeof r.tl === 'string' && r.tl ? r.tl : String(r.severity),
-        response_time_seconds: round(numOrNull(r.response_s), 3),
-      })),
+      events: rows.map((r) => {
+        const response = numOrNull(r.response_s);
+        const pc = r.pc === null || r.pc === undefined ? null : numOrNull(Number(r.pc));
+        return {
+          timestamp: iso(r.ts),
+          alert_id: String(r.alert_id),
+          zone: r.zone === null ? null : String(r.zone),
+          person_id: numOrNull(r.track_id),
+          // The alert records it; one without it had at least its intruder in the zone.
+          person_count: pc ?? 1,
+          threat_level: typeof r.tl === 'string' && r.tl ? r.tl : String(r.severity),
+          response_time_seconds: seconds(response ?? 0),
+          resolved: response !== null,
+        };
+      }),
     };
   }
   if (want.has('perimeter_monitoring')) {
@@ -754,8 +776,9 @@ export async function security(
       total_detections: sum('entries'),
       authorized_entries: sum('authorized_entries'),
       unauthorized_attempts: sum('unauthorized_attempts'),
-      // Whether an entry was real needs ground truth the store does not hold.
-      false_positives: null,
+      // Whether an entry was real needs ground truth the store does not hold: no entry is known
+      // to be false (docs/analytics.md).
+      false_positives: 0,
       zones,
     };
   }
@@ -763,7 +786,7 @@ export async function security(
     const [r] = await store.query(SQL.crowd, { ...base, threshold: settings.crowdThreshold });
     out.crowd_analysis = {
       max_occupancy: num(r?.max_occ),
-      average_occupancy: round(num(r?.frames) > 0 ? num(r?.avg_occ) : null),
+      average_occupancy: mean(num(r?.frames) > 0 ? num(r?.avg_occ) : 0),
       crowd_formation_events: num(r?.formations),
       crowd_threshold: settings.crowdThreshold,
     };
@@ -780,13 +803,13 @@ export interface SummaryOut {
   detection_stats: {
     total_detections: number;
     unique_persons: number;
-    average_confidence: number | null;
+    average_confidence: number;
     peak_occupancy: number;
     peak_occupancy_time: string | null;
   };
-  activity_stats: { total_movement_events: number; fall_detections: number; alert_count: number; average_activity_level: number | null };
-  system_stats: { uptime_percentage: number; average_processing_time: number | null; frames_processed: number; error_count: null };
-  hourly_breakdown: Array<{ hour: string; detections: number; unique_persons: number; average_confidence: number | null }>;
+  activity_stats: { total_movement_events: number; fall_detections: number; alert_count: number; average_activity_level: number };
+  system_stats: { uptime_percentage: number; average_processing_time: number; frames_processed: number; error_count: number };
+  hourly_breakdown: Array<{ hour: string; detections: number; unique_persons: number; average_confidence: number }>;
   granularity: Granularity;
 }
 
@@ -804,7 +827,7 @@ export async function summary(store: Store, range: AnalyticsRange, granularity: 
   const [e] = await store.query(SQL.summaryEvents, base);
   const [a] = await store.query(SQL.activityTime, { ...base, cap_us: HOLD_CAP_SECONDS * 1e6, moving: MOVING_SPEED });
   const upTo = Math.min(range.end, now);
-  const [m] = upTo > range.start ? await store.query(SQL.uptime, { start: new Date(range.start), end: new Date(upTo) }) : [{ samples: 0 }];
+  const [m] = upTo > range.start ? await store.query(SQL.uptime, { start: new Date(range.start), end: new Date(upTo) }) : [{ samples: 0, errors: 0 }];
   const rows = await store.query(SQL.breakdown, { ...base, width_us: GRANULARITY_SECONDS[granularity] * 1e6 });
   const covered = Math.max(0, upTo - range.start) / 1000;
   const frames = num(f?.frames);
@@ -813,12 +836,12 @@ export async function summary(store: Store, range: AnalyticsRange, granularity: 
     time_period: {
       start: new Date(range.start).toISOString(),
       end: new Date(range.end).toISOString(),
-      duration_hours: round0((range.end - range.start) / 3_600_000),
+      duration_hours: hours((range.end - range.start) / 3_600_000),
     },
     detection_stats: {
       total_detections: num(p?.detections),
       unique_persons: num(p?.persons),
-      average_confidence: round(numOrNull(p?.confidence)),
+      average_confidence: confidence(num(p?.confidence)),
       peak_occupancy: num(f?.peak),
       peak_occupancy_time: frames > 0 ? iso(f?.peak_ts) : null,
     },
@@ -826,21 +849,20 @@ export async function summary(store: Store, range: AnalyticsRange, granularity: 
       total_movement_events: num(e?.changes),
       fall_detections: num(e?.falls),
       alert_count: num(e?.alerts),
-      average_activity_level: round(ratio(num(a?.walking_s), labelled)),
+      average_activity_level: ratio(share(num(a?.walking_s), labelled)),
     },
     system_stats: {
-      uptime_percentage: covered > 0 ? round0(Math.min(100, (100 * num(m?.samples) * METRICS_SAMPLE_SECONDS) / covered), 2) : 0,
-      average_processing_time: round(numOrNull(f?.processing_ms), 3),
+      uptime_percentage: covered > 0 ? percent(Math.min(100, (100 * num(m?.samples) * METRICS_SAMPLE_SECONDS) / covered)) : 0,
+      average_processing_time: millis(num(f?.processing_ms)),
       frames_processed: frames,
-      // The store keeps no record of errors (system_metrics.error_rate is a running share of
-      // dropped inference windows, not a count).
-      error_count: null,
+      // Errors the service logged, as each metrics sample counted them (process-wide).
+      error_count: num(m?.errors),
     },
     hourly_breakdown: rows.map((r) => ({
       hour: iso(r.b) ?? '',
       detections: num(r.detections),
       unique_persons: num(r.persons),
-      average_confidence: round(numOrNull(r.confidence)),
+      average_confidence: confidence(num(r.confidence)),
     })),
     granularity,
   };
@@ -851,8 +873,8 @@ export async function summary(store: Store, range: AnalyticsRange, granularity: 
 // ---------------------------------------------------------------------------------------------
 
 export interface OccupancyOut {
-  summary: { average_occupancy: number | null; peak_occupancy: number; peak_time: string | null; total_person_hours: number; frames: number };
-  time_series: Array<{ timestamp: string; occupancy: number; confidence: number | null; frames: number }>;
+  summary: { average_occupancy: number; peak_occupancy: number; peak_time: string | null; total_person_hours: number; frames: number };
+  time_series: Array<{ timestamp: string; occupancy: number; confidence: number; frames: number }>;
   distribution: { '0_persons': number; '1_person': number; '2_persons': number; '3_persons': number; '4_plus_persons': number };
   interval: OccupancyInterval;
 }
@@ -868,19 +890,19 @@ export async function occupancy(store: Store, range: AnalyticsRange, interval: O
   const [s] = await store.query(SQL.occupancySummary, { ...base, cap_us: HOLD_CAP_SECONDS * 1e6 });
   const rows = await store.query(SQL.occupancySeries, { ...base, width_us: INTERVAL_SECONDS[interval] * 1e6 });
   const frames = num(s?.frames);
-  const pct = (k: string) => (frames > 0 ? round0((100 * num(s?.[k])) / frames, 2) : 0);
+  const pct = (k: string) => percent(share(100 * num(s?.[k]), frames));
   return {
     summary: {
-      average_occupancy: round(frames > 0 ? num(s?.avg_occ) : null),
+      average_occupancy: mean(frames > 0 ? num(s?.avg_occ) : 0),
       peak_occupancy: num(s?.peak),
       peak_time: frames > 0 ? iso(s?.peak_ts) : null,
-      total_person_hours: round0(num(s?.person_s) / 3600),
+      total_person_hours: hours(num(s?.person_s) / 3600),
       frames,
     },
     time_series: rows.map((r) => ({
       timestamp: iso(r.b) ?? '',
-      occupancy: round0(num(r.occ)),
-      confidence: round(numOrNull(r.confidence)),
+      occupancy: mean(num(r.occ)),
+      confidence: confidence(num(r.confidence)),
       frames: num(r.frames),
     })),
     distribution: { '0_persons': pct('n0'), '1_person': pct('n1'), '2_persons': pct('n2'), '3_persons': pct('n3'), '4_plus_persons': pct('n4') },
@@ -903,11 +925,15 @@ export interface EventsQuery {
   /** Epoch ms; default: everything stored. */
   start?: number;
   end?: number;
-  kind?: EventKind;
+  /** A type name the events carry, or a group (`fall`, `activity`, `alert`); default every event. */
+  type?: EventFilter;
   severity?: Severity;
   /** 1..1000, default 100. */
   limit?: number;
+  /** Events after this one (Form A); or */
   cursor?: EventCursor;
+  /** events to skip (Form B pages). */
+  offset?: number;
 }
 
 /** An activity event of the spec (Form B "Activity event"); `zone` on alerts. */
@@ -919,7 +945,7 @@ export interface EventOut {
   environment_id: string;
   person_id: number | null;
   track_id: number | null;
-  confidence: number | null;
+  confidence: number;
   location: { x: number; y: number } | null;
   metadata: Record<string, unknown>;
   actions_taken: string[];
@@ -930,33 +956,12 @@ export interface EventsPage {
   events: EventOut[];
   total_count: number;
   has_more: boolean;
-  next_cursor: string | null;
+  /** Where the page ended, when more follow. */
+  next: EventCursor | null;
 }
 
 /** Earliest and latest times the bounds of an open range stand for. */
 const ALL_TIME = { start: Date.UTC(1970, 0, 1), end: Date.UTC(9999, 11, 31) };
-
-/**
- * Encodes a cursor as an opaque URL-safe string.
- * @param c the last event of a page
- */
-export function encodeCursor(c: EventCursor): string {
-  return Buffer.from(JSON.stringify([c.us, c.id]), 'utf8').toString('base64url');
-}
-
-/**
- * Decodes a cursor made by {@link encodeCursor}.
- * @returns the cursor, or undefined when the text is not one
- */
-export function decodeCursor(s: string): EventCursor | undefined {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && v[1].length <= 512) return { us: v[0], id: v[1] };
-  } catch {
-    // Not a cursor of ours.
-  }
-  return undefined;
-}
 
 function parseMetadata(v: unknown): Record<string, unknown> {
   if (typeof v !== 'string') return {};
@@ -970,13 +975,15 @@ function parseMetadata(v: unknown): Record<string, unknown> {
 
 /**
  * A page of events, newest first (docs/analytics.md "Events"): `activity_events` rows, or with
- * kind `alert` the `alerts` table's rows in the same shape.
+ * type `alert` the `alerts` table's rows in the same shape.
  * @param store the open store
- * @param q filters, page size and cursor
- * @returns the page, the total matching the filters and the cursor of the next page
+ * @param q filters, page size and where the page starts (a cursor or an offset)
+ * @returns the page, the total matching the filters and where the page ended
  */
 export async function events(store: Store, q: EventsQuery): Promise<EventsPage> {
   const limit = Math.max(1, Math.min(1000, Math.floor(q.limit ?? 100)));
+  const alertsTable = q.type === 'alert';
+  const types = q.type === undefined || alertsTable ? [] : q.type in EVENT_GROUPS ? EVENT_GROUPS[q.type as keyof typeof EVENT_GROUPS] : [q.type];
   const filter = {
     start: new Date(q.start ?? ALL_TIME.start),
     end: new Date(q.end ?? ALL_TIME.end),
@@ -988,10 +995,11 @@ export async function events(store: Store, q: EventsQuery): Promise<EventsPage> 
     cursor_us: q.cursor?.us ?? Number.MAX_SAFE_INTEGER,
     cursor_id: q.cursor?.id ?? '',
     limit: limit + 1,
+    offset: Math.max(0, Math.floor(q.offset ?? 0)),
   };
-  const alertsTable = q.kind === 'alert';
-  const rows = alertsTable ? await store.query(SQL.alertsPage, page) : await store.query(SQL.eventsPage, { ...page, kind: q.kind ?? '' });
-  const [c] = alertsTable ? await store.query(SQL.alertsCount, filter) : await store.query(SQL.eventsCount, { ...filter, kind: q.kind ?? '' });
+  // Type names are our constants (EVENT_TYPES), joined for the one bound parameter.
+  const rows = alertsTable ? await store.query(SQL.alertsPage, page) : await store.query(SQL.eventsPage, { ...page, types: types.join(',') });
+  const [c] = alertsTable ? await store.query(SQL.alertsCount, filter) : await store.query(SQL.eventsCount, { ...filter, types: types.join(',') });
   const more = rows.length > limit;
   const shown = more ? rows.slice(0, limit) : rows;
   const last = shown[shown.length - 1];
@@ -1007,8 +1015,9 @@ export async function events(store: Store, q: EventsQuery): Promise<EventsPage> 
         environment_id: String(r.environment_id),
         person_id: numOrNull(r.person_id),
         track_id: numOrNull(r.track_id),
-        confidence: numOrNull(r.confidence),
-        location: x === null || y === null ? null : { x, y },
+        // Every event and alert of the operators has one; a row stored without is 0.
+        confidence: confidence(num(r.confidence)),
+        location: x === null || y === null ? null : { x: metres(x), y: metres(y) },
         metadata: parseMetadata(r.metadata),
         actions_taken: Array.isArray(r.actions) ? r.actions.map(String) : [],
       };
@@ -1017,7 +1026,7 @@ export async function events(store: Store, q: EventsQuery): Promise<EventsPage> 
     }),
     total_count: num(c?.n),
     has_more: more,
-    next_cursor: more && last ? encodeCursor({ us: num(last.us), id: String(last.id) }) : null,
+    next: more && last ? { us: num(last.us), id: String(last.id) } : null,
   };
 }
 

@@ -12,7 +12,10 @@ import type { Store } from './store.js';
  *     <dir>/system_metrics/date=<YYYY-MM-DD>/hour=<HH>.parquet
  *
  * Dates and hours are UTC, like `ts`. `environment_id` is in the path only, not in the file
- * (Spark refuses a column that is both); readers get it back from the path. An environment id
+ * (Spark refuses a column that is both); readers get it back from the path. `csipose query` (and
+ * `POST /store/query`) reads it by a path relative to the data directory, from any working
+ * directory: `read_parquet('<parquet_dir>/pose_frames/**\/*.parquet', hive_partitioning = true)`
+ * (see sqlPaths.ts). An environment id
  * with characters other than letters, digits, `.`, `_`, `-` is %-escaped (Hive's way).
  *
  * An hour is closed when it ended more than `marginMs` ago (default 2 minutes, well past the

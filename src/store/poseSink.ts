@@ -13,7 +13,7 @@ import {
 import { asyncScheduler, Observable, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../pose/types.js';
 import { DENSE_POSE_FLOATS, HOST_LITTLE_ENDIAN, KEYPOINT_FLOATS, POSE_FRAME_COLUMNS, POSE_PERSON_COLUMNS } from './schema.js';
-import { StoreError, type Store } from './store.js';
+import { StoreError, type Store, type StoreWriteFailure } from './store.js';
 
 /** Batch bounds, retry and error reporting of a PoseSink. */
 export interface PoseSinkOptions {
@@ -337,6 +337,9 @@ export class PoseSink {
   private inFlight?: Promise<void>;
   private queued?: Promise<void>;
   private failing = false;
+  /** The last failed batch's message, and rows given up since the last batch that committed. */
+  private lastFailure = '';
+  private lostSinceCommit = 0;
   private retryDelay: number;
   private isClosed = false;
   private closing?: Promise<void>;
@@ -393,6 +396,15 @@ export class PoseSink {
     return { ...this.s, pending: this.pendingRows() };
   }
 
+  /**
+   * For the store's health: the last failed batch while its rows wait for a retry (undefined
+   * while batches commit), and whether rows have been refused since (the buffer is full).
+   */
+  writeFailure(): StoreWriteFailure | undefined {
+    if (!this.failing || this.isClosed) return undefined;
+    return { message: `pose sink: ${this.lastFailure}`, losing: this.lostSinceCommit > 0 };
+  }
+
   /** True once `close` has begun (further writes are refused). */
   get closed(): boolean {
     return this.isClosed;
@@ -404,6 +416,7 @@ export class PoseSink {
 
   private drop(rows: number, error: StoreError): void {
     this.s.dropped += rows;
+    if (this.failing && error.reason === 'io') this.lostSinceCommit += rows;
     // One report per second while refusing, not one per frame.
     const now = this.scheduler.now();
     if (now - (this.lastReport.get(error.reason) ?? -Infinity) >= 1000) {
@@ -654,6 +667,7 @@ export class PoseSink {
       this.s.failedFlushes++;
       this.failing = true;
       const err = e instanceof StoreError ? e : new StoreError('io', (e as Error)?.message ?? String(e), { cause: e });
+      this.lastFailure = err.message;
       this.onError(
         new StoreError(err.reason, `pose batch of ${nF + nP + nE + nA} row(s) not written, kept for retry: ${err.message}`, { cause: err }),
       );
@@ -671,6 +685,7 @@ export class PoseSink {
     this.s.flushes++;
     this.s.lastFlushMs = performance.now() - t0;
     this.failing = false;
+    this.lostSinceCommit = 0;
     this.retryDelay = this.retryBase;
   }
 

@@ -19,7 +19,7 @@
  */
 
 /** The schema version this build writes. A file with a newer version is refused at open. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** One schema step: the statements that bring version `version - 1` to `version`. */
 export interface Migration {
@@ -140,11 +140,32 @@ const V2: readonly string[] = [
     FROM pose_persons WHERE track_id IS NOT NULL GROUP BY environment_id, track_id`,
 ];
 
+/**
+ * Version 3: `system_metrics.error_count`, the errors the service logged since the previous
+ * sample, so the summary's `error_count` of a period is their sum. Rows of earlier versions hold
+ * NULL (nothing was counted then) and count as 0.
+ */
+const V3: readonly string[] = [`ALTER TABLE system_metrics ADD COLUMN error_count INTEGER`];
+
 /** Every migration, oldest first; `MIGRATIONS[i].version === i + 1`. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: 'pose store: frames, persons, events, alerts, metrics', statements: V1 },
   { version: 2, description: 'storage order (seq) on frames and persons; the tracks view', statements: V2 },
+  { version: 3, description: 'errors logged per metrics sample (system_metrics.error_count)', statements: V3 },
 ];
+
+/** Column order of `system_metrics`, as the metrics recorder appends it. */
+export const SYSTEM_METRICS_COLUMNS = [
+  'ts',
+  'frames_per_second',
+  'average_latency_ms',
+  'cpu_usage',
+  'memory_usage',
+  'processing_queue_size',
+  'error_rate',
+  'active_persons',
+  'error_count',
+] as const;
 
 /** Column order of `pose_frames`, as the sink appends it. */
 export const POSE_FRAME_COLUMNS = [

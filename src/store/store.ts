@@ -1,5 +1,6 @@
-import { mkdirSync, statSync } from 'node:fs';
-import { dirname, resolve, sep } from 'node:path';
+import { chmodSync, mkdirSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, parse, resolve, sep } from 'node:path';
 import {
   DuckDBArrayValue,
   DuckDBBlobValue,
@@ -22,6 +23,7 @@ import {
   type JS,
 } from '@duckdb/node-api';
 import { migrate, SchemaError, SCHEMA_VERSION, TIME_TABLES, type TimeTable } from './schema.js';
+import { dataDirPaths, rewriteFilePaths, type PathResolver } from './sqlPaths.js';
 
 /** Why the store failed; every one maps to `SYSTEM_ERROR` (HTTP 500) at the edge. */
 export type StoreErrorReason =
@@ -65,7 +67,11 @@ export type Row = Record<string, JS>;
 
 /** The `database` component of detailed health (spec "Health and metrics"). */
 export interface StoreHealth {
-  status: 'healthy' | 'degraded' | 'closed';
+  /**
+   * `degraded` while writes fail and their rows wait for a retry (nothing lost yet), `unhealthy`
+   * once rows are being given up, `healthy` otherwise.
+   */
+  status: 'healthy' | 'degraded' | 'unhealthy' | 'closed';
   path: string;
   /** Bytes of the database file plus its write-ahead log (0 in memory). */
   file_size_bytes: number;
@@ -74,7 +80,7 @@ export interface StoreHealth {
   /** Duration of the last `query`, or null before the first. */
   query_time_ms: number | null;
   schema_version: number;
-  /** Message of the last failed write, when the last write failed. */
+  /** Message of the last failed write, while writes fail. */
   last_error?: string;
 }
 
@@ -89,11 +95,27 @@ export interface SystemMetricsSample {
   processingQueueSize: number;
   errorRate: number;
   activePersons: number;
+  /** Errors the service logged since the previous sample (the summary's `error_count`). */
+  errorCount?: number;
+}
+
+/** A client's write failure, for the store's health. */
+export interface StoreWriteFailure {
+  /** What the last failed write said. */
+  message: string;
+  /** True when rows have been given up since the last write that succeeded. */
+  losing: boolean;
 }
 
 /** Something holding unwritten rows that `Store.close` must flush first (a PoseSink). */
 export interface StoreClient {
   close(): Promise<void>;
+  /**
+   * The client's last write failure while its rows wait for a retry, undefined while its writes
+   * succeed. A write of another client succeeding says nothing about these rows, so the store's
+   * health asks every client.
+   */
+  writeFailure?(): StoreWriteFailure | undefined;
 }
 
 /** How `Store.open` configures DuckDB. */
@@ -115,6 +137,12 @@ export interface StoreOptions {
    */
   allowedDirectories?: readonly string[];
   /**
+   * The folder relative file paths of ad-hoc SQL (`sql`, `sqlJson`) are taken from, whatever the
+   * working directory (see sqlPaths.ts); also DuckDB's `file_search_path`. Default: the folder of
+   * the database file, i.e. the data directory; none in memory.
+   */
+  relativeTo?: string;
+  /**
    * Open the file read-only (DuckDB `access_mode = READ_ONLY`): no migration, no writes, and
    * another process may not hold the file meanwhile. For analysts' tools (`csipose query`).
    */
@@ -133,6 +161,8 @@ export type QueryErrorKind =
   | 'permission'
   /** Ran past its time limit and was interrupted. */
   | 'timeout'
+  /** A result larger than its byte cap (`SqlLimits.maxBytes`): refused, not cut. */
+  | 'too_large'
   /** Anything else DuckDB refused: unknown table or column, a cast that fails, ... */
   | 'query';
 
@@ -178,6 +208,20 @@ export interface SqlLimits {
   timeoutMs?: number;
   /** Keep at most this many rows (then `truncated`); default all. */
   maxRows?: number;
+  /**
+   * Refuse the result (QueryError `too_large`) once its rows as JSON (UTF-8, the `rows` array as
+   * `sqlJson` writes it) pass this many bytes; default no cap. Counted row by row while the
+   * chunks are read, so a refused result is never held whole.
+   */
+  maxBytes?: number;
+}
+
+/** The answer of `Store.sqlJson`: that of `Store.sql` with the rows already as JSON text. */
+export interface SqlJsonResult extends Omit<SqlResult, 'rows'> {
+  /** The JSON array of the rows, each an array in column order. */
+  rows_json: string;
+  /** Its length in bytes (UTF-8). */
+  bytes: number;
 }
 
 /** File formats of `Store.copyTo`. */
@@ -200,6 +244,40 @@ class Mutex {
       () => this.busy--,
     );
     return p;
+  }
+}
+
+/**
+ * Makes the store's folder and what this process writes there its owner's only. The folder is
+ * made 0700 when it is ours to tighten (owned by this user, not a shared folder such as /tmp
+ * with its sticky bit, not the home directory or a root), and the process's umask gains 077:
+ * DuckDB creates the WAL (again after every checkpoint) and its spill files itself, exports and
+ * the lake are written by it later, all with the umask's bits. PostgreSQL does the same at start.
+ * Best effort: a file system without modes is no reason not to open.
+ * @param dir the folder of the database file
+ */
+function ownerOnly(dir: string): void {
+  try {
+    const old = process.umask(0o077);
+    process.umask(old | 0o077);
+  } catch {
+    // Worker threads may not change the umask; the process that opened them already did.
+  }
+  try {
+    const st = statSync(dir);
+    const shared = (st.mode & 0o1000) !== 0 || dir === parse(dir).root || resolve(dir) === resolve(homedir());
+    if (!shared && st.uid === process.getuid?.() && (st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  } catch {
+    // Best effort, as above.
+  }
+}
+
+/** A file of the store (made by an earlier build) to mode 0600, when it exists and is looser. */
+function ownerOnlyFile(file: string): void {
+  try {
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  } catch {
+    // Missing (no WAL after a checkpoint), or a file system without modes.
   }
 }
 
@@ -290,6 +368,20 @@ function folder(dir: string): string {
   return abs.endsWith(sep) ? abs : abs + sep;
 }
 
+/**
+ * What a store's ad-hoc SQL may read besides the store, for the message of a refusal.
+ * @param options how the store was opened
+ * @param allowed its allowed folders, absolute, each ending in the separator
+ * @param base where relative paths are taken from
+ */
+function accessNote(options: StoreOptions, allowed: readonly string[], base: string | undefined): string | undefined {
+  if (options.externalAccess) return undefined;
+  const relative = base !== undefined ? `; relative paths are taken from the data directory ${base}` : '';
+  if (allowed.some((d) => d === parse(d).root)) return `queries here read local files only, no network address${relative}`;
+  if (allowed.length === 0) return 'queries here read the store only, no other file and no network address';
+  return `queries here read the store and files under ${allowed.join(', ')} only, no network address${relative}`;
+}
+
 /** Leading whitespace and comments of a SQL text removed. */
 function skipComments(sql: string): string {
   let s = sql;
@@ -327,13 +419,36 @@ function notReadOnly(): QueryError {
   return new QueryError('not_read_only', 'only read statements run here (SELECT, or EXPLAIN of a SELECT): the store is read-only to queries');
 }
 
-/** Classifies an error DuckDB raised while preparing or running an ad-hoc query. */
-function queryError(e: unknown): QueryError {
+/**
+ * Classifies an error DuckDB raised while preparing or running an ad-hoc query.
+ * @param e the error
+ * @param access what the store's SQL may read, added to a refused file or address
+ */
+function queryError(e: unknown, access?: string): QueryError {
   if (e instanceof QueryError) return e;
   // The node API prefixes a parse failure of its own; DuckDB's message is what the user needs.
-  const msg = ((e as Error)?.message ?? String(e)).replace(/^Failed to extract statements: /, '');
+  let msg = ((e as Error)?.message ?? String(e)).replace(/^Failed to extract statements: /, '');
+  if (/^Missing Extension Error/i.test(msg)) {
+    // A URL (http:, s3:, ...) needs an extension the store never loads; DuckDB's advice to
+    // install it does not apply here.
+    return new QueryError('permission', `${msg.split('\n')[0]}, and this store loads no extension${access ? `: ${access}` : ''}`, { cause: e });
+  }
   const kind: QueryErrorKind = /^Parser Error/i.test(msg) ? 'syntax' : /^Permission Error|disabled by configuration/i.test(msg) ? 'permission' : 'query';
+  if (kind === 'permission' && access) {
+    const nl = msg.indexOf('\n');
+    msg = nl < 0 ? `${msg}: ${access}` : `${msg.slice(0, nl)}: ${access}${msg.slice(nl)}`;
+  }
   return new QueryError(kind, msg, { cause: e });
+}
+
+/** The refusal of a result past its byte cap. */
+function tooLarge(maxBytes: number): QueryError {
+  const mib = maxBytes / 1_048_576;
+  return new QueryError(
+    'too_large',
+    `the result is larger than ${maxBytes} bytes${Number.isInteger(mib) ? ` (${mib} MiB)` : ''} as JSON (limit: storage.query_max_bytes): ` +
+      'select fewer rows or columns (LIMIT, WHERE, aggregates), or write the rows to files with csipose export',
+  );
 }
 
 function bindOne(ps: DuckDBPreparedStatement, i: number, v: QueryParam): void {
@@ -432,6 +547,10 @@ export class Store {
     private readonly reader: DuckDBConnection,
     /** True when opened with `readOnly`. */
     readonly readOnly = false,
+    /** Where relative file paths of ad-hoc SQL are taken from (none in memory). */
+    private readonly paths?: PathResolver,
+    /** What ad-hoc SQL may read besides the store, told with a refusal. */
+    private readonly access?: string,
   ) {
     this.readStatements = new StatementCache(reader);
     this.writeStatements = new StatementCache(writer);
@@ -451,6 +570,7 @@ export class Store {
     const key = memory ? undefined : resolve(path);
     const readOnly = !!options.readOnly && !memory;
     const allowed = options.externalAccess ? [] : (options.allowedDirectories ?? []).map(folder);
+    const base = options.relativeTo !== undefined ? resolve(options.relativeTo) : key !== undefined ? dirname(key) : undefined;
     if (key !== undefined) {
       if (OPEN_FILES.has(key)) {
         throw new StoreError('in_use', `database ${path} is already open in this process: share the one Store instead of opening it twice`);
@@ -463,10 +583,11 @@ export class Store {
         }
       } else {
         try {
-          mkdirSync(dirname(key), { recursive: true });
+          mkdirSync(dirname(key), { recursive: true, mode: 0o700 });
         } catch (e) {
           throw new StoreError('io', `cannot create the directory of database ${path}: ${(e as Error).message}`, { cause: e });
         }
+        ownerOnly(dirname(key));
       }
       OPEN_FILES.add(key);
     }
@@ -475,6 +596,14 @@ export class Store {
     if (options.threads !== undefined) config['threads'] = String(options.threads);
     if (options.memoryLimit !== undefined) config['memory_limit'] = options.memoryLimit;
     if (readOnly) config['access_mode'] = 'READ_ONLY';
+    if (!options.externalAccess) {
+      // Nothing the store runs needs an extension (Parquet and JSON are built in); left on,
+      // DuckDB would fetch one from the network for a URL or an unknown reader.
+      config['autoinstall_known_extensions'] = 'false';
+      config['autoload_known_extensions'] = 'false';
+    }
+    // A list split at commas: a folder with a comma in its path cannot be one.
+    if (base !== undefined && !base.includes(',')) config['file_search_path'] = base;
     let instance: DuckDBInstance | undefined;
     let writer: DuckDBConnection | undefined;
     let reader: DuckDBConnection | undefined;
@@ -500,7 +629,9 @@ export class Store {
           scalar: async (sql) => (await w.runAndReadAll(sql)).getRows()[0]?.[0],
         });
       }
-      return new Store(memory ? ':memory:' : path, key, instance, writer, reader, readOnly);
+      // A file made by an earlier build (0644), and its WAL, become the owner's only too.
+      if (key !== undefined && !readOnly) for (const f of [key, `${key}.wal`]) ownerOnlyFile(f);
+      return new Store(memory ? ':memory:' : path, key, instance, writer, reader, readOnly, base !== undefined ? dataDirPaths(base) : undefined, accessNote(options, allowed, base));
     } catch (e) {
       for (const h of [reader, writer, instance]) {
         try {
@@ -582,20 +713,52 @@ export class Store {
   }
 
   /**
-   * Runs one ad-hoc read statement, as an analyst types it (`csipose query`, `POST /store/query`):
-   * exactly one SELECT (or `EXPLAIN` of one; DESCRIBE, SHOW, SUMMARIZE, PRAGMA reads and FROM-first
-   * count as SELECT), without parameters, inside a READ ONLY transaction that is rolled back, on
-   * the side connection (so history reads do not wait on it). Results are streamed chunk by chunk
-   * and cut at `maxRows`; past `timeoutMs` the query is interrupted. Files outside the store are
-   * out of reach unless they lie in the folders allowed at open.
+   * Runs one ad-hoc read statement, as an analyst types it (`csipose query`): exactly one SELECT
+   * (or `EXPLAIN` of one; DESCRIBE, SHOW, SUMMARIZE, PRAGMA reads and FROM-first count as SELECT),
+   * without parameters, inside a READ ONLY transaction that is rolled back, on the side
+   * connection (so history reads do not wait on it). Results are streamed chunk by chunk and cut
+   * at `maxRows`; past `timeoutMs` the query is interrupted; past `maxBytes` it is refused. Files
+   * outside the store are out of reach unless they lie in the folders allowed at open; relative
+   * file paths are taken from the data directory (`relativeTo`, see sqlPaths.ts).
    * @param sql the statement text
-   * @param limits time limit and row cap
+   * @param limits time limit, row cap, byte cap
    * @returns columns, rows (values as {@link jsonValue} gives them), whether rows were cut, time
    * @throws QueryError for a text that is not one read statement, a DuckDB error (syntax, unknown
-   *   table, permission, ...) or a timeout; StoreError `closed`
+   *   table, permission, ...), a timeout or a result past `maxBytes`; StoreError `closed`
    * @example await store.sql('SELECT environment_id, count(*) AS n FROM pose_frames GROUP BY ALL', { timeoutMs: 30_000, maxRows: 1000 })
    */
-  sql(sql: string, limits: SqlLimits = {}): Promise<SqlResult> {
+  async sql(sql: string, limits: SqlLimits = {}): Promise<SqlResult> {
+    const rows: JsonValue[][] = [];
+    const { bytes: _bytes, ...r } = await this.runSql(sql, limits, false, (row) => void rows.push(row as JsonValue[]));
+    return { ...r, rows };
+  }
+
+  /**
+   * Runs one ad-hoc read statement as {@link sql} does, with the rows written as JSON text while
+   * the chunks are read (`POST /store/query`): the rows are never held twice, and a result past
+   * `maxBytes` is refused as soon as the bytes written pass it.
+   * @param sql the statement text
+   * @param limits time limit, row cap, byte cap
+   * @returns columns, the rows as one JSON array (`rows_json`) and its size in bytes, counts, time
+   * @throws as {@link sql}
+   * @example await store.sqlJson('SELECT * FROM alerts', { timeoutMs: 30_000, maxRows: 100_000, maxBytes: 64 << 20 })
+   */
+  async sqlJson(sql: string, limits: SqlLimits = {}): Promise<SqlJsonResult> {
+    const parts: string[] = [];
+    const r = await this.runSql(sql, limits, true, (row) => void parts.push(row as string));
+    return { ...r, rows_json: `[${parts.join(',')}]` };
+  }
+
+  /**
+   * The run of {@link sql} and {@link sqlJson}: hands each row to `emit`, as values or, with
+   * `asJson`, as its JSON text, counting the bytes of the rows array as it goes.
+   */
+  private runSql(
+    sql: string,
+    limits: SqlLimits,
+    asJson: boolean,
+    emit: (row: JsonValue[] | string) => void,
+  ): Promise<Omit<SqlResult, 'rows'> & { bytes: number }> {
     try {
       this.assertOpen();
     } catch (e) {
@@ -603,28 +766,33 @@ export class Store {
     }
     const maxRows = limits.maxRows ?? Infinity;
     if (!(maxRows >= 0)) return Promise.reject(new StoreError('invalid', `maxRows must be >= 0, got ${maxRows}`));
+    const maxBytes = limits.maxBytes ?? Infinity;
+    // An empty result is `[]`, 2 bytes: a smaller cap could refuse every query.
+    if (!(maxBytes >= 2)) return Promise.reject(new StoreError('invalid', `maxBytes must be >= 2, got ${maxBytes}`));
+    const counting = asJson || maxBytes !== Infinity;
+    const text = this.paths ? rewriteFilePaths(sql, this.paths) : sql;
     return this.sideLock.run(async () => {
       this.assertOpen();
       const t0 = performance.now();
       const conn = await this.sideConnection();
-      if (!skipComments(sql).replace(/;\s*$/, '').trim()) throw new QueryError('syntax', 'the SQL text holds no statement');
+      if (!skipComments(text).replace(/;\s*$/, '').trim()) throw new QueryError('syntax', 'the SQL text holds no statement');
       let ps: DuckDBPreparedStatement;
       try {
         // Parsing only: a syntax error or a second statement is refused before anything is bound.
-        const extracted = await conn.extractStatements(sql);
+        const extracted = await conn.extractStatements(text);
         if (extracted.count !== 1) {
           throw new QueryError('multiple_statements', `one statement at a time: the text holds ${extracted.count} statements`);
         }
-        const inner = explained(sql);
-        for (const text of inner === undefined ? [sql] : [sql, inner]) {
-          if (!READ_START.test(skipComments(text)) || (text === inner && /^EXPLAIN\b/i.test(skipComments(inner)))) throw notReadOnly();
+        const inner = explained(text);
+        for (const t of inner === undefined ? [text] : [text, inner]) {
+          if (!READ_START.test(skipComments(t)) || (t === inner && /^EXPLAIN\b/i.test(skipComments(inner)))) throw notReadOnly();
         }
         ps = await extracted.prepare(0);
       } catch (e) {
-        throw queryError(e);
+        throw queryError(e, this.access);
       }
       try {
-        await this.checkReadOnly(conn, ps, sql);
+        await this.checkReadOnly(conn, ps, text);
         if (ps.parameterCount > 0) throw new QueryError('query', 'the statement has parameters ($1, ?): write the values into the SQL text');
         try {
           await conn.run('BEGIN TRANSACTION READ ONLY');
@@ -641,24 +809,45 @@ export class Store {
               }, Math.max(0, limits.timeoutMs))
             : undefined;
         const columns: SqlColumn[] = [];
-        const rows: JsonValue[][] = [];
+        let rowCount = 0;
+        /** Bytes of the rows array as JSON so far: its brackets, then each row as it is read. */
+        let bytes = 2;
         let truncated = false;
         try {
           const result = await ps.stream();
-          for (let i = 0; i < result.columnCount; i++) columns.push({ name: result.columnName(i), type: result.columnType(i).toString() });
+          const width = result.columnCount;
+          for (let i = 0; i < width; i++) columns.push({ name: result.columnName(i), type: result.columnType(i).toString() });
           for (;;) {
             const chunk = await result.fetchChunk();
             if (!chunk || chunk.rowCount === 0) break;
-            if (rows.length >= maxRows) {
-              truncated = true;
-              break;
-            }
-            const take = Math.min(chunk.rowCount, maxRows - rows.length);
-            const got = chunk.getRows();
-            for (let r = 0; r < take; r++) rows.push(got[r]!.map(jsonValue));
-            if (take < chunk.rowCount) {
-              truncated = true;
-              break;
+            try {
+              if (rowCount >= maxRows) {
+                truncated = true;
+                break;
+              }
+              const take = Math.min(chunk.rowCount, maxRows - rowCount);
+              const vectors = Array.from({ length: width }, (_, c) => chunk.getColumnVector(c));
+              // Row by row, not chunk.getRows(): a chunk of 2,048 long strings is more than the
+              // heap holds, and the cap must stop the reading before it is all converted.
+              for (let r = 0; r < take; r++) {
+                const values = new Array<JsonValue>(width);
+                for (let c = 0; c < width; c++) values[c] = jsonValue(vectors[c]!.getItem(r));
+                if (counting) {
+                  const line = JSON.stringify(values);
+                  bytes += Buffer.byteLength(line) + (rowCount > 0 ? 1 : 0);
+                  if (bytes > maxBytes) throw tooLarge(maxBytes);
+                  emit(asJson ? line : values);
+                } else emit(values);
+                rowCount++;
+              }
+              if (take < chunk.rowCount) {
+                truncated = true;
+                break;
+              }
+            } finally {
+              // DuckDB frees a chunk's memory when its wrapper is collected, which may be late; a
+              // vector of long strings can be gigabytes. Every value read is a copy by now.
+              chunk.reset();
             }
           }
         } catch (e) {
@@ -666,7 +855,7 @@ export class Store {
             const s = Math.round((limits.timeoutMs ?? 0) / 100) / 10;
             throw new QueryError('timeout', `the query ran longer than ${s} s and was interrupted (limit: storage.query_timeout_seconds)`, { cause: e });
           }
-          throw queryError(e);
+          throw queryError(e, this.access);
         } finally {
           clearTimeout(timer);
           try {
@@ -675,7 +864,13 @@ export class Store {
             this.dropSide();
           }
         }
-        return { columns, rows, row_count: rows.length, truncated, execution_time_ms: Math.round((performance.now() - t0) * 100) / 100 };
+        return {
+          columns,
+          row_count: rowCount,
+          truncated,
+          execution_time_ms: Math.round((performance.now() - t0) * 100) / 100,
+          bytes: counting ? bytes : 0,
+        };
       } finally {
         ps.destroySync();
         this.lastQueryMs = performance.now() - t0;
@@ -810,9 +1005,19 @@ export class Store {
    */
   async recordMetrics(m: SystemMetricsSample): Promise<void> {
     await this.execute(
-      `INSERT INTO system_metrics (ts, frames_per_second, average_latency_ms, cpu_usage, memory_usage, processing_queue_size, error_rate, active_persons)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      [new Date(m.time), m.framesPerSecond, m.averageLatencyMs, m.cpuUsage, m.memoryUsage, Math.round(m.processingQueueSize), m.errorRate, Math.round(m.activePersons)],
+      `INSERT INTO system_metrics (ts, frames_per_second, average_latency_ms, cpu_usage, memory_usage, processing_queue_size, error_rate, active_persons, error_count)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        new Date(m.time),
+        m.framesPerSecond,
+        m.averageLatencyMs,
+        m.cpuUsage,
+        m.memoryUsage,
+        Math.round(m.processingQueueSize),
+        m.errorRate,
+        Math.round(m.activePersons),
+        m.errorCount === undefined ? null : Math.round(m.errorCount),
+      ],
     );
   }
 
@@ -861,15 +1066,27 @@ export class Store {
       }
     }
     const busy = this.isClosed ? 0 : Math.min(1, this.writeLock.busy) + Math.min(1, this.readLock.busy) + Math.min(1, this.sideLock.busy);
+    // The last write of any kind may have succeeded while a sink's rows still fail: ask each.
+    let failure = this.lastWriteError?.message;
+    let losing = false;
+    if (!this.isClosed) {
+      for (const c of this.clients) {
+        const f = c.writeFailure?.();
+        if (f) {
+          failure = f.message;
+          losing ||= f.losing;
+        }
+      }
+    }
     const h: StoreHealth = {
-      status: this.isClosed ? 'closed' : this.lastWriteError ? 'degraded' : 'healthy',
+      status: this.isClosed ? 'closed' : losing ? 'unhealthy' : failure !== undefined ? 'degraded' : 'healthy',
       path: this.path,
       file_size_bytes: size,
       connection_pool: `${busy}/${this.isClosed ? 0 : this.side ? 3 : 2}`,
       query_time_ms: this.lastQueryMs,
       schema_version: SCHEMA_VERSION,
     };
-    if (this.lastWriteError) h.last_error = this.lastWriteError.message;
+    if (!this.isClosed && failure !== undefined) h.last_error = failure;
     return h;
   }
 

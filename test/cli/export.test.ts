@@ -123,11 +123,22 @@ describe('csipose export', () => {
       expect((await readBack(join(out, 'pose_frames.csv'))).length).toBe(4);
     });
 
+    it('writes into the store\'s export folder <dataDir>/exports without --out, where a query finds them by a relative path', async () => {
+      const own = await seededDataDir();
+      const r = await runCli(['export', '--data-dir', own, '--format', 'csv', '--table', 'alerts']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(listed(r.stdout).get('alerts.csv')).toMatchObject({ path: join(own, 'exports', 'alerts.csv'), rows: 10 });
+      // Run from the repository, not the data directory: the path is taken from the data directory.
+      const q = await runCli(['query', '--data-dir', own, '--format', 'csv', "SELECT count(*) AS n FROM read_csv('exports/alerts.csv')"]);
+      expect(q.stderr).toBe('');
+      expect(q.stdout).toBe('n\n10\n');
+    });
+
     it('exits 2 for bad usage and 1 when the files cannot be written', async () => {
       const out = join(tempDir(), 'x');
       for (const args of [
         ['export', '--data-dir', dataDir, '--out', out],
-        ['export', '--data-dir', dataDir, '--format', 'parquet'],
         ['export', '--data-dir', dataDir, '--format', 'xlsx', '--out', out],
         ['export', '--data-dir', dataDir, '--format', 'csv', '--table', 'users', '--out', out],
         ['export', '--data-dir', dataDir, '--format', 'csv', '--from', 'yesterday', '--out', out],
@@ -209,6 +220,19 @@ describe('csipose export', () => {
         expect(e.status, JSON.stringify(body)).toBe(422);
         expect(e.body.error.details.field, JSON.stringify(body)).toBe(field);
       }
+    });
+
+    it('writes into <dataDir>/exports without --out, which queries through the service can read', async () => {
+      const before = readdirSync(join(dataDir, 'exports'));
+      const r = await runCli(['export', '--data-dir', dataDir, '--format', 'parquet', '--table', 'pose_frames']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(listed(r.stdout).get('pose_frames.parquet')).toMatchObject({ path: join(dataDir, 'exports', 'pose_frames.parquet'), rows: 10 });
+      // The service's own folder for this export was moved out of and removed.
+      expect(readdirSync(join(dataDir, 'exports')).sort()).toEqual([...before, 'pose_frames.parquet'].sort());
+      const q = await s.api('POST', '/store/query', { token: admin, form: 'a', body: { sql: "SELECT count(*) AS n FROM read_parquet('exports/pose_frames.parquet')" } });
+      expect(q.status, q.text).toBe(200);
+      expect(q.body.rows).toEqual([[10]]);
     });
   });
 });

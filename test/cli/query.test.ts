@@ -149,14 +149,15 @@ describe('csipose query', () => {
       expect(JSON.parse((await runCli(['query', '--data-dir', dataDir, '--format', 'json', 'SELECT 1 AS a, 2 AS a'])).stdout)).toEqual([{ a: 1, a_2: 2 }]);
     });
 
-    it('exits 1 with the message on stderr for bad SQL, a write, several statements or another file', async () => {
+    it('exits 1 with the message on stderr for bad SQL, a write, several statements or a network address', async () => {
       const cases: Array<[string, RegExp]> = [
         ['SELEC frame_id FROM pose_frames', /Parser Error/],
         ['SELECT * FROM no_such_table', /no_such_table/],
         ['DELETE FROM alerts', /only read statements/],
         ["INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (now(), 'x', 't', 'low', 'e')", /only read statements/],
         ['SELECT 1; DROP TABLE alerts', /one statement at a time/],
-        ["SELECT * FROM read_text('/etc/passwd')", /disabled by configuration/],
+        ["SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')", /requires the extension httpfs.*this store loads no extension: queries here read local files only, no network address/],
+        ["SELECT * FROM read_parquet('s3://bucket/x.parquet')", /no network address/],
       ];
       for (const [sql, message] of cases) {
         const r = await runCli(['query', '--data-dir', dataDir, sql]);
@@ -167,6 +168,26 @@ describe('csipose query', () => {
       }
       const count = await runCli(['query', '--data-dir', dataDir, '--format', 'csv', 'SELECT count(*) AS n FROM alerts']);
       expect(count.stdout).toBe('n\n2\n');
+    });
+
+    it('reads any file the user names, relative paths taken from the data directory wherever it runs', async () => {
+      const own = join(tempDir(), 'notes.csv');
+      writeFileSync(own, 'a,b\n1,x\n2,y\n');
+      mkdirSync(join(dataDir, 'exports'), { recursive: true });
+      writeFileSync(join(dataDir, 'exports', 'mine.csv'), 'a\n7\n');
+      try {
+        const abs = await runCli(['query', '--data-dir', dataDir, '--format', 'csv', `SELECT sum(a) AS s FROM read_csv('${own}')`]);
+        expect(abs.stderr).toBe('');
+        expect(abs.stdout).toBe('s\n3\n');
+        // The command runs in the repository: the relative path is the data directory's, also as data/...
+        for (const path of ['exports/mine.csv', './exports/mine.csv', 'data/exports/mine.csv']) {
+          const rel = await runCli(['query', '--data-dir', dataDir, '--format', 'csv', `SELECT a FROM '${path}'`]);
+          expect(rel.stderr, path).toBe('');
+          expect(rel.stdout, path).toBe('a\n7\n');
+        }
+      } finally {
+        rmSync(join(dataDir, 'exports'), { recursive: true, force: true });
+      }
     });
 
     it('exits 2 for bad usage', async () => {
@@ -214,7 +235,8 @@ describe('csipose query', () => {
   describe('with the service running: through its admin endpoint', () => {
     let s: TestServer;
     beforeAll(async () => {
-      s = await startServer({ dataDir, config: { storage: { query_max_rows: 5 } } });
+      s = await startServer({ dataDir, config: { storage: { query_max_rows: 5, query_max_bytes: 4096, parquet_dir: 'lake' } } });
+      await s.app.lake!.runOnce();
     });
     afterAll(async () => {
       await s?.close();
@@ -242,12 +264,33 @@ describe('csipose query', () => {
       expect(r.stderr).toMatch(/cut at 5 rows/);
     });
 
+    it('went through the service: a result past its byte cap is refused, naming the cap', async () => {
+      const r = await runCli(['query', '--data-dir', dataDir, "SELECT repeat('x', 1000) AS s FROM range(5)"]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^csipose query: the result is larger than 4096 bytes as JSON \(limit: storage\.query_max_bytes\)/);
+    });
+
+    it('reads the lake and the export folder by paths relative to the data directory, and nothing else', async () => {
+      for (const path of ['lake/pose_frames/**/*.parquet', 'data/lake/pose_frames/**/*.parquet']) {
+        const r = await runCli(['query', '--data-dir', dataDir, '--format', 'csv', `SELECT count(*) AS n FROM read_parquet('${path}')`]);
+        expect(r.stderr, path).toBe('');
+        expect(r.stdout, path).toBe('n\n3\n');
+      }
+      const own = join(tempDir(), 'notes.csv');
+      writeFileSync(own, 'a\n1\n');
+      const r = await runCli(['query', '--data-dir', dataDir, `SELECT * FROM read_csv('${own}')`]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/disabled by configuration: queries here read the store and files under .*\/exports\/, .*\/lake\/ only/);
+    });
+
     it('exits 1 with the service message for bad SQL, a write, several statements or another file', async () => {
       const cases: Array<[string, RegExp]> = [
         ['SELEC 1', /Parser Error/],
         ['DELETE FROM alerts', /only read statements/],
         ['SELECT 1; DELETE FROM alerts', /one statement at a time/],
         ["SELECT * FROM read_csv('/etc/passwd')", /disabled by configuration/],
+        ["SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')", /disabled by configuration/],
       ];
       for (const [sql, message] of cases) {
         const r = await runCli(['query', '--data-dir', dataDir, sql]);

@@ -163,6 +163,7 @@ describe('validateUpdate, field by field', () => {
       'storage.parquet_dir',
       'storage.query_timeout_seconds',
       'storage.query_max_rows',
+      'storage.query_max_bytes',
       ...rl,
       'server.response_form',
     ]);

@@ -1,13 +1,22 @@
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstValueFrom, from, lastValueFrom, mergeMap, of, ReplaySubject, skip, Subject, take, toArray } from 'rxjs';
+import { concat, firstValueFrom, from, lastValueFrom, mergeMap, of, ReplaySubject, skip, Subject, take, toArray, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { COUNT_HYSTERESIS, countWithHysteresis, infer, spec, type FeatureRow, type InferOptions, type InferStats } from '../../operators/infer.js';
 import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
 import { ModelError, PoseModel, type PoseRunner } from '../../src/model/runtime.js';
-import { parseSite, SITE_DIM, siteVector, type SiteGeometry } from '../../src/model/contract.js';
+import { csiLayout, parseSite, SITE_DIM, siteVector, type SiteGeometry } from '../../src/model/contract.js';
 import { resolveParams } from '../../src/engine/params.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import { contractModel, featureRows, forward, tempDir, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
+import type { CsiFrame } from '../../src/csi/frame.js';
+import { decodeEsp32 } from '../../src/decoders/esp32.js';
+import { CsiSimulator } from '../../src/sim/simulator.js';
+import { sanitizePhase } from '../../operators/sanitizePhase.js';
+import { slidingWindow } from '../../operators/slidingWindow.js';
+import { features } from '../../operators/features.js';
+import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { TRAINED_MODEL } from '../helpers/server.js';
 
 const F = 6;
 const P = 2;
@@ -443,5 +452,145 @@ describe('infer: lag, live options, errors, teardown', () => {
     const op = spec.create(resolveParams(spec.params, { modelPath: path, confidenceThreshold: 0, site: '6,5,2.5,0.2,1.2,4,4.8,1.5' }), {});
     expect(floorOf(await lastValueFrom(from(rows).pipe(op, toArray())))).toEqual(floorOf(live));
     await siteModel.release();
+  });
+});
+
+/**
+ * Issue 17, item 12a: 13 ESP32 packets (1x1, 64 subcarriers) through `features | infer` gave a
+ * person at confidence 1. A layout the model was not trained on is refused, or, for a live
+ * service, dropped and its link listed.
+ */
+describeWithSamples('infer: CSI layouts the model was not trained on', () => {
+  const ESP32 = `file:${sample('esp32/example_csi.csv')}`;
+  /** The 13 ESP32 packets of the real capture, 10 ms apart, from `sourceId`. */
+  const esp32Frames = (sourceId = ESP32): CsiFrame[] =>
+    decodeEsp32(sampleBytes('esp32/example_csi.csv'), { sourceId }).frames.map((f, i) => ({ ...f, time: 1_000 + 10 * i }));
+  /** Simulated frames of the default room: 3x3 antennas, 30 subcarriers, 5 GHz (a trained layout). */
+  const simFrames = (n: number, sourceId: string): CsiFrame[] => {
+    const sim = new CsiSimulator({ seed: 3, people: 1, sourceId });
+    return Array.from({ length: n }, () => ({ ...sim.next().frame }));
+  };
+  /** Frames to feature rows as the pose pipelines build them (8-frame windows, hop 1: 13 packets give 6). */
+  const rowsOf = (frames: Observable<CsiFrame>): Observable<FeatureRow> =>
+    frames.pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: 8, hop: 1 }), features());
+
+  let shipped: PoseModel | undefined;
+  beforeAll(async () => {
+    if (existsSync(TRAINED_MODEL)) shipped = await PoseModel.load(TRAINED_MODEL);
+  });
+  afterAll(async () => {
+    await shipped?.release();
+  });
+
+  it('features mark each row with its layout: the ESP32 capture is 1x1, 64 subcarriers spanning 20 MHz, 2.4 GHz', async () => {
+    const rows = await lastValueFrom(rowsOf(from(esp32Frames())).pipe(toArray()));
+    expect(rows).toHaveLength(6);
+    for (const r of rows) expect(r.layout).toEqual({ nRx: 1, nTx: 1, nSub: 64, bandwidthMhz: 20, band: '2.4' });
+    // One layout object per shape: the check is a lookup per row, not a scan of the subcarriers.
+    expect(new Set(rows.map((r) => r.layout)).size).toBe(1);
+  });
+
+  it.skipIf(!existsSync(TRAINED_MODEL))('refuses the ESP32 packets with the shipped model: MODEL_ERROR naming the source and the layout, no pose', async () => {
+    const got: PoseFrame[] = [];
+    const err = await lastValueFrom(rowsOf(from(esp32Frames())).pipe(infer({ model: shipped! }), toArray())).then(
+      (frames) => (got.push(...frames), undefined),
+      (e: unknown) => e,
+    );
+    expect(got).toEqual([]);
+    expect(err).toBeInstanceOf(ModelError);
+    expect((err as ModelError).code).toBe('MODEL_ERROR');
+    expect((err as Error).message).toBe(
+      `the model ${shipped!.metadata.model_version} was not trained on the CSI layout of ${ESP32}: 1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz; ` +
+        'not trained on 64 subcarriers spanning 20 MHz (trained: 30 spanning 20 MHz, 56 spanning 20 MHz, 114 spanning 40 MHz); 2.4 GHz (trained: 5 GHz)',
+    );
+  });
+
+  it.skipIf(!existsSync(TRAINED_MODEL))('drop: no pose from the untrained link, the trained one goes on, and the link is listed until it sends a trained layout', async () => {
+    const stats: InferStats = zeroStats();
+    const snapshots: Array<InferStats['untrained']> = [];
+    const frames = concat(from(esp32Frames('esp32-link')), from(simFrames(12, 'sim-link')), from(simFrames(10, 'esp32-link')));
+    const out = await lastValueFrom(
+      rowsOf(frames).pipe(
+        infer({ model: shipped!, untrained: 'drop', stats, batchSize: 1, onStats: (s) => snapshots.push(s.untrained) }),
+        toArray(),
+      ),
+    );
+    // 12 simulated frames give 5 windows, 10 give 3: only those are inferred.
+    expect(out.map((f) => f.sourceId)).toEqual([...Array(5).fill('sim-link'), ...Array(3).fill('esp32-link')]);
+    expect(stats.rows).toBe(8);
+    // While the ESP32 link sent ESP32 CSI it was listed, with the reason; its trained windows took it off.
+    const listed = snapshots.find((u) => u && u.length > 0)!;
+    expect(listed).toEqual([
+      {
+        sourceId: 'esp32-link',
+        environmentId: 'default',
+        layout: '1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz',
+        reason: '64 subcarriers spanning 20 MHz (trained: 30 spanning 20 MHz, 56 spanning 20 MHz, 114 spanning 40 MHz); 2.4 GHz (trained: 5 GHz)',
+        windows: 6,
+        lastAt: expect.any(Number),
+      },
+    ]);
+    expect(stats.untrained).toEqual([]);
+  });
+
+  it('a model that declares no layouts runs rows of any layout (it cannot be checked)', async () => {
+    expect(model.trainedLayouts).toBeNull();
+    const esp32 = csiLayout(esp32Frames()[0]!);
+    const rows = featureRows(3, F).map((r) => ({ ...r, layout: esp32 }));
+    const out = await lastValueFrom(from(rows).pipe(infer({ model, confidenceThreshold: 0 }), toArray()));
+    expect(out).toHaveLength(3);
+  });
+
+  it('a model declaring trained_layouts reads those and refuses the others', async () => {
+    const bytes = buildMlpPoseModel(weights, tinyMeta(F, P, { trained_layouts: 'antennas=1x1;subcarriers=64/20;bands=2.4' }));
+    const m = await PoseModel.load(bytes);
+    try {
+      const esp32 = csiLayout(esp32Frames()[0]!);
+      const room = csiLayout(simFrames(1, 'sim')[0]!);
+      const ok = await lastValueFrom(from(featureRows(2, F).map((r) => ({ ...r, layout: esp32 }))).pipe(infer({ model: m }), toArray()));
+      expect(ok).toHaveLength(2);
+      const err = await lastValueFrom(from(featureRows(2, F).map((r) => ({ ...r, layout: room }))).pipe(infer({ model: m }), toArray())).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as Error).message).toMatch(
+        /CSI layout of src: 3x3 antennas, 30 subcarriers spanning 20 MHz, 5 GHz; not trained on 3x3 antennas \(trained: 1x1\); 30 subcarriers spanning 20 MHz \(trained: 64 spanning 20 MHz\); 5 GHz \(trained: 2\.4 GHz\)$/,
+      );
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('refuse: the rows before the refused one still come out (same batch), then the error; nothing after it', async () => {
+    const bytes = buildMlpPoseModel(weights, tinyMeta(F, P, { trained_layouts: 'antennas=1x1;subcarriers=64/20;bands=2.4' }));
+    const m = await PoseModel.load(bytes);
+    try {
+      const esp32 = csiLayout(esp32Frames()[0]!);
+      const room = csiLayout(simFrames(1, 'sim')[0]!);
+      const rows = featureRows(5, F).map((r, i) => ({ ...r, layout: i === 3 ? room : esp32 }));
+      const got: PoseFrame[] = [];
+      const rec = recording(m);
+      const err = await new Promise<unknown>((resolve) => {
+        const src = new Subject<FeatureRow>();
+        src.pipe(infer({ model: { ...rec.runner, trainedLayouts: m.trainedLayouts }, batchSize: 32, maxWaitMs: 1000 })).subscribe({
+          next: (f) => got.push(f),
+          error: resolve,
+          complete: () => resolve(undefined),
+        });
+        rows.forEach((r) => src.next(r));
+        src.complete();
+      });
+      expect(got.map((f) => f.time)).toEqual([0, 1, 2]);
+      expect(rec.calls.map((c) => c.n)).toEqual([3]);
+      expect(err).toBeInstanceOf(ModelError);
+      expect((err as Error).message).toMatch(/not trained on the CSI layout of src: 3x3 antennas/);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('rejects an unknown policy', async () => {
+    const err = await lastValueFrom(from(featureRows(1, F)).pipe(infer({ model, untrained: 'ignore' as 'drop' }))).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/untrained must be 'refuse' or 'drop'/);
   });
 });

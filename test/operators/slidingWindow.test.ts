@@ -36,6 +36,7 @@ function expectedWindow(frames: CsiFrame[], first: number, size: number, windowI
     seq: f0.seq,
     windowIndex,
     data,
+    channel: chosen[size - 1]!.channel,
   };
 }
 

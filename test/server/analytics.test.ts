@@ -111,8 +111,10 @@ describe('both response forms', () => {
       const a = await get(path, VALID[path]!, 'a');
       expect(a.status).toBe(200);
       if (path === '/analytics/events') {
-        expect(a.body.events).toEqual(b.body.data);
-        expect(a.body.pagination).toEqual(b.body.pagination);
+        // Each form pages its own way (Form A 100 by cursor, Form B 50 per page): the same events, newest first.
+        expect(a.body.events.slice(0, b.body.data.length)).toEqual(b.body.data);
+        expect(Object.keys(a.body.pagination).sort()).toEqual(['has_more', 'limit', 'next_cursor', 'returned_count', 'total_count']);
+        expect(Object.keys(b.body.pagination).sort()).toEqual(['has_next', 'has_prev', 'page', 'per_page', 'total', 'total_pages']);
       } else {
         expect(a.body.success, path).toBeUndefined();
         expect(Object.keys(a.body).sort(), path).toEqual(Object.keys(b.body.data).sort());
@@ -132,7 +134,7 @@ describe('GET /analytics/healthcare', () => {
     expect(d.fall_events.events[0].response_time_seconds).toBeGreaterThan(5);
     expect(d.fall_events.events[0].response_time_seconds).toBeLessThan(12);
     expect(Object.keys(d.activity_summary).sort()).toEqual(['lying_minutes', 'sitting_minutes', 'standing_minutes', 'walking_minutes']);
-    expect(d.sleep_quality).toEqual({ total_sleep_hours: 0, sleep_efficiency: null, restlessness_events: 0, sleep_sessions: 0 });
+    expect(d.sleep_quality).toEqual({ total_sleep_hours: 0, sleep_efficiency: 0, restlessness_events: 0, sleep_sessions: 0 });
   });
 
   it('defaults to the configured environment and a period of a day; metrics picks the groups', async () => {
@@ -198,7 +200,7 @@ describe('GET /analytics/retail', () => {
     expect(Object.keys(r.body.data).sort()).toEqual(['environment_id', 'time_period', 'traffic']);
     const none = await get('/analytics/retail', { date: '2020-01-01' });
     expect(none.status).toBe(200);
-    expect(none.body.data.traffic).toEqual({ total_visitors: 0, unique_visitors: 0, peak_hour: null, peak_count: 0, average_dwell_time_minutes: null });
+    expect(none.body.data.traffic).toEqual({ total_visitors: 0, unique_visitors: 0, peak_hour: null, peak_count: 0, average_dwell_time_minutes: 0 });
     const other = await get('/analytics/retail', { date: DAY, environment_id: 'nowhere', metrics: 'zones' });
     expect(other.body.data.zones.every((z: { visitor_count: number }) => z.visitor_count === 0)).toBe(true);
     await expect422('/analytics/retail', { metrics: 'fall_events' }, 'metrics');
@@ -212,7 +214,7 @@ describe('GET /analytics/security', () => {
     expect(d.intrusion_events.count).toBe(6);
     expect(d.intrusion_events.events.map((e: { zone: string }) => e.zone)).toEqual(['E', 'E', 'C', 'C', 'C', 'E']);
     expect(d.intrusion_events.events[0]).toMatchObject({ timestamp: iso(T0), person_count: 2, threat_level: 'medium' });
-    expect(d.perimeter_monitoring).toMatchObject({ total_detections: 8, authorized_entries: 2, unauthorized_attempts: 6, false_positives: null });
+    expect(d.perimeter_monitoring).toMatchObject({ total_detections: 8, authorized_entries: 2, unauthorized_attempts: 6, false_positives: 0 });
     expect(d.crowd_analysis).toMatchObject({ max_occupancy: 3, crowd_formation_events: 1, crowd_threshold: 2 });
     const mean = shopRun.tracked.reduce((a, b) => a + b, 0) / shopRun.tracked.length;
     expect(d.crowd_analysis.average_occupancy).toBeCloseTo(mean, 3);
@@ -229,7 +231,7 @@ describe('GET /analytics/summary', () => {
     expect(d.time_period).toEqual({ start: iso(T0 - HOUR), end: iso(T0 + 2 * HOUR), duration_hours: 3 });
     expect(d.detection_stats).toMatchObject({ total_detections: shopRun.tracked.reduce((a, b) => a + b, 0), unique_persons: 3, average_confidence: 0.9, peak_occupancy: 3 });
     expect(d.activity_stats).toMatchObject({ fall_detections: 0, alert_count: 6 });
-    expect(d.system_stats).toMatchObject({ average_processing_time: 5, frames_processed: 3750, error_count: null });
+    expect(d.system_stats).toMatchObject({ average_processing_time: 5, frames_processed: 3750, error_count: 0 });
     expect(d.hourly_breakdown.map((b: { hour: string }) => b.hour)).toEqual([iso(T0 - HOUR), iso(T0), iso(T0 + HOUR)]);
     const day = await get('/analytics/summary', { start_time: iso(T0), end_time: iso(T0 + HOUR), granularity: 'day', environment_id: 'care' }, 'a');
     expect(day.body.activity_stats.fall_detections).toBe(1);
@@ -265,35 +267,48 @@ describe('GET /analytics/summary', () => {
 });
 
 describe('GET /analytics/events', () => {
-  const pageAll = async (query: Record<string, string | number>, form: 'a' | 'b' = 'b') => {
+  /** Every page of a listing: Form A by cursor (limit), Form B by page (per_page). */
+  const pageAll = async (query: Record<string, string | number>, form: 'a' | 'b' = 'b', size = 100) => {
     const out: Array<Record<string, unknown>> = [];
     let cursor: string | undefined;
-    for (let i = 0; i < 50; i++) {
-      const r: ApiResponse = await get('/analytics/events', { ...query, ...(cursor ? { cursor } : {}) }, form);
+    for (let page = 1; page <= 50; page++) {
+      const q = form === 'a' ? { ...query, limit: size, ...(cursor ? { cursor } : {}) } : { ...query, per_page: size, page };
+      // Form A: following next_cursor alone continues the listing (the cursor carries its query).
+      const r: ApiResponse = await get('/analytics/events', form === 'a' && cursor ? { cursor, limit: size } : q, form);
       expect(r.status, r.text).toBe(200);
       const items = form === 'a' ? r.body.events : r.body.data;
-      const page = r.body.pagination;
+      const p = r.body.pagination;
       out.push(...items);
-      expect(page.returned_count).toBe(items.length);
-      if (!page.has_more) return { out, total: page.total_count as number };
-      cursor = page.next_cursor;
+      if (form === 'a') {
+        expect(p.returned_count).toBe(items.length);
+        if (!p.has_more) return { out, total: p.total_count as number };
+        cursor = p.next_cursor;
+      } else {
+        expect(p).toMatchObject({ page, per_page: size, has_prev: page > 1 });
+        expect(p.total_pages).toBe(Math.ceil(p.total / size));
+        if (!p.has_next) return { out, total: p.total as number };
+      }
     }
     throw new Error('no last page');
   };
 
-  it('pages the configured environment newest first by cursor, in both forms', async () => {
-    const first = await get('/analytics/events', { limit: 4 });
+  it('pages the configured environment newest first: Form A by limit and cursor, Form B by page and per_page', async () => {
+    const first = await get('/analytics/events', { limit: 4 }, 'a');
     expect(first.body.pagination).toMatchObject({ limit: 4, returned_count: 4, total_count: shopRun.events.length, has_more: true, next_cursor: expect.any(String) });
-    expect(first.body.data[0]).toMatchObject({ event_id: expect.any(String), type: expect.any(String), environment_id: 'shop', metadata: expect.any(Object), actions_taken: expect.any(Array) });
+    expect(first.body.events[0]).toMatchObject({ event_id: expect.any(String), type: expect.any(String), environment_id: 'shop', metadata: expect.any(Object), actions_taken: expect.any(Array) });
+    const firstB = await get('/analytics/events', { per_page: 4, page: 2 }, 'b');
+    expect(firstB.body.pagination).toEqual({ page: 2, per_page: 4, total: shopRun.events.length, total_pages: Math.ceil(shopRun.events.length / 4), has_next: true, has_prev: true });
     for (const form of ['a', 'b'] as const) {
-      const { out, total } = await pageAll({ limit: 4 }, form);
+      const { out, total } = await pageAll({}, form, 4);
       expect(total).toBe(shopRun.events.length);
       expect(out.map((e) => e.event_id).sort()).toEqual(shopRun.events.map((e) => e.eventId).sort());
       const times = out.map((e) => Date.parse(e.timestamp as string));
       for (let i = 1; i < times.length; i++) expect(times[i]!).toBeLessThanOrEqual(times[i - 1]!);
     }
-    const all = await get('/analytics/events');
+    const all = await get('/analytics/events', {}, 'a');
     expect(all.body.pagination).toMatchObject({ limit: 100, has_more: false, next_cursor: null });
+    const allB = await get('/analytics/events', {}, 'b');
+    expect(allB.body.pagination).toMatchObject({ page: 1, per_page: 50 });
   });
 
   it('event_type fall | alert | activity, severity (critical included), environment and time bounds', async () => {
@@ -315,17 +330,105 @@ describe('GET /analytics/events', () => {
     expect(late.total + early.total).toBe(shopRun.events.length);
   });
 
-  it('validates limit, cursor, event_type, severity and the bounds', async () => {
+  it('event_type takes the type names the events carry, and refuses others listing the valid ones', async () => {
+    const types = [...new Set(shopRun.events.map((e) => e.type))];
+    expect(types).toEqual(expect.arrayContaining(['activity_change', 'intrusion']));
+    for (const type of types) {
+      for (const form of ['a', 'b'] as const) {
+        const { out, total } = await pageAll({ event_type: type }, form);
+        expect(total, type).toBe(shopRun.events.filter((e) => e.type === type).length);
+        expect(new Set(out.map((e) => e.type)), type).toEqual(new Set([type]));
+      }
+    }
+    const detections = await pageAll({ event_type: 'fall_detection', environment_id: 'care' });
+    expect(detections.out.map((e) => e.type)).toEqual(['fall_detection']);
+    const recoveries = await pageAll({ event_type: 'fall_recovery', environment_id: 'care' });
+    expect(recoveries.out.map((e) => e.type)).toEqual(['fall_recovery']);
+    const bad = await get('/analytics/events', { event_type: 'fall_alarm' }, 'a');
+    expect(bad.status).toBe(422);
+    const message = bad.body.error.details.field_errors[0].message as string;
+    for (const valid of ['fall_detection', 'fall_recovery', 'activity_change', 'inactivity', 'intrusion', 'fall', 'alert', 'activity']) expect(message).toContain(valid);
+  });
+
+  it('a Form A cursor carries its query: following next_cursor alone continues the same listing', async () => {
+    const query = { event_type: 'activity_change', start_time: iso(T0), end_time: iso(T0 + HOUR) };
+    const whole = await pageAll(query, 'b', 1000);
+    expect(whole.total).toBeGreaterThan(3);
+    const first = await get('/analytics/events', { ...query, limit: 2 }, 'a');
+    const seen = first.body.events.map((e: { event_id: string }) => e.event_id);
+    let cursor = first.body.pagination.next_cursor as string | null;
+    while (cursor) {
+      const r = await get('/analytics/events', { cursor }, 'a');
+      expect(r.status, r.text).toBe(200);
+      // The page size travels with the cursor too.
+      expect(r.body.pagination).toMatchObject({ limit: 2, total_count: whole.total });
+      seen.push(...r.body.events.map((e: { event_id: string }) => e.event_id));
+      cursor = r.body.pagination.next_cursor;
+    }
+    expect(seen).toEqual(whole.out.map((e) => e.event_id));
+    // The same parameters sent again (a time in another notation is the same instant), or another page size: fine.
+    const again = await get('/analytics/events', { ...query, start_time: iso(T0).replace('Z', '+00:00'), limit: 5, cursor: first.body.pagination.next_cursor }, 'a');
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.events.map((e: { event_id: string }) => e.event_id)).toEqual(whole.out.slice(2, 7).map((e) => e.event_id));
+    // A parameter that disagrees with the cursor's query, or one the cursor's query did not have: 422 naming it.
+    for (const [field, value] of [['event_type', 'intrusion'], ['severity', 'high'], ['end_time', iso(T0 + 2 * HOUR)], ['environment_id', 'care']] as const) {
+      const r = await get('/analytics/events', { cursor: first.body.pagination.next_cursor, [field]: value }, 'a');
+      expect(r.status, `${field}: ${r.text}`).toBe(422);
+      expect(r.body.error.details.field_errors.map((e: { field: string }) => e.field)).toEqual([field]);
+      expect(r.body.error.details.field_errors[0].message).toMatch(/cursor/);
+    }
+    // A cursor made up or altered is a 422 naming it, never a 5xx.
+    const q = { environment_id: 'shop', start_time: null, end_time: null, event_type: null, severity: null };
+    const forged = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    for (const bad of [
+      forged({ v: 1, at: [1, 'x'], q: { ...q, end_time: -9e15 }, n: 10 }),
+      forged({ v: 1, at: [1.5, 'x'], q, n: 10 }),
+      forged({ v: 1, at: [1, 'x'], q: { ...q, event_type: 'fall_alarm' }, n: 10 }),
+      forged({ v: 1, at: [1, 'x'], q: { ...q, environment_id: 'no spaces!' }, n: 10 }),
+      forged({ v: 1, at: [1, 'x'], q, n: 0 }),
+    ]) {
+      const r = await get('/analytics/events', { cursor: bad }, 'a');
+      expect(r.status, r.text).toBe(422);
+      expect(r.body.error.details.field_errors.map((e: { field: string }) => e.field)).toEqual(['cursor']);
+    }
+  });
+
+  it('validates limit, cursor, page, per_page, event_type, severity and the bounds; each form takes its own paging', async () => {
     await expect422('/analytics/events', { limit: 0 }, 'limit');
     await expect422('/analytics/events', { limit: 1001 }, 'limit');
     await expect422('/analytics/events', { limit: 2.5 }, 'limit');
     await expect422('/analytics/events', { cursor: 'not-a-cursor' }, 'cursor');
-    await expect422('/analytics/events', { event_type: 'fall_detection' }, 'event_type');
+    await expect422('/analytics/events', { event_type: 'fall_alarm' }, 'event_type');
     await expect422('/analytics/events', { severity: 'urgent' }, 'severity');
     await expect422('/analytics/events', { start_time: iso(T0 + HOUR), end_time: iso(T0) }, 'end_time');
-    await expect422('/analytics/events', { page: 2 }, 'page');
-    const big = await get('/analytics/events', { limit: 1000 });
-    expect(big.status).toBe(200);
+    for (const [query, field, form] of [
+      [{ page: 2 }, 'page', 'a'],
+      [{ per_page: 10 }, 'per_page', 'a'],
+      [{ limit: 10 }, 'limit', 'b'],
+      [{ cursor: 'x' }, 'cursor', 'b'],
+      [{ per_page: 0 }, 'per_page', 'b'],
+      [{ per_page: 1001 }, 'per_page', 'b'],
+      [{ page: 0 }, 'page', 'b'],
+    ] as const) {
+      const r = await get('/analytics/events', query, form);
+      expect(r.status, `${form} ${JSON.stringify(query)}: ${r.text}`).toBe(422);
+      const fields = form === 'a' ? r.body.error.details.field_errors.map((e: { field: string }) => e.field) : [r.body.error.details.field];
+      expect(fields).toContain(field);
+    }
+    expect((await get('/analytics/events', { limit: 1000 }, 'a')).status).toBe(200);
+    expect((await get('/analytics/events', { per_page: 1000 }, 'b')).status).toBe(200);
+  });
+
+  it('figures leave rounded to their precision: confidences 3 decimals, metres to the millimetre', async () => {
+    const decimals = (x: number) => (String(x).split('.')[1] ?? '').length;
+    const { out } = await pageAll({});
+    const located = out.filter((e) => e.location);
+    expect(located.length).toBeGreaterThan(0);
+    for (const e of out) {
+      expect(decimals(e.confidence as number), String(e.confidence)).toBeLessThanOrEqual(3);
+      const l = e.location as { x: number; y: number } | null;
+      if (l) expect(Math.max(decimals(l.x), decimals(l.y)), JSON.stringify(l)).toBeLessThanOrEqual(3);
+    }
   });
 });
 
@@ -353,7 +456,7 @@ describe('GET /analytics/occupancy', () => {
     const year = await get('/analytics/occupancy', { start_time: '2025-01-01T00:00:00Z', end_time: '2025-12-31T00:00:00Z', interval: '1hour' });
     expect(year.status).toBe(200);
     expect(year.body.data.time_series).toEqual([]);
-    expect(year.body.data.summary.average_occupancy).toBeNull();
+    expect(year.body.data.summary).toMatchObject({ average_occupancy: 0, frames: 0 });
   });
 });
 

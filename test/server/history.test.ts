@@ -125,6 +125,67 @@ describe('history over a scripted store', () => {
     expect(high.body.poses[0].persons).toEqual([]);
   });
 
+  it('a Form A cursor carries its query: following next_cursor alone continues the same listing', async () => {
+    const query = { start_time: iso(T0 + 10 * DT), end_time: iso(T0 + 150 * DT), person_id: 2, confidence_threshold: 0.3 };
+    const first = await s.api('GET', '/pose/history', { token, form: 'a', query: { ...query, limit: 30 } });
+    expect(first.status, first.text).toBe(200);
+    const frames: number[] = first.body.poses.map((p: { frame_id: number }) => p.frame_id);
+    let cursor: string | null = first.body.pagination.next_cursor;
+    while (cursor) {
+      // Nothing but the cursor: the filters, the range and the page size travel in it.
+      const r = await s.api('GET', '/pose/history', { token, form: 'a', query: { cursor } });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.pagination).toMatchObject({ total_count: 141 });
+      expect(r.body.poses.length).toBeLessThanOrEqual(30);
+      for (const p of r.body.poses) {
+        frames.push(p.frame_id);
+        expect(p.persons.map((x: { id: number }) => x.id)).toEqual([2]);
+      }
+      cursor = r.body.pagination.next_cursor;
+    }
+    expect(frames).toEqual(Array.from({ length: 141 }, (_, i) => 10 + i));
+    // Sent again with the cursor: the same values (a time in another notation is the same instant) and another page size are fine.
+    const same = await s.api('GET', '/pose/history', {
+      token,
+      form: 'a',
+      query: { ...query, start_time: iso(T0 + 10 * DT).replace('Z', '+00:00'), limit: 5, cursor: first.body.pagination.next_cursor },
+    });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.poses.map((p: { frame_id: number }) => p.frame_id)).toEqual([40, 41, 42, 43, 44]);
+    // A parameter that disagrees with the cursor's query, or that its query did not have: 422 naming it.
+    for (const [field, value] of [
+      ['person_id', 1],
+      ['confidence_threshold', 0.5],
+      ['end_time', iso(T0 + 151 * DT)],
+      ['track_id', 2],
+      ['environment_id', 'elsewhere'],
+    ] as const) {
+      const r = await s.api('GET', '/pose/history', { token, form: 'a', query: { cursor: first.body.pagination.next_cursor, [field]: value } });
+      expect(r.status, `${field}: ${r.text}`).toBe(422);
+      expect(r.body.error.details.field_errors.map((e: { field: string }) => e.field)).toEqual([field]);
+      expect(r.body.error.details.field_errors[0].message).toMatch(/cursor/);
+    }
+    // A cursor made up or altered is a 422 naming it, never a 5xx: it is checked as strictly as parameters are.
+    const q = { environment_id: 'lab', start_time: null, end_time: null, person_id: null, track_id: null, confidence_threshold: 0 };
+    const forged = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    for (const bad of [
+      forged({ v: 1, at: 5, q: { ...q, start_time: 9e15 }, n: 10 }),
+      forged({ v: 1, at: -1, q, n: 10 }),
+      forged({ v: 1, at: 5, q, n: 1001 }),
+      forged({ v: 1, at: 5, q: { ...q, confidence_threshold: 2 }, n: 10 }),
+      forged({ v: 1, at: 5, q: { ...q, extra: 1 }, n: 10 }),
+      forged({ v: 2, at: 5, q, n: 10 }),
+      forged([1, 'x']),
+      'A'.repeat(3000),
+    ]) {
+      const r = await s.api('GET', '/pose/history', { token, form: 'a', query: { cursor: bad } });
+      expect(r.status, r.text).toBe(422);
+      expect(r.body.error.details.field_errors.map((e: { field: string }) => e.field)).toEqual(['cursor']);
+    }
+    const fine = await s.api('GET', '/pose/history', { token, form: 'a', query: { cursor: forged({ v: 1, at: 0, q, n: 3 }) } });
+    expect(fine.body.poses.map((p: { frame_id: number }) => p.frame_id)).toEqual([0, 1, 2]);
+  });
+
   it('answers 404 POSE_DATA_NOT_FOUND with the requested and available ranges, 422 for bad ranges, bounds and parameters', async () => {
     const empty = await s.api('GET', '/pose/history', { token, query: { start_time: '2020-01-01T00:00:00Z', end_time: '2020-01-02T00:00:00Z' } });
     expect(empty.status).toBe(404);
@@ -175,7 +236,8 @@ describe('history over a scripted store', () => {
       person_count: 2,
       avg_confidence: 0.65,
       max_confidence: 0.9,
-      activities: { walking: Math.round((walkFrames / (2 * N)) * 1000) / 1000, standing: Math.round(((N - walkFrames) / (2 * N)) * 1000) / 1000, sitting: 0.5 },
+      // Shares to 4 decimals (docs/service.md "Conventions").
+      activities: { walking: Math.round((walkFrames / (2 * N)) * 10_000) / 10_000, standing: Math.round(((N - walkFrames) / (2 * N)) * 10_000) / 10_000, sitting: 0.5 },
     });
     expect(minute.body.data.query_metadata).toMatchObject({ total_records_scanned: 3 * N, cache_hit: false, aggregation: 'minute_summary', returned_count: 1, truncated: false });
     expect(minute.body.data.query_metadata.execution_time_ms).toBeGreaterThan(0);

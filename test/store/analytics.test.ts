@@ -14,8 +14,6 @@ import {
   ANALYTICS_SQL,
   HOLD_CAP_SECONDS,
   MOVING_SPEED,
-  decodeCursor,
-  encodeCursor,
   events,
   healthcare,
   mobilityScore,
@@ -160,7 +158,7 @@ const zoneOf = (id: string) => shop.zones.find((z) => z.id === id)!;
 // ---------------------------------------------------------------------------------------------
 
 describe('healthcare', () => {
-  it('fall_events: one fall with a recovery (high; response = fall to up again), one without (critical; response null)', async () => {
+  it('fall_events: one fall with a recovery (high; response = fall to up again), one without (critical; response 0, no recovery)', async () => {
     const h = await healthcare(ctx.store, { environmentId: 'care', start: T0, end: T0 + HOUR }, ['fall_events']);
     expect(Object.keys(h)).toEqual(['fall_events']);
     expect(h.fall_events!.count).toBe(2);
@@ -179,7 +177,8 @@ describe('healthcare', () => {
     expect(fallTime).toBeGreaterThanOrEqual(start);
     expect(fallTime - start).toBeLessThanOrEqual(1000);
     // Both ends are labelled by the activity operator, each within about a second of the truth.
-    expect(Math.abs(up!.response_time_seconds! - (upAgain - start) / 1000)).toBeLessThanOrEqual(1.5);
+    expect(Math.abs(up!.response_time_seconds - (upAgain - start) / 1000)).toBeLessThanOrEqual(1.5);
+    expect(up!.recovery_detected).toBe(true);
     // Where the person lay (truth floor position at the end of the fall).
     const landed = fallUp.truthEvents.find((e) => e.type === 'fall_end' && e.person === 0)!.time;
     const k = fallUp.times.findIndex((t) => t >= landed);
@@ -189,7 +188,8 @@ describe('healthcare', () => {
     // The second scenario: person 0 falls and stays down: high then critical alerts, one fall.
     expect(down!.person_id).toBe([...fallDown.tracksOf.get(0)!][0]);
     expect(down!.severity).toBe('critical');
-    expect(down!.response_time_seconds).toBeNull();
+    expect(down!.response_time_seconds).toBe(0);
+    expect(down!.recovery_detected).toBe(false);
     expect(fallDown.alerts.filter((a) => a.type === 'fall_detection').map((a) => a.severity)).toEqual(['high', 'critical']);
   });
 
@@ -236,7 +236,7 @@ describe('healthcare', () => {
     expect(s.mobility_score).toBeGreaterThanOrEqual(50);
     expect(s.mobility_score).toBeLessThanOrEqual(55);
     expect(mobilityScore(0, 100, 100, 100)).toBe(100);
-    expect(mobilityScore(0, 0, 0, 0)).toBeNull();
+    expect(mobilityScore(0, 0, 0, 0)).toBe(0);
   });
 
   it('sleep_quality: two sleep sessions, one interrupted once; efficiency = lying / time in bed', async () => {
@@ -252,7 +252,7 @@ describe('healthcare', () => {
 
   it('sleep_quality: lying less than 20 minutes is not sleep', async () => {
     const q = (await healthcare(ctx.store, { environmentId: 'care', start: T0, end: T0 + 15 * MIN }, ['sleep_quality'])).sleep_quality!;
-    expect(q).toEqual({ total_sleep_hours: 0, sleep_efficiency: null, restlessness_events: 0, sleep_sessions: 0 });
+    expect(q).toEqual({ total_sleep_hours: 0, sleep_efficiency: 0, restlessness_events: 0, sleep_sessions: 0 });
   });
 });
 
@@ -325,9 +325,10 @@ describe('retail', () => {
     expect(g.notes.join('\n')).toMatch(/purchase: zone nowhere .* not in environment\.zones/);
   });
 
-  it('zones: no purchase zone -> conversion_rate null; no zones at all -> empty lists', async () => {
-    const r = await retail(ctx.store, shopRange, { zones: shop.zones, funnel: { entrance: 'E', product_interaction: '', checkout_area: '', purchase: '' } }, ['zones']);
-    expect(r.zones!.every((z) => z.conversion_rate === null)).toBe(true);
+  it('zones: no purchase zone -> conversion_rate 0 (nobody can convert); no zones at all -> empty lists', async () => {
+    const r = await retail(ctx.store, shopRange, { zones: shop.zones, funnel: { entrance: 'E', product_interaction: '', checkout_area: '', purchase: '' } }, ['zones', 'conversion_funnel']);
+    expect(r.zones!.every((z) => z.conversion_rate === 0 && z.visitor_count > 0)).toBe(true);
+    expect(r.conversion_funnel!.notes.join('\n')).toMatch(/purchase: no zone configured/);
     const none = await retail(ctx.store, shopRange, { zones: [], funnel: FUNNEL }, ['zones', 'heat_map', 'conversion_funnel']);
     expect(none.zones).toEqual([]);
     expect(none.heat_map).toEqual({ high_traffic_areas: [] });
@@ -404,15 +405,16 @@ describe('security', () => {
       const left = truthLeaves(shopRun, who, zoneOf(e.zone!).polygon, alertAt);
       // Visitors 0 and 1 never leave C, visitor 2 never leaves E (they vanish there).
       const stays = (e.zone === 'C' && who !== 2) || (e.zone === 'E' && who === 2);
-      if (stays) expect(e.response_time_seconds, `${e.zone} ${who}`).toBeNull();
-      else expect(Math.abs(e.response_time_seconds! - (left! - alertAt) / 1000), `${e.zone} ${who}`).toBeLessThanOrEqual(FRAME_S + 1e-6);
+      expect(e.resolved, `${e.zone} ${who}`).toBe(!stays);
+      if (stays) expect(e.response_time_seconds, `${e.zone} ${who}`).toBe(0);
+      else expect(Math.abs(e.response_time_seconds - (left! - alertAt) / 1000), `${e.zone} ${who}`).toBeLessThanOrEqual(FRAME_S + 1e-6);
     }
     // Visitors 0 and 1 leave E on their walk at 10 s.
     expect(s.events[0]!.response_time_seconds!).toBeGreaterThan(10);
     expect(s.events[0]!.response_time_seconds!).toBeLessThan(13);
   });
 
-  it('perimeter_monitoring: zone entries inside vs outside each zone schedule; false positives unknown (null)', async () => {
+  it('perimeter_monitoring: zone entries inside vs outside each zone schedule; no entry known to be false (0)', async () => {
     const p = (await security(ctx.store, shopRange, settings, ['perimeter_monitoring'])).perimeter_monitoring!;
     // E (always watched): 3 entries; A (watched 22:00-06:00, the run is at noon): 2 entries,
     // authorized; C (watched 08:00-18:00): 3 entries.
@@ -421,7 +423,7 @@ describe('security', () => {
       { zone_id: 'A', entries: 2, authorized_entries: 2, unauthorized_attempts: 0 },
       { zone_id: 'C', entries: 3, authorized_entries: 0, unauthorized_attempts: 3 },
     ]);
-    expect([p.total_detections, p.authorized_entries, p.unauthorized_attempts, p.false_positives]).toEqual([8, 2, 6, null]);
+    expect([p.total_detections, p.authorized_entries, p.unauthorized_attempts, p.false_positives]).toEqual([8, 2, 6, 0]);
   });
 
   it('perimeter_monitoring: the schedule rule in SQL agrees with scheduleActive (overnight, days, UTC offsets, all day)', async () => {
@@ -503,11 +505,11 @@ describe('summary', () => {
     const a = activitySeconds(await storedRows(ctx.store, shopRange));
     expect(s.activity_stats.average_activity_level!).toBeCloseTo(a.walking! / a.labelled!, 4);
     // 180 samples of 10 s over 3 hours: 1/6.
-    expect(s.system_stats).toEqual({ uptime_percentage: 16.67, average_processing_time: 5, frames_processed: shop.seconds * 12.5, error_count: null });
+    expect(s.system_stats).toEqual({ uptime_percentage: 16.67, average_processing_time: 5, frames_processed: shop.seconds * 12.5, error_count: 0 });
     expect(s.hourly_breakdown).toEqual([
-      { hour: '2026-01-05T11:00:00.000Z', detections: 0, unique_persons: 0, average_confidence: null },
+      { hour: '2026-01-05T11:00:00.000Z', detections: 0, unique_persons: 0, average_confidence: 0 },
       { hour: '2026-01-05T12:00:00.000Z', detections, unique_persons: 3, average_confidence: 0.9 },
-      { hour: '2026-01-05T13:00:00.000Z', detections: 0, unique_persons: 0, average_confidence: null },
+      { hour: '2026-01-05T13:00:00.000Z', detections: 0, unique_persons: 0, average_confidence: 0 },
     ]);
   });
 
@@ -575,10 +577,10 @@ describe('events', () => {
       const page = await events(ctx.store, { ...q, ...(cursor ? { cursor } : {}) });
       out.push(...page.events);
       if (!page.has_more) {
-        expect(page.next_cursor).toBeNull();
+        expect(page.next).toBeNull();
         return out;
       }
-      cursor = decodeCursor(page.next_cursor!)!;
+      cursor = page.next!;
     }
     throw new Error('no end of pages');
   }
@@ -599,7 +601,7 @@ describe('events', () => {
   });
 
   it('event_type fall / activity / alert, severity and time bounds', async () => {
-    const falls = await all({ environmentId: 'care', kind: 'fall' });
+    const falls = await all({ environmentId: 'care', type: 'fall' });
     expect(falls.map((e) => [e.type, e.severity])).toEqual([
       ['fall_detection', 'critical'],
       ['fall_detection', 'high'],
@@ -607,13 +609,13 @@ describe('events', () => {
       ['fall_detection', 'high'],
     ]);
     expect(falls[2]!.metadata).toMatchObject({ recovery_detected: true });
-    const activity = await all({ environmentId: 'shop', kind: 'activity' });
+    const activity = await all({ environmentId: 'shop', type: 'activity' });
     expect(activity.length).toBe(shopRun.events.filter((e) => e.type === 'activity_change').length);
     expect(activity.every((e) => e.type === 'activity_change' && typeof e.metadata.to === 'string')).toBe(true);
-    const alerts = await all({ environmentId: 'shop', kind: 'alert', limit: 4 });
+    const alerts = await all({ environmentId: 'shop', type: 'alert', limit: 4 });
     expect(alerts.map((a) => a.event_id).sort()).toEqual(shopRun.alerts.map((a) => a.alertId).sort());
     expect(alerts.every((a) => a.type === 'intrusion' && typeof a.zone === 'string' && a.actions_taken.includes('notification'))).toBe(true);
-    const high = await all({ environmentId: 'shop', kind: 'alert', severity: 'high' });
+    const high = await all({ environmentId: 'shop', type: 'alert', severity: 'high' });
     expect(high.map((a) => a.zone)).toEqual(['C', 'C', 'C']);
     const critical = await all({ environmentId: 'care', severity: 'critical' });
     expect(critical.map((e) => e.type)).toEqual(['fall_detection']);
@@ -622,10 +624,17 @@ describe('events', () => {
     expect(early.length).toBeGreaterThan(0);
   });
 
-  it('cursors are opaque round-trips; anything else is not a cursor', () => {
-    const c = { us: 1767614400000123, id: 'evt_x' };
-    expect(decodeCursor(encodeCursor(c))).toEqual(c);
-    for (const bad of ['', 'abc', Buffer.from('{"a":1}').toString('base64url'), Buffer.from('[1.5,"x"]').toString('base64url')]) expect(decodeCursor(bad)).toBeUndefined();
+  it('event_type as the events carry it: each type name alone; an offset pages as the cursor does', async () => {
+    const detections = await all({ environmentId: 'care', type: 'fall_detection' });
+    expect(detections.map((e) => e.type)).toEqual(['fall_detection', 'fall_detection', 'fall_detection']);
+    const recoveries = await all({ environmentId: 'care', type: 'fall_recovery' });
+    expect(recoveries.map((e) => e.type)).toEqual(['fall_recovery']);
+    const intrusions = await all({ environmentId: 'shop', type: 'intrusion' });
+    expect(intrusions.length).toBe(shopRun.events.filter((e) => e.type === 'intrusion').length);
+    const byCursor = await all({ environmentId: 'shop', limit: 7 });
+    const byOffset: EventOut[] = [];
+    for (let offset = 0; offset < byCursor.length; offset += 7) byOffset.push(...(await events(ctx.store, { environmentId: 'shop', limit: 7, offset })).events);
+    expect(byOffset).toEqual(byCursor);
   });
 });
 
@@ -636,35 +645,36 @@ describe('events', () => {
 describe('a range without data', () => {
   const empty: AnalyticsRange = { environmentId: 'shop', start: Date.UTC(2020, 0, 1), end: Date.UTC(2020, 0, 2) };
 
-  it('answers zeros and empty lists, and null where a ratio has nothing to divide', async () => {
+  it('answers zeros and empty lists: a ratio or average over nothing is 0, next to the count that says so', async () => {
     expect(await healthcare(ctx.store, empty)).toEqual({
       fall_events: { count: 0, events: [] },
       activity_summary: { walking_minutes: 0, sitting_minutes: 0, lying_minutes: 0, standing_minutes: 0 },
-      mobility_score: null,
-      sleep_quality: { total_sleep_hours: 0, sleep_efficiency: null, restlessness_events: 0, sleep_sessions: 0 },
+      mobility_score: 0,
+      sleep_quality: { total_sleep_hours: 0, sleep_efficiency: 0, restlessness_events: 0, sleep_sessions: 0 },
     });
     const r = await retail(ctx.store, empty, { zones: shop.zones, funnel: FUNNEL });
-    expect(r.traffic).toEqual({ total_visitors: 0, unique_visitors: 0, peak_hour: null, peak_count: 0, average_dwell_time_minutes: null });
+    expect(r.traffic).toEqual({ total_visitors: 0, unique_visitors: 0, peak_hour: null, peak_count: 0, average_dwell_time_minutes: 0 });
     expect(r.zones!.map((z) => [z.visitor_count, z.avg_dwell_time_minutes, z.conversion_rate])).toEqual([
-      [0, null, null],
-      [0, null, null],
-      [0, null, null],
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
     ]);
     expect([r.conversion_funnel!.entrance, r.conversion_funnel!.product_interaction, r.conversion_funnel!.purchase]).toEqual([0, 0, 0]);
     expect(r.heat_map!.high_traffic_areas).toEqual([]);
     const s = await security(ctx.store, empty, { zones: shop.zones, crowdThreshold: 2 });
     expect(s.intrusion_events).toEqual({ count: 0, events: [] });
-    expect([s.perimeter_monitoring!.total_detections, s.perimeter_monitoring!.false_positives]).toEqual([0, null]);
-    expect(s.crowd_analysis).toEqual({ max_occupancy: 0, average_occupancy: null, crowd_formation_events: 0, crowd_threshold: 2 });
+    expect([s.perimeter_monitoring!.total_detections, s.perimeter_monitoring!.false_positives]).toEqual([0, 0]);
+    expect(s.crowd_analysis).toEqual({ max_occupancy: 0, average_occupancy: 0, crowd_formation_events: 0, crowd_threshold: 2 });
     const m = await summary(ctx.store, empty, 'day');
-    expect(m.detection_stats).toEqual({ total_detections: 0, unique_persons: 0, average_confidence: null, peak_occupancy: 0, peak_occupancy_time: null });
-    expect(m.system_stats).toEqual({ uptime_percentage: 0, average_processing_time: null, frames_processed: 0, error_count: null });
-    expect(m.hourly_breakdown).toEqual([{ hour: '2020-01-01T00:00:00.000Z', detections: 0, unique_persons: 0, average_confidence: null }]);
+    expect(m.detection_stats).toEqual({ total_detections: 0, unique_persons: 0, average_confidence: 0, peak_occupancy: 0, peak_occupancy_time: null });
+    expect(m.activity_stats).toEqual({ total_movement_events: 0, fall_detections: 0, alert_count: 0, average_activity_level: 0 });
+    expect(m.system_stats).toEqual({ uptime_percentage: 0, average_processing_time: 0, frames_processed: 0, error_count: 0 });
+    expect(m.hourly_breakdown).toEqual([{ hour: '2020-01-01T00:00:00.000Z', detections: 0, unique_persons: 0, average_confidence: 0 }]);
     const o = await occupancy(ctx.store, empty);
-    expect(o.summary).toEqual({ average_occupancy: null, peak_occupancy: 0, peak_time: null, total_person_hours: 0, frames: 0 });
+    expect(o.summary).toEqual({ average_occupancy: 0, peak_occupancy: 0, peak_time: null, total_person_hours: 0, frames: 0 });
     expect(o.time_series).toEqual([]);
     expect(Object.values(o.distribution)).toEqual([0, 0, 0, 0, 0]);
-    expect(await events(ctx.store, { environmentId: 'shop', start: empty.start, end: empty.end })).toEqual({ events: [], total_count: 0, has_more: false, next_cursor: null });
+    expect(await events(ctx.store, { environmentId: 'shop', start: empty.start, end: empty.end })).toEqual({ events: [], total_count: 0, has_more: false, next: null });
   });
 
   it('an unknown environment is a range without data', async () => {

@@ -66,7 +66,7 @@ describe('Store', () => {
     });
   });
 
-  it('migrates a version 1 file: frames and persons get their storage order, tracks are computed', async () => {
+  it('migrates a version 1 file: frames and persons get their storage order, tracks are computed, metrics count errors', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'csipose-migrate-'));
     const path = join(dir, 'v1.duckdb');
     try {
@@ -81,7 +81,9 @@ describe('Store', () => {
       inst.closeSync();
       const store = await Store.open(path);
       try {
-        expect(await store.query(`SELECT version FROM schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }]);
+        expect(await store.query(`SELECT version FROM schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+        // Version 3: the errors logged per metrics sample, NULL (none counted) on older rows.
+        expect(await store.query(`SELECT data_type FROM duckdb_columns() WHERE table_name = 'system_metrics' AND column_name = 'error_count'`)).toEqual([{ data_type: 'INTEGER' }]);
         expect(await store.query(`SELECT seq FROM pose_frames`)).toEqual([{ seq: Date.parse('2026-11-24T10:00:00Z') * 1000 }]);
         expect((await store.query(`SELECT seq FROM pose_persons ORDER BY ts`)).map((r) => r.seq)).toEqual([Date.parse('2026-11-24T10:00:00Z') * 1000, Date.parse('2026-11-24T10:00:01Z') * 1000]);
         const [track] = await store.query(`SELECT environment_id, track_id, frames, last_activity, last_floor_x FROM tracks`);

@@ -8,8 +8,9 @@
 import type { Route } from '../core.js';
 import { Checker } from '../validate.js';
 import type { ServiceFace } from '../../service/face.js';
+import { cursorQuery, cursorTime, decodeQueryCursor, encodeQueryCursor, type CursorValue } from '../cursor.js';
 import {
-  decodeCursor,
+  EVENT_FILTERS,
   events,
   healthcare,
   occupancy,
@@ -23,8 +24,7 @@ import {
   SECURITY_METRICS,
   SEVERITIES,
   type AnalyticsRange,
-  type EventCursor,
-  type EventKind,
+  type EventFilter,
   type Granularity,
   type OccupancyInterval,
   type Severity,
@@ -34,9 +34,12 @@ import {
 export const MAX_RANGE_DAYS = 366;
 /** Most points an occupancy time series may have (range / interval). */
 export const MAX_SERIES_POINTS = 10_000;
-/** Page size of `/analytics/events`: default and largest (DECISIONS "Sizes and limits"). */
-export const EVENTS_DEFAULT_LIMIT = 100;
-export const EVENTS_MAX_LIMIT = 1000;
+/**
+ * Paging of `/analytics/events`, per form as `/pose/history` pages (DECISIONS "Response forms",
+ * "Sizes and limits"): Form A `limit` + `cursor`, Form B `page` + `per_page`.
+ */
+export const EVENTS_LIMIT_A = { default: 100, max: 1000 } as const;
+export const EVENTS_PER_PAGE_B = { default: 50, max: 1000 } as const;
 
 const DAY_MS = 86_400_000;
 /** Length of each `period`, ending now or at the end of `date`. A month is 30 days. */
@@ -94,10 +97,37 @@ function checkParams(c: Checker, q: URLSearchParams, known: readonly string[]): 
   }
 }
 
-function environment(c: Checker, q: URLSearchParams, svc: ServiceFace): string {
+/** `environment_id` as sent, undefined when not. */
+function environmentSent(c: Checker, q: URLSearchParams): string | undefined {
   const v = c.queryString(q, 'environment_id', 64);
-  if (v !== undefined && !ENV_PATTERN.test(v)) bad(c, 'environment_id', 'environment_id must be letters, digits, ".", "_" and "-", starting with a letter or digit', v);
-  return v ?? svc.config.get().environment.id;
+  if (v !== undefined && !ENV_PATTERN.test(v)) return bad(c, 'environment_id', 'environment_id must be letters, digits, ".", "_" and "-", starting with a letter or digit', v);
+  return v;
+}
+
+function environment(c: Checker, q: URLSearchParams, svc: ServiceFace): string {
+  return environmentSent(c, q) ?? svc.config.get().environment.id;
+}
+
+/** The parameters of an events listing, by request name, as its Form A cursor carries them. */
+const EVENTS_QUERY: Readonly<Record<string, (v: CursorValue) => boolean>> = {
+  environment_id: (v) => typeof v === 'string' && v.length <= 64 && ENV_PATTERN.test(v),
+  start_time: cursorTime,
+  end_time: cursorTime,
+  event_type: (v) => v === null || (EVENT_FILTERS as readonly CursorValue[]).includes(v),
+  severity: (v) => v === null || (SEVERITIES as readonly CursorValue[]).includes(v),
+};
+/** A Form A position in an events listing: the last event's time (epoch µs) and id. */
+const isEventPosition = (v: unknown): v is [number, string] =>
+  Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && v[1].length <= 512;
+
+/** The paging parameters of the other form, refused with a message that says which to use. */
+function otherFormPaging(c: Checker, q: URLSearchParams, form: 'a' | 'b'): void {
+  const [theirs, ours] = form === 'a' ? [['page', 'per_page'], 'limit and cursor'] : [['limit', 'cursor'], 'page and per_page'];
+  for (const name of theirs) {
+    if (q.has(name)) {
+      bad(c, name, `${name} pages Form ${form === 'a' ? 'B' : 'A'} listings; Form ${form.toUpperCase()} pages with ${ours} (or send X-Response-Form: ${form === 'a' ? 'b' : 'a'})`, q.get(name));
+    }
+  }
 }
 
 function time(c: Checker, q: URLSearchParams, name: string, required: boolean): number | undefined {
@@ -234,31 +264,69 @@ export function analyticsRoutes(svc: ServiceFace): Route[] {
       role: 'viewer',
       async handler(ctx) {
         const c = new Checker();
-        checkParams(c, ctx.query, ['start_time', 'end_time', 'event_type', 'severity', 'environment_id', 'limit', 'cursor']);
-        const env = environment(c, ctx.query, svc);
+        const formA = ctx.form === 'a';
+        checkParams(c, ctx.query, ['start_time', 'end_time', 'event_type', 'severity', 'environment_id', 'limit', 'cursor', 'page', 'per_page']);
+        otherFormPaging(c, ctx.query, formA ? 'a' : 'b');
         const { start, end } = timeRange(c, ctx.query, false);
-        const kind = c.queryString(ctx.query, 'event_type', 16, ['fall', 'alert', 'activity']) as EventKind | undefined;
-        const severity = c.queryString(ctx.query, 'severity', 16, SEVERITIES) as Severity | undefined;
-        const limit = c.queryInt(ctx.query, 'limit', 1, EVENTS_MAX_LIMIT) ?? EVENTS_DEFAULT_LIMIT;
-        const cursorText = ctx.query.get('cursor');
-        let cursor: EventCursor | undefined;
-        if (cursorText !== null) {
-          cursor = decodeCursor(cursorText);
-          if (!cursor) bad(c, 'cursor', 'cursor must be a next_cursor value of an earlier page', cursorText);
+        // What the request sent, undefined where it sent nothing.
+        const sent: Record<string, CursorValue | undefined> = {
+          environment_id: environmentSent(c, ctx.query),
+          start_time: start,
+          end_time: end,
+          event_type: c.queryString(ctx.query, 'event_type', 32, EVENT_FILTERS),
+          severity: c.queryString(ctx.query, 'severity', 16, SEVERITIES),
+        };
+        let q: Record<string, CursorValue> = {
+          environment_id: sent.environment_id ?? svc.config.get().environment.id,
+          start_time: start ?? null,
+          end_time: end ?? null,
+          event_type: sent.event_type ?? null,
+          severity: sent.severity ?? null,
+        };
+        let limit: number;
+        let after: [number, string] | undefined;
+        let offset = 0;
+        let page = 1;
+        if (formA) {
+          const sentLimit = c.queryInt(ctx.query, 'limit', 1, EVENTS_LIMIT_A.max);
+          limit = sentLimit ?? EVENTS_LIMIT_A.default;
+          const raw = ctx.query.get('cursor');
+          if (raw !== null) {
+            const cursor = decodeQueryCursor(raw, EVENTS_QUERY, isEventPosition, EVENTS_LIMIT_A.max);
+            if (!cursor) bad(c, 'cursor', 'cursor must be a next_cursor of an earlier page of this listing', raw.slice(0, 64));
+            else {
+              // The cursor carries the listing's query: it continues alone; what is sent with it must agree.
+              q = cursorQuery(c, sent, cursor);
+              after = cursor.at;
+              limit = sentLimit ?? cursor.limit;
+            }
+          }
+        } else {
+          page = c.queryInt(ctx.query, 'page', 1, 2 ** 31 - 1) ?? 1;
+          limit = c.queryInt(ctx.query, 'per_page', 1, EVENTS_PER_PAGE_B.max) ?? EVENTS_PER_PAGE_B.default;
+          offset = (page - 1) * limit;
         }
         c.done();
-        const page = await events(svc.store, {
-          environmentId: env,
-          ...(start !== undefined ? { start } : {}),
-          ...(end !== undefined ? { end } : {}),
-          ...(kind ? { kind } : {}),
-          ...(severity ? { severity } : {}),
+        const found = await events(svc.store, {
+          environmentId: q.environment_id as string,
+          ...(q.start_time !== null ? { start: q.start_time as number } : {}),
+          ...(q.end_time !== null ? { end: q.end_time as number } : {}),
+          ...(q.event_type !== null ? { type: q.event_type as EventFilter } : {}),
+          ...(q.severity !== null ? { severity: q.severity as Severity } : {}),
           limit,
-          ...(cursor ? { cursor } : {}),
+          ...(after ? { cursor: { us: after[0], id: after[1] } } : {}),
+          offset,
         });
-        const pagination = { limit, returned_count: page.events.length, total_count: page.total_count, has_more: page.has_more, next_cursor: page.next_cursor };
-        // Form A: the resource is the body (events and their paging); Form B: `data` is the array.
-        return ctx.form === 'a' ? { data: { events: page.events, pagination } } : { data: page.events, extra: { pagination } };
+        if (formA) {
+          const next = found.next ? encodeQueryCursor([found.next.us, found.next.id], q, limit) : null;
+          // Form A: the resource is the body, the events and their cursor paging.
+          return { data: { events: found.events, pagination: { limit, returned_count: found.events.length, total_count: found.total_count, has_more: found.has_more, next_cursor: next } } };
+        }
+        const totalPages = Math.ceil(found.total_count / limit);
+        return {
+          data: found.events,
+          extra: { pagination: { page, per_page: limit, total: found.total_count, total_pages: totalPages, has_next: page < totalPages, has_prev: page > 1 } },
+        };
       },
     },
     {

@@ -5,13 +5,22 @@ import { formPaths, parseUpdate, toForm } from '../../config/forms.js';
 import { schemaDocument } from '../../config/validate.js';
 import { defaults } from '../../config/schema.js';
 
-/** `GET /config`, `PUT /config`, `GET /config/schema`. */
+/**
+ * `GET /config`, `PUT /config`, `GET /config/schema`.
+ *
+ * Reads count as Health checks, not Configuration: the Form B table's 50 per hour is a budget for
+ * changes, and DECISIONS already files the system's reads (status, metrics) under Health checks
+ * and its changes (start, stop, restart) under Configuration. Otherwise every screen that shows
+ * the configuration would spend the budget its saves need.
+ *
+ * Passwords inside values (`hardware.source`) are masked for every reader (config/secrets.ts).
+ */
 export function configRoutes(svc: ServiceFace): Route[] {
   return [
     {
       method: 'GET',
       pattern: '/config',
-      category: 'configuration',
+      category: 'health',
       role: 'viewer',
       handler: (ctx) => ({ data: toForm(svc.config.get(), ctx.form, { modelVersion: svc.modelVersion() }) }),
     },
@@ -51,7 +60,7 @@ export function configRoutes(svc: ServiceFace): Route[] {
     {
       method: 'GET',
       pattern: '/config/schema',
-      category: 'configuration',
+      category: 'health',
       role: 'viewer',
       handler: () => ({ data: { schema: schemaDocument(), defaults: defaults() } }),
     },

@@ -2,14 +2,18 @@ import { ApiError } from '../../errors.js';
 import type { CoreStats, Route } from '../core.js';
 import { Checker } from '../validate.js';
 import type { ServiceFace, ServiceSnapshot } from '../../service/face.js';
+import { confidence } from '../../precision.js';
 
 function r2(v: number): number {
   return Math.round(v * 100) / 100;
 }
 
-/** Healthy unless the system or the store is in error, or a component says it is. */
+/**
+ * Unhealthy while the system is in error or the store gives rows up; degraded while the store's
+ * writes fail (rows kept for a retry) or a component reports an error or a lost connection.
+ */
 function overall(s: ServiceSnapshot): 'healthy' | 'degraded' | 'unhealthy' {
-  if (s.system.state === 'error') return 'unhealthy';
+  if (s.system.state === 'error' || s.store.status === 'unhealthy') return 'unhealthy';
   const degraded = s.store.status === 'degraded' || Object.values(s.components).some((c) => c.status === 'error' || c.status === 'disconnected');
   return degraded ? 'degraded' : 'healthy';
 }
@@ -23,7 +27,13 @@ function detailedHealth(s: ServiceSnapshot, http: CoreStats): Record<string, unk
     uptime: s.processUptimeSeconds,
     components: {
       api: { status: 'healthy', response_time_ms: r2(http.avgResponseMs), requests_per_second: r2(http.requestRate()) },
-      database: { status: s.store.status, connection_pool: store?.connection_pool ?? '0/0', query_time_ms: r2(store?.query_time_ms ?? 0) },
+      database: {
+        status: s.store.status,
+        connection_pool: store?.connection_pool ?? '0/0',
+        query_time_ms: r2(store?.query_time_ms ?? 0),
+        // What the failing writes say, from the first failure until a write of those rows succeeds.
+        ...(store?.last_error !== undefined ? { last_error: store.last_error } : {}),
+      },
       // No Redis here: the service keeps its state in process and in DuckDB.
       redis: { status: 'not_used', memory_usage: '0MB', connected_clients: 0 },
       neural_network: { status: s.model.status, model_loaded: s.model.loaded, gpu_memory_usage: '0MB', inference_queue: s.model.queue },
@@ -58,12 +68,13 @@ function currentMetrics(s: ServiceSnapshot, http: CoreStats) {
       cpu_usage: s.resources.cpuPercent,
       memory_usage: s.resources.memoryPercent,
       gpu_usage: 0,
-      disk_io: s.resources.diskIo,
+      // Without /proc (not Linux) the process's disk throughput is not known: 0, as the docs say.
+      disk_io: s.resources.diskIo ?? { read_mb_per_sec: 0, write_mb_per_sec: 0 },
     },
     business: {
       active_persons: s.pose.activePersons,
       detections_per_minute: s.pose.detectionsPerMinute,
-      tracking_accuracy: r2(s.pose.trackQuality),
+      tracking_accuracy: confidence(s.pose.trackQuality),
     },
     // Outlet figures: WebSocket drops and slow-client closes, MQTT publishes and drops.
     streaming: s.components,

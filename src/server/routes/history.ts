@@ -22,6 +22,8 @@ import {
 } from '../../store/history.js';
 import { ACTIVITIES } from '../../pose/types.js';
 import { bodyObject } from './body.js';
+import { confidence, mean, metres, millis, pixels, ratio, seconds, speed } from '../../precision.js';
+import { cursorQuery, cursorTime, decodeQueryCursor, encodeQueryCursor, type CursorValue } from '../cursor.js';
 
 /** Paging bounds (spec Limits, DECISIONS "Sizes and limits"). */
 const LIMIT_A = { default: 100, max: 1000 };
@@ -34,7 +36,6 @@ const FRAME_SECONDS = 0.08;
 const STORE_DELAY_S = 1;
 
 const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined || !Number.isFinite(ms) ? null : isoTime(ms));
-const round = (v: number, d = 3): number => Math.round(v * 10 ** d) / 10 ** d;
 
 /** 404 for a range that holds nothing, with what is stored (spec `POSE_DATA_NOT_FOUND`). */
 async function notFound(svc: ServiceFace, env: string, requested: Partial<TimeRange>, what: string): Promise<never> {
@@ -55,45 +56,73 @@ function readRange(c: Checker, q: URLSearchParams, required: boolean): Partial<T
   return { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) };
 }
 
-/** Form A cursor: the storage order of the last frame returned, and the query it belongs to. */
-function encodeCursor(seq: number, key: string): string {
-  return Buffer.from(JSON.stringify({ s: seq, k: key })).toString('base64url');
-}
-function decodeCursor(c: Checker, raw: string | null, key: string): number {
-  if (raw === null) return 0;
-  try {
-    const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as { s?: unknown; k?: unknown };
-    if (typeof v.s === 'number' && Number.isSafeInteger(v.s) && v.s >= 0 && v.k === key) return v.s;
-  } catch {
-    // falls through to the error
-  }
-  c.errors.push({ field: 'cursor', message: 'cursor is not a next_cursor of this query (same filters)', received_value: raw.slice(0, 64) });
-  return 0;
-}
+/** The parameters of a Form A history listing, by request name, as a cursor carries them. */
+const HISTORY_A_QUERY: Readonly<Record<string, (v: CursorValue) => boolean>> = {
+  environment_id: (v) => typeof v === 'string' && v.length > 0 && v.length <= 64,
+  start_time: cursorTime,
+  end_time: cursorTime,
+  person_id: (v) => v === null || (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 2 ** 31 - 1),
+  track_id: (v) => v === null || (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 2 ** 31 - 1),
+  confidence_threshold: (v) => typeof v === 'number' && v >= 0 && v <= 1,
+};
+/** A Form A position: the storage order (`seq`) of the last frame returned. */
+const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 function historyA(svc: ServiceFace): (ctx: Ctx) => Promise<{ data: unknown }> {
   return async (ctx) => {
     const c = new Checker();
     c.onlyQuery(ctx.query, ['start_time', 'end_time', 'limit', 'cursor', 'person_id', 'track_id', 'confidence_threshold', 'environment_id']);
     const range = readRange(c, ctx.query, false);
-    const limit = c.queryInt(ctx.query, 'limit', 1, LIMIT_A.max) ?? LIMIT_A.default;
-    const pid = c.queryInt(ctx.query, 'person_id', 0, 2 ** 31 - 1);
-    const tid = c.queryInt(ctx.query, 'track_id', 0, 2 ** 31 - 1);
-    const conf = c.queryNumber(ctx.query, 'confidence_threshold', 0, 1) ?? 0;
-    const env = c.queryString(ctx.query, 'environment_id', 64) ?? svc.config.get().environment.id;
+    const sentLimit = c.queryInt(ctx.query, 'limit', 1, LIMIT_A.max);
+    // What the request sent, undefined where it sent nothing.
+    const sent: Record<string, CursorValue | undefined> = {
+      environment_id: c.queryString(ctx.query, 'environment_id', 64),
+      start_time: range.from,
+      end_time: range.to,
+      person_id: c.queryInt(ctx.query, 'person_id', 0, 2 ** 31 - 1),
+      track_id: c.queryInt(ctx.query, 'track_id', 0, 2 ** 31 - 1),
+      confidence_threshold: c.queryNumber(ctx.query, 'confidence_threshold', 0, 1),
+    };
+    const raw = ctx.query.get('cursor');
+    let after = 0;
+    let limit = sentLimit ?? LIMIT_A.default;
+    let q: Record<string, CursorValue>;
+    if (raw !== null) {
+      const cursor = decodeQueryCursor(raw, HISTORY_A_QUERY, isSeq, LIMIT_A.max);
+      if (!cursor) {
+        c.errors.push({ field: 'cursor', message: 'cursor must be a next_cursor of an earlier page of this listing', received_value: raw.slice(0, 64) });
+        q = {};
+      } else {
+        // The cursor carries the listing's query: it continues alone; what is sent with it must agree.
+        q = cursorQuery(c, sent, cursor);
+        after = cursor.at;
+        limit = sentLimit ?? cursor.limit;
+      }
+    } else {
+      q = {
+        environment_id: sent.environment_id ?? svc.config.get().environment.id,
+        start_time: sent.start_time ?? null,
+        end_time: sent.end_time ?? null,
+        person_id: sent.person_id ?? null,
+        track_id: sent.track_id ?? null,
+        confidence_threshold: sent.confidence_threshold ?? 0,
+      };
+    }
+    c.done();
+    const env = q.environment_id as string;
     const f: HistoryFilter = {
       environmentId: env,
-      from: range.from ?? OPEN_FROM,
-      to: range.to ?? OPEN_TO,
-      minConfidence: conf,
-      ...(pid !== undefined ? { personId: pid } : {}),
-      ...(tid !== undefined ? { trackId: tid } : {}),
+      from: (q.start_time as number | null) ?? OPEN_FROM,
+      to: (q.end_time as number | null) ?? OPEN_TO,
+      minConfidence: q.confidence_threshold as number,
+      ...(q.person_id !== null ? { personId: q.person_id as number } : {}),
+      ...(q.track_id !== null ? { trackId: q.track_id as number } : {}),
     };
-    const key = JSON.stringify([f.environmentId, f.from, f.to, f.personId ?? null, f.trackId ?? null, f.minConfidence]);
-    const after = decodeCursor(c, ctx.query.get('cursor'), key);
-    c.done();
     const page = await framePage(svc.store, f, after, limit);
-    if (page.total === 0) return notFound(svc, env, range, 'in the requested range');
+    if (page.total === 0) {
+      const requested = { ...(q.start_time !== null ? { from: q.start_time as number } : {}), ...(q.end_time !== null ? { to: q.end_time as number } : {}) };
+      return notFound(svc, env, requested, 'in the requested range');
+    }
     const last = page.frames.at(-1);
     return {
       data: {
@@ -104,7 +133,7 @@ function historyA(svc: ServiceFace): (ctx: Ctx) => Promise<{ data: unknown }> {
           total_count: page.total,
           returned_count: page.frames.length,
           has_more: page.hasMore,
-          next_cursor: page.hasMore && last ? encodeCursor(last.seq, key) : null,
+          next_cursor: page.hasMore && last ? encodeQueryCursor(last.seq, q, limit) : null,
         },
       },
     };
@@ -242,14 +271,15 @@ async function trackAnswer(svc: ServiceFace, ctx: Ctx): Promise<Record<string, u
     last_seen: isoTime(t.lastSeen),
     duration_seconds: Math.round((t.lastSeen - t.firstSeen) / 1000),
     total_frames: t.frames,
-    average_confidence: round(t.averageConfidence),
+    average_confidence: confidence(t.averageConfidence),
     status: active ? 'active' : 'ended',
     last_activity: t.lastActivity,
     statistics: {
-      movement_distance: round(t.movementDistance),
-      average_speed: round(t.averageSpeed),
-      time_stationary: round(t.timeStationary, 2),
-      time_moving: round(t.timeMoving, 2),
+      // Metres and m/s on the floor plan, else pixels and pixels per second of the view.
+      movement_distance: t.distanceUnit === 'm' ? metres(t.movementDistance) : pixels(t.movementDistance),
+      average_speed: t.distanceUnit === 'm' ? speed(t.averageSpeed) : pixels(t.averageSpeed),
+      time_stationary: seconds(t.timeStationary),
+      time_moving: seconds(t.timeMoving),
       distance_unit: t.distanceUnit,
     },
   };
@@ -257,10 +287,10 @@ async function trackAnswer(svc: ServiceFace, ctx: Ctx): Promise<Record<string, u
     const tr = await trajectory(svc.store, env, tid, r, maxPoints);
     out.trajectory = tr.points.map((p) => ({
       timestamp: isoTime(p.time),
-      center_x: round(p.centerX, 2),
-      center_y: round(p.centerY, 2),
-      confidence: round(p.confidence),
-      ...(p.floorX !== null && p.floorY !== null ? { floor_x: round(p.floorX), floor_y: round(p.floorY) } : {}),
+      center_x: pixels(p.centerX),
+      center_y: pixels(p.centerY),
+      confidence: confidence(p.confidence),
+      ...(p.floorX !== null && p.floorY !== null ? { floor_x: metres(p.floorX), floor_y: metres(p.floorY) } : {}),
     }));
     out.trajectory_points = tr.total;
   }
@@ -295,13 +325,14 @@ export function historyRoutes(svc: ServiceFace): Route[] {
               timestamp: isoTime(row.time),
               ...(row.frameId !== undefined ? { frame_id: row.frameId } : {}),
               frames: row.frames,
-              ...(want.has('person_count') ? { person_count: round(row.personCount) } : {}),
-              ...(want.has('avg_confidence') ? { avg_confidence: row.avgConfidence === null ? null : round(row.avgConfidence) } : {}),
-              ...(want.has('max_confidence') ? { max_confidence: row.maxConfidence === null ? null : round(row.maxConfidence) } : {}),
-              ...(want.has('activities') ? { activities: Object.fromEntries(Object.entries(row.activities).map(([k, v]) => [k, round(v)])) } : {}),
+              ...(want.has('person_count') ? { person_count: mean(row.personCount) } : {}),
+              // 0 when no person of the row passes the confidence floor (docs/service.md).
+              ...(want.has('avg_confidence') ? { avg_confidence: confidence(row.avgConfidence ?? 0) } : {}),
+              ...(want.has('max_confidence') ? { max_confidence: confidence(row.maxConfidence ?? 0) } : {}),
+              ...(want.has('activities') ? { activities: Object.fromEntries(Object.entries(row.activities).map(([k, v]) => [k, ratio(v)])) } : {}),
             })),
             query_metadata: {
-              execution_time_ms: round(r.executionMs, 2),
+              execution_time_ms: millis(r.executionMs),
               total_records_scanned: r.scanned,
               cache_hit: false,
               aggregation: query.aggregation,

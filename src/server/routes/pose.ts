@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApiError } from '../../errors.js';
 import type { Route } from '../core.js';
 import { Checker } from '../validate.js';
-import { readSubmission } from '../submission.js';
+import { readSubmission, readSubmissionJson } from '../submission.js';
 import type { ServiceFace } from '../../service/face.js';
 
 /** Largest `POST /pose/process` body (DECISIONS "Sizes and limits"). */
@@ -43,6 +43,7 @@ export function poseRoutes(svc: ServiceFace): Route[] {
       category: 'pose_processing',
       role: 'operator',
       bodyLimit: PROCESS_BODY_LIMIT,
+      readJson: readSubmissionJson,
       async handler(ctx) {
         const submission = readSubmission(ctx.body, svc.config.get());
         const r = await svc.process(submission);

@@ -11,10 +11,21 @@ const MAX_SQL = 60_000;
 /** Most `max_rows` a caller may ask for; the configured `storage.query_max_rows` caps it further. */
 const MAX_ROWS_LIMIT = 10_000_000;
 
-/** A store failure as an API error: a query's fault is 422 with DuckDB's message, never a 500. */
-function apiError(e: unknown): unknown {
+/**
+ * A store failure as an API error: a query's fault is 422 with DuckDB's message, never a 500.
+ * A result past the byte cap is 422 too (`query_error` `too_large`, `max_bytes`), not 413: 413
+ * says the request's own body is too large (RFC 9110), and here the request is fine; like a
+ * timeout, it is the query that asks more than the service gives.
+ * @param e the failure
+ * @param maxBytes the byte cap the query ran with
+ */
+function apiError(e: unknown, maxBytes?: number): unknown {
   if (e instanceof QueryError) {
-    return new ApiError('VALIDATION_ERROR', e.message, { field_errors: [{ field: 'sql', message: e.message }], query_error: e.kind });
+    return new ApiError('VALIDATION_ERROR', e.message, {
+      field_errors: [{ field: 'sql', message: e.message }],
+      query_error: e.kind,
+      ...(e.kind === 'too_large' && maxBytes !== undefined ? { max_bytes: maxBytes } : {}),
+    });
   }
   if (e instanceof ExportUsageError) return ApiError.fields([{ field: e.field, message: e.message }]);
   if (e instanceof StoreError && e.reason === 'closed') return new ApiError('SYSTEM_NOT_READY', 'the store is closed (the service is shutting down)');
@@ -27,10 +38,13 @@ function apiError(e: unknown): unknown {
  *
  * - `POST /store/query` `{sql, max_rows?}`: one read statement (SELECT, or EXPLAIN of one) in a
  *   read-only transaction on a connection of its own, interrupted after
- *   `storage.query_timeout_seconds`, cut at `max_rows` (at most `storage.query_max_rows`).
- *   DuckDB's external access is off: the query reads the store and the service's own export
- *   and lake folders, no other file and no address. Answers `{columns: [{name, type}], rows,
- *   row_count, truncated, execution_time_ms, max_rows}`, each row an array in column order.
+ *   `storage.query_timeout_seconds`, cut at `max_rows` (at most `storage.query_max_rows`),
+ *   refused (422, `too_large`) once its rows as JSON pass `storage.query_max_bytes`: the rows
+ *   are written as JSON while DuckDB's chunks are read, so the answer is never built twice and
+ *   a refused one never whole. DuckDB's external access is off: the query reads the store and
+ *   the service's own export and lake folders (relative paths taken from the data directory),
+ *   no other file and no address. Answers `{columns: [{name, type}], rows, row_count,
+ *   truncated, execution_time_ms, max_rows, max_bytes}`, each row an array in column order.
  * - `POST /store/export` `{format: parquet|csv, from?, to?, tables?}`: one file per table in a
  *   new folder `<dataDir>/exports/<id>/`, rows with `from <= ts <= to`; answers the files.
  *   Folders older than an hour are removed at the next export.
@@ -53,12 +67,18 @@ export function storeRoutes(svc: ServiceFace): Route[] {
         c.done();
         const storage = svc.config.get().storage;
         const maxRows = Math.min(asked ?? storage.query_max_rows, storage.query_max_rows);
+        const maxBytes = storage.query_max_bytes;
+        let r;
         try {
-          const r = await svc.store.sql(sql!, { timeoutMs: storage.query_timeout_seconds * 1000, maxRows });
-          return { data: { ...r, max_rows: maxRows } };
+          r = await svc.store.sqlJson(sql!, { timeoutMs: storage.query_timeout_seconds * 1000, maxRows, maxBytes });
         } catch (e) {
-          throw apiError(e);
+          throw apiError(e, maxBytes);
         }
+        // The rows are JSON already: spliced in, not parsed and written again.
+        const json =
+          `{"columns":${JSON.stringify(r.columns)},"rows":${r.rows_json},"row_count":${r.row_count},"truncated":${r.truncated},` +
+          `"execution_time_ms":${r.execution_time_ms},"max_rows":${maxRows},"max_bytes":${maxBytes}}`;
+        return { json };
       },
     },
     {
