@@ -13,6 +13,7 @@ import { calibrateCommand } from './calibrate.js';
 import { keysCommand } from './keys.js';
 import { queryCommand } from './query.js';
 import { exportCommand } from './export.js';
+import { OutputDemand, readerGone } from '../sinks/output.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -31,7 +32,13 @@ interface RunFlags {
   env?: string;
 }
 
-/** Runs a built pipeline into its sink until the source ends or SIGINT/SIGTERM. */
+/**
+ * Runs a built pipeline into its sink until the source ends, the reader of its output goes away
+ * (`| head`), or SIGINT/SIGTERM; the sink then flushes what it holds before `done` settles. The
+ * source and the sink share one `OutputDemand`, so a source that can wait (sim, file, stdin) runs
+ * no faster than the sink's output drains: memory stays bounded behind a slow reader.
+ * @returns the exit status: 0 (also after SIGINT), 1 on a stream or write error, 2 on bad usage
+ */
 async function execute(text: string, flags: RunFlags): Promise<number> {
   let built;
   try {
@@ -46,7 +53,9 @@ async function execute(text: string, flags: RunFlags): Promise<number> {
   const sink = built.sink!;
   let decodeStats: DecodeStats | undefined;
   const speed = flags.fast ? 0 : flags.speed;
+  const demand = new OutputDemand();
   let stream = built.open({
+    demand,
     ...(speed !== undefined ? { speed } : {}),
     ...(flags.env ? { environmentId: flags.env } : {}),
     onDecodeStats: (s) => (decodeStats = s),
@@ -55,6 +64,7 @@ async function execute(text: string, flags: RunFlags): Promise<number> {
   const running = sink.spec.run(stream, sink.params, {
     stdout: process.stdout,
     stderr: process.stderr,
+    demand,
   });
   const stop = () => running.stop();
   process.once('SIGINT', stop);
@@ -89,18 +99,37 @@ export function program(): Command {
 
   const runFlags = (c: Command) =>
     c
-      .option('--speed <n>', 'replay speed for file sources: 1 recorded pace, 0 as fast as possible', number(0))
-      .option('--fast', 'replay as fast as possible (same as --speed 0)')
+      .option(
+        '--speed <n>',
+        'pace of file and simulator sources: 1 recorded pace / real time, 2 twice as fast, 0 as fast as the sink takes them (live udp and mqtt sources ignore it; a ?speed= in the source URI wins)',
+        number(0),
+      )
+      .option('--fast', 'as fast as the sink takes them (same as --speed 0)')
       .option('--limit <n>', 'stop after this many output items', number(1))
-      .option('--env <id>', 'environment id stamped into frames');
+      .option('--env <id>', 'environment id stamped into frames')
+      .addHelpText(
+        'after',
+        '\nOutput to a pipe is complete and in order: a source that can wait (sim, file, stdin) waits for a slow\n' +
+          'reader; a reader that stops (| head) ends the run with status 0. Ctrl-C (SIGINT) or SIGTERM stops a\n' +
+          'run cleanly: the sink writes out what it holds, every line is whole, and the exit status is 0.\n' +
+          'Exit status 1 on a stream or write error, 2 on a pipeline that cannot be built.\n' +
+          'Sources: sim[?seed=N&people=N&truth=1...], file:PATH[?format=F&loop=K&speed=N],\n' +
+          'udp://HOST:PORT?format=F, mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon (mqtts:// too),\n' +
+          'stdin[?format=F] or -. Sinks: ndjson [path=FILE|-], stats [interval=S], null,\n' +
+          'capture path=FILE|- [labels=FILE] [label_hz=N] (see `csipose operators`).',
+      );
 
   runFlags(
     cli
       .command('run')
       .description('run a named pipeline from a source into a sink')
-      .option('-s, --source <uri>', 'sim[?seed=..], file:PATH[?format=F], udp://HOST:PORT?format=F, stdin?format=F', 'sim')
+      .option(
+        '-s, --source <uri>',
+        'sim[?seed=..], file:PATH[?format=F], udp://HOST:PORT?format=F, mqtt://HOST[:PORT]/TOPIC?format=F, stdin[?format=F]',
+        'sim',
+      )
       .option('-p, --pipeline <name>', 'a pipeline (see `csipose pipelines`) or inline stages "a | b k=v"', 'sense')
-      .option('-k, --sink <sink>', 'ndjson | stats | null (with params: "ndjson path=out.ndjson")', 'ndjson'),
+      .option('-k, --sink <sink>', 'ndjson | stats | null | capture, with params: "ndjson path=out.ndjson"', 'ndjson'),
   ).action(async (o: RunFlags & { source: string; pipeline: string; sink: string }) => {
     process.exitCode = await execute(`${o.source} | ${o.pipeline} | ${o.sink}`, o);
   });
@@ -140,6 +169,13 @@ export function program(): Command {
 
 const invoked = process.argv[1] ? new URL(`file://${process.argv[1]}`).pathname : '';
 if (invoked.endsWith('/cli/main.js') || invoked.endsWith('/csipose')) {
+  // The last word on standard output: a reader that went away (`csipose operators | head -1`) ends
+  // the output quietly; any other write error is a failure, with a message instead of a trace.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (readerGone(e)) return;
+    process.stderr.write(`csipose: cannot write standard output: ${e.message}\n`);
+    process.exitCode = 1;
+  });
   program()
     .parseAsync(process.argv)
     .catch((e: unknown) => {

@@ -22,7 +22,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--port <port>', 'port; 0 picks a free one').env('CSIPOSE_PORT').default(8000).argParser(port))
     .addOption(new Option('--data-dir <dir>', 'DuckDB, config, users and keys').env('CSIPOSE_DATA_DIR').default('./data'))
     .addOption(new Option('--config <file>', 'JSON configuration overlay').env('CSIPOSE_CONFIG'))
-    .addOption(new Option('--source <uri>', 'sim, udp://HOST:PORT?format=F, file:PATH (overrides config hardware.source)').env('CSIPOSE_SOURCE'))
+    .addOption(new Option('--source <uri>', 'sim[?...], udp://HOST:PORT?format=F, mqtt://HOST[:PORT]/TOPIC?format=F, file:PATH (overrides config hardware.source)').env('CSIPOSE_SOURCE'))
     .addOption(new Option('--form <form>', 'default response form').choices(['a', 'b']).env('CSIPOSE_FORM'))
     .addOption(new Option('--no-autostart', 'do not start the system at launch').env('CSIPOSE_NO_AUTOSTART'))
     .addOption(new Option('--no-dashboard', 'do not serve the web dashboard at /').env('CSIPOSE_NO_DASHBOARD'))

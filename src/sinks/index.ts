@@ -1,17 +1,24 @@
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import type { Observable, Subscription } from 'rxjs';
 import type { ParamSpec, ParamValues } from '../engine/spec.js';
 import { toJsonLine } from '../csi/json.js';
 import type { CsiFrame } from '../csi/frame.js';
 import { encodeIntel5300Into, intel5300RecordLength } from '../encoders/intel5300.js';
 import { ReplayClock } from '../sources/replayClock.js';
+import { OutputDemand, SinkOutput } from './output.js';
+
+export { OutputDemand };
 
 /** Where a sink writes and reports. */
 export interface SinkIO {
   stdout: Writable;
   stderr: Writable;
+  /**
+   * Backpressure for the source: the sink registers every stream it writes to, and a source
+   * opened with the same object (`SourceContext.demand`) waits while any of them is full.
+   */
+  demand?: OutputDemand;
 }
 
 /** What a finished sink reports. */
@@ -73,27 +80,28 @@ function consume(
   };
 }
 
+/** Standard output for path "-", else a new file; either way watched for backpressure and errors. */
+function openOutput(path: string, sink: string, io: SinkIO, onClosed: () => void): SinkOutput {
+  return path === '-'
+    ? new SinkOutput(io.stdout, 'standard output', sink, io.demand, onClosed)
+    : new SinkOutput(createWriteStream(path), path, sink, io.demand, onClosed);
+}
+
 const ndjson: SinkSpec = {
   name: 'ndjson',
   summary: 'One JSON object per line per item (frames as `csipose decode` prints them plus time and ids)',
   params: [{ name: 'path', type: 'string', default: '-', description: 'file to write; - is standard output' }],
   run(source, params, io) {
-    const out: Writable = params.path === '-' ? io.stdout : createWriteStream(String(params.path));
-    let broken = false;
-    out.on('error', () => {
-      // A closed pipe (e.g. `| head`) ends output; the stream is stopped below.
-      broken = true;
-      running.stop();
-    });
+    const path = String(params.path);
+    // A reader that went away (`| head`) ends the run quietly; a failed write ends it with an error.
+    const out = openOutput(path, 'ndjson', io, () => running.stop());
     const running = consume(
       source,
-      (v) => {
-        if (!broken) out.write(toJsonLine(v) + '\n');
+      (v) => out.write(toJsonLine(v) + '\n'),
+      async () => {
+        await out.finish(path !== '-');
+        if (out.failure) throw out.failure;
       },
-      () =>
-        out === io.stdout
-          ? undefined
-          : new Promise<void>((r) => (out as ReturnType<typeof createWriteStream>).end(r)),
     );
     return running;
   },
@@ -143,11 +151,6 @@ const nullSink: SinkSpec = {
 const CAPTURE_CHUNK = 64 * 1024;
 /** The largest Intel 5300 record (3x3). */
 const CAPTURE_MAX_RECORD = intel5300RecordLength(3, 3);
-/**
- * Bytes the capture file may lag behind the stream. A sink cannot pause an Observable, and a
- * capture must not drop records, so a file that falls this far behind stops the run instead.
- */
-const CAPTURE_MAX_BEHIND = 256 * 1024 * 1024;
 
 function isCsiFrame(v: unknown): v is CsiFrame {
   if (v === null || typeof v !== 'object') return false;
@@ -197,7 +200,12 @@ const capture: SinkSpec = {
   summary:
     'Writes CSI frames as an Intel 5300 capture (log_to_file 0xBB records, src/encoders/intel5300.ts); with labels=, the frames\' ground truth (sim?truth=1) as camera-style COCO-17 keypoint lines',
   params: [
-    { name: 'path', type: 'string', default: '', description: 'capture file to write (required); read it back with format intel5300' },
+    {
+      name: 'path',
+      type: 'string',
+      default: '',
+      description: 'capture file to write (required; - is standard output); read it back with format intel5300',
+    },
     {
       name: 'labels',
       type: 'string',
@@ -218,17 +226,18 @@ const capture: SinkSpec = {
     const labelsPath = String(params.labels);
     const labelHz = Number(params.label_hz);
     if (!path) return { done: Promise.reject(new Error('capture: path= is required, e.g. "capture path=cap.dat"')), stop() {} };
-    const out = createWriteStream(path);
-    const labelsOut = labelsPath ? createWriteStream(labelsPath) : undefined;
+    if (path === '-' && labelsPath === '-')
+      return { done: Promise.reject(new Error('capture: path and labels cannot both be standard output (-)')), stop() {} };
+    const stop = () => running.stop();
+    const out = openOutput(path, 'capture', io, stop);
+    const labelsOut = labelsPath ? openOutput(labelsPath, 'capture', io, stop) : undefined;
     let failure: Error | undefined;
     const fail = (e: Error) => {
       if (failure) return;
       failure = e;
       // Deferred: a source may emit while it is being subscribed, before `running` exists.
-      queueMicrotask(() => running.stop());
+      queueMicrotask(stop);
     };
-    out.on('error', (e) => fail(new Error(`capture: cannot write ${path}: ${e.message}`)));
-    labelsOut?.on('error', (e) => fail(new Error(`capture: cannot write ${labelsPath}: ${e.message}`)));
 
     let records = 0;
     let labels = 0;
@@ -239,8 +248,6 @@ const capture: SinkSpec = {
       out.write(chunk.subarray(0, used));
       chunk = Buffer.allocUnsafe(CAPTURE_CHUNK);
       used = 0;
-      if (out.writableLength > CAPTURE_MAX_BEHIND)
-        fail(new Error(`capture: ${path} fell ${(out.writableLength / 2 ** 20).toFixed(0)} MiB behind the stream; stopped rather than drop records`));
     };
     // Label times come from the capture's own clock (timestamp_low as written), read the way a
     // replay of the capture reads it, so a label's t is its record's replay time to the bit.
@@ -250,7 +257,7 @@ const capture: SinkSpec = {
     const running = consume(
       source,
       (v) => {
-        if (failure) return;
+        if (failure || out.closed || labelsOut?.closed) return;
         if (!isCsiFrame(v)) {
           fail(new Error(`capture: expected CSI frames, got ${describeItem(v)}`));
           return;
@@ -278,13 +285,14 @@ const capture: SinkSpec = {
         }
       },
       async () => {
-        if (!failure) flush();
-        out.end();
-        labelsOut?.end();
-        // Errors were reported through the 'error' listeners above.
-        await Promise.all([finished(out).catch(() => undefined), labelsOut ? finished(labelsOut).catch(() => undefined) : undefined]);
-        io.stderr.write(`capture: ${records} records -> ${path}${labelsOut ? ` (${labels} labels -> ${labelsPath})` : ''}\n`);
-        if (failure) throw failure;
+        if (!failure && !out.closed) flush();
+        await Promise.all([out.finish(path !== '-'), labelsOut?.finish(labelsPath !== '-')]);
+        const failed = failure ?? out.failure ?? labelsOut?.failure;
+        // A reader that went away (`| head -c`) ends the run quietly, like the end of a file.
+        const readerGone = !failed && (out.closed || !!labelsOut?.closed);
+        if (!readerGone)
+          io.stderr.write(`capture: ${records} records -> ${out.name}${labelsOut ? ` (${labels} labels -> ${labelsOut.name})` : ''}\n`);
+        if (failed) throw failed;
       },
     );
     return running;

@@ -3,6 +3,7 @@ import { Observable, asyncScheduler, type SchedulerLike, type Subscription } fro
 import type { CsiFrame } from '../csi/frame.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
 import { FAST_CHUNK, ReplayClock, nextTurn, stampTime } from './replayClock.js';
+import { whenReady, type Demand } from './demand.js';
 
 export interface ReplayOptions {
   /** 1 = recorded pace, 2 = twice as fast, 0 = as fast as possible. */
@@ -17,6 +18,8 @@ export interface ReplayOptions {
   loops?: number;
   scheduler?: SchedulerLike;
   onStats?: (stats: DecodeStats) => void;
+  /** The consumer's backpressure: while it is paused nothing more is read (src/sources/demand.ts). */
+  demand?: Demand;
 }
 
 /**
@@ -36,6 +39,7 @@ export function replayFile(path: string, createDecoder: () => CsiDecoder, opts: 
   const scheduler = opts.scheduler ?? asyncScheduler;
   const chunk = Buffer.allocUnsafe(opts.chunkSize ?? 65536);
   const loops = opts.loops ?? 1;
+  const demand = opts.demand;
   return new Observable<CsiFrame>((subscriber) => {
     let fd = -1;
     let decoder: CsiDecoder;
@@ -94,6 +98,10 @@ export function replayFile(path: string, createDecoder: () => CsiDecoder, opts: 
       try {
         let emitted = 0;
         while (!subscriber.closed) {
+          if (demand?.paused) {
+            pending = whenReady(demand, loop);
+            return;
+          }
           if (!nextFrame) {
             if (!fill()) {
               subscriber.complete();

@@ -4,6 +4,7 @@ import { viewCamera, viewSpec, type ViewSettings } from '../pose/camera.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
 import { SourceError } from './errors.js';
 import { FAST_CHUNK, nextTurn } from './replayClock.js';
+import { whenReady, type Demand } from './demand.js';
 
 export interface SimSourceOptions {
   /** 1 = real time, 2 = twice as fast, 0 = as fast as possible. */
@@ -17,6 +18,8 @@ export interface SimSourceOptions {
    * the default view centred across its room).
    */
   view?: () => Readonly<ViewSettings>;
+  /** The consumer's backpressure: while it is paused no frame is simulated (src/sources/demand.ts). */
+  demand?: Demand;
 }
 
 /** Simulator settings that a `sim?...` URI can carry, plus whether to attach the ground truth. */
@@ -106,6 +109,7 @@ export function simSource(params: SimParams, opts: SimSourceOptions = {}): Obser
   const scheduler = opts.scheduler ?? asyncScheduler;
   const { truth: withTruth, ...simOpts } = params;
   const view = opts.view;
+  const demand = opts.demand;
   return new Observable<CsiFrame>((subscriber) => {
     const wallStart = scheduler.now();
     let viewSeen = view?.();
@@ -127,6 +131,10 @@ export function simSource(params: SimParams, opts: SimSourceOptions = {}): Obser
       try {
         let emitted = 0;
         while (!subscriber.closed) {
+          if (demand?.paused) {
+            pending = whenReady(demand, loop);
+            return;
+          }
           if (Number.isNaN(simStart)) simStart = next.truth.time;
           if (speed > 0) {
             const due = wallStart + (next.truth.time - simStart) / speed;

@@ -10,6 +10,7 @@ import { udpSource } from './udp.js';
 import { mqttSource, parseMqttUri } from './mqtt.js';
 import { simSource, parseSimParams } from './sim.js';
 import { SourceError } from './errors.js';
+import type { Demand } from './demand.js';
 
 export { SourceError };
 
@@ -23,6 +24,8 @@ export interface SourceContext {
   view?: () => Readonly<ViewSettings>;
   /** Final decode counts of byte sources (the CLI prints the skipped count). */
   onDecodeStats?: (stats: DecodeStats) => void;
+  /** The consumer's backpressure, heeded by the sources that can wait (sim, file, stdin); live ones ignore it. */
+  demand?: Demand;
 }
 
 /** A parsed `--source` / first pipeline stage. */
@@ -81,6 +84,7 @@ export function parseSource(uri: string): SourceDef {
         speed: speed ?? ctx.speed ?? 1,
         ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
         ...(ctx.view ? { view: ctx.view } : {}),
+        ...(ctx.demand ? { demand: ctx.demand } : {}),
       }),
     };
   }
@@ -96,7 +100,7 @@ export function parseSource(uri: string): SourceDef {
       uri,
       emits: format ? ['bytes', 'frame'] : ['bytes'],
       open(kind, ctx) {
-        if (kind === 'bytes') return fileBytes(path);
+        if (kind === 'bytes') return fileBytes(path, ctx.demand);
         const f = format;
         if (!f) throw new SourceError(`cannot tell the format of ${path}: add ?format=intel5300|atheros|nexmon|esp32`);
         const opts = { sourceId: `file:${path}`, environmentId: ctx.environmentId ?? 'default' };
@@ -105,6 +109,7 @@ export function parseSource(uri: string): SourceDef {
           loops,
           ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
           ...(ctx.onDecodeStats ? { onStats: ctx.onDecodeStats } : {}),
+          ...(ctx.demand ? { demand: ctx.demand } : {}),
         });
       },
     };
@@ -138,7 +143,7 @@ export function parseSource(uri: string): SourceDef {
       uri,
       emits: format ? ['bytes', 'frame'] : ['bytes'],
       open(kind, ctx) {
-        const bytes = stdinBytes();
+        const bytes = stdinBytes(ctx.demand);
         if (kind === 'bytes') return bytes;
         const opts = { sourceId: 'stdin', environmentId: ctx.environmentId ?? 'default' };
         return bytes.pipe(

@@ -8,8 +8,12 @@ import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { decodeNexmon } from '../../src/decoders/nexmon.js';
 import { decodeEsp32 } from '../../src/decoders/esp32.js';
-import { ensureBuilt, ndjson, runCli, type CliResult } from '../helpers/cli.js';
+import { PassThrough } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runDecode } from '../../src/cli/decode.js';
+import { ensureBuilt, ndjson, repoRoot, runCli, type CliResult } from '../helpers/cli.js';
 import { describeWithSamples, groundTruth, sample, sampleBytes } from '../helpers/samples.js';
+import { HeldReader } from '../helpers/heldReader.js';
 
 /** The fields every record has, in the order DECISIONS "Decoding captures" lists them (csi last). */
 const COMMON = ['format', 'index', 'timestamp', 'seq', 'rssi', 'noise', 'channel', 'bandwidth_mhz', 'n_rx', 'n_tx', 'n_sub'];
@@ -249,6 +253,27 @@ describeWithSamples('csipose decode on the real captures', () => {
   });
 });
 
+describeWithSamples('csipose decode into a slow reader', () => {
+  it('waits for the reader instead of holding the whole output in memory, then writes every record', async () => {
+    // 548 Nexmon records of ~2.8 KB: 1.5 MB of output, all queued at once before.
+    const out = new HeldReader();
+    const err = new PassThrough();
+    let stderr = '';
+    err.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    let status: number | undefined;
+    const run = runDecode('nexmon', sample('nexmon/example_43455c0.pcap'), out, err).then((s) => (status = s));
+    await sleep(500);
+    expect(status).toBeUndefined();
+    // What one 64 KiB chunk of the pcap decodes into (~160 KB of JSON), not the whole 1.5 MB.
+    expect(out.writableLength).toBeLessThan(512 * 1024);
+    out.release();
+    await run;
+    expect(status).toBe(0);
+    expect(stderr).toBe('skipped 18 records\n');
+    expect(ndjson<{ index: number }>(out.bytes().toString('utf8')).map((x) => x.index)).toEqual(Array.from({ length: 548 }, (_, i) => i));
+  });
+});
+
 describe('csipose decode usage errors', () => {
   it('an unknown format exits 2 and names the formats', async () => {
     const r = await runCli(['decode', '--format', 'pcapng', 'whatever.bin']);
@@ -266,18 +291,26 @@ describe('csipose decode usage errors', () => {
     expect(r.stderr).toContain(missing);
   });
 
-  it('an empty file is a complete (empty) capture: exit 0, no records', async () => {
+  it('an empty file holds no record: exit 1 with a message', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'csipose-decode-empty-'));
     try {
       const path = join(dir, 'empty.dat');
       writeFileSync(path, new Uint8Array(0));
       const r = await runCli(['decode', '--format', 'intel5300', path]);
-      expect(r.code).toBe(0);
+      expect(r.code).toBe(1);
       expect(r.stdout).toBe('');
-      expect(r.stderr).toMatch(/skipped 0 records/);
+      expect(r.stderr).toBe(`csipose decode: no CSI records of format intel5300 in ${path}\nskipped 0 records\n`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a file with no CSI in it (the README, as esp32) exits 1 with a message, not 0 with no output', async () => {
+    const readme = join(repoRoot, 'README.md');
+    const r = await runCli(['decode', '--format', 'esp32', readme]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(new RegExp(`^csipose decode: no CSI records of format esp32 in ${readme.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\nskipped [1-9]\\d* records\n$`));
   });
 
   it('--format is required', async () => {
