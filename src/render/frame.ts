@@ -1,6 +1,7 @@
 import { DENSE_PART_NAMES, KEYPOINT_NAMES, type PersonPose, type PoseFrame } from '../pose/types.js';
 import { isoTime } from '../csi/frame.js';
 import { encodePng } from './png.js';
+import { confidence, metres, millis, pixels, speed } from '../precision.js';
 
 /** The two response layouts of the spec (DECISIONS "Response forms"). */
 export type Form = 'a' | 'b';
@@ -15,12 +16,6 @@ export interface PersonRenderOptions {
   includeDensePose: boolean;
 }
 
-function r2(v: number): number {
-  return Math.round(v * 100) / 100;
-}
-function r3(v: number): number {
-  return Math.round(v * 1000) / 1000;
-}
 
 function keypoints(p: PersonPose): Array<Record<string, unknown>> {
   const k = p.keypoints;
@@ -28,9 +23,9 @@ function keypoints(p: PersonPose): Array<Record<string, unknown>> {
   if (k.length === 0) return [];
   return KEYPOINT_NAMES.map((name, i) => ({
     name,
-    x: r2(k[3 * i]!),
-    y: r2(k[3 * i + 1]!),
-    confidence: r3(k[3 * i + 2]!),
+    x: pixels(k[3 * i]!),
+    y: pixels(k[3 * i + 1]!),
+    confidence: confidence(k[3 * i + 2]!),
     visible: k[3 * i + 2]! >= VISIBLE,
   }));
 }
@@ -50,7 +45,7 @@ export function inView(p: PersonPose): boolean {
 
 function box(p: PersonPose): Record<string, number> {
   const b = p.bbox;
-  return { x: r2(b[0]!), y: r2(b[1]!), width: r2(b[2]!), height: r2(b[3]!) };
+  return { x: pixels(b[0]!), y: pixels(b[1]!), width: pixels(b[2]!), height: pixels(b[3]!) };
 }
 
 /**
@@ -136,8 +131,9 @@ function bodyParts(p: PersonPose): Array<Record<string, unknown>> {
   return DENSE_PART_NAMES.map((name, i) => ({
     part_id: i + 1,
     part_name: name,
-    uv_coordinates: [[r3(d[3 * i + 1]!), r3(d[3 * i + 2]!)]],
-    confidence: r3(d[3 * i]!),
+    // U and V run 0..1 over the part: a thousandth, as scores of that range print.
+    uv_coordinates: [[confidence(d[3 * i + 1]!), confidence(d[3 * i + 2]!)]],
+    confidence: confidence(d[3 * i]!),
   })).filter((b) => (b.confidence as number) > 0);
 }
 
@@ -152,7 +148,7 @@ export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions):
   if (form === 'a') {
     const out: Record<string, unknown> = {
       id,
-      confidence: r3(p.confidence),
+      confidence: confidence(p.confidence),
       ...(seen ? { bounding_box: box(p) } : {}),
       in_view: seen,
       keypoints: o.includeKeypoints ? keypoints(p) : [],
@@ -160,17 +156,18 @@ export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions):
       tracking_info: {
         track_id: String(p.trackId ?? id),
         track_age: p.trackAge ?? 0,
-        velocity: { x: r3(p.velocity?.x ?? 0), y: r3(p.velocity?.y ?? 0) },
+        // m/s on the floor (px/s without a floor position, printed alike).
+        velocity: { x: speed(p.velocity?.x ?? 0), y: speed(p.velocity?.y ?? 0) },
       },
     };
     if (p.activity) out.activity = p.activity;
-    if (p.floor) out.location = { x: r3(p.floor.x), y: r3(p.floor.y) };
+    if (p.floor) out.location = { x: metres(p.floor.x), y: metres(p.floor.y) };
     return out;
   }
   const out: Record<string, unknown> = {
     person_id: id,
     track_id: p.trackId ?? id,
-    confidence: r3(p.confidence),
+    confidence: confidence(p.confidence),
   };
   if (seen) out.bounding_box = box(p);
   out.in_view = seen;
@@ -181,7 +178,7 @@ export function renderPerson(p: PersonPose, form: Form, o: PersonRenderOptions):
     out.dense_pose = { iuv_image: r.iuv.toString('base64'), confidence_map: r.confidence.toString('base64') };
   }
   if (p.activity) out.activity = p.activity;
-  if (p.floor) out.location = { x: r3(p.floor.x), y: r3(p.floor.y) };
+  if (p.floor) out.location = { x: metres(p.floor.x), y: metres(p.floor.y) };
   return out;
 }
 
@@ -224,7 +221,7 @@ export function frameBody(f: PoseFrame, form: Form, o: Pick<FrameRenderOptions, 
       metadata: {
         environment_id: f.environmentId,
         router_count: o.routerCount,
-        signal_quality: r3(f.csiQuality),
+        signal_quality: confidence(f.csiQuality),
         processing_pipeline: o.pipeline,
       },
     };
@@ -233,9 +230,9 @@ export function frameBody(f: PoseFrame, form: Form, o: Pick<FrameRenderOptions, 
     timestamp: isoTime(f.time),
     frame_id: f.frameId,
     environment_id: f.environmentId,
-    processing_time_ms: r3(f.processingMs),
+    processing_time_ms: millis(f.processingMs),
     persons,
-    metadata: { model_version: f.modelVersion, processing_mode: o.pipeline, csi_quality: r3(f.csiQuality) },
+    metadata: { model_version: f.modelVersion, processing_mode: o.pipeline, csi_quality: confidence(f.csiQuality) },
   };
 }
 

@@ -223,8 +223,9 @@ function retryAfter(resetUnixS: number): string {
 /**
  * Why a path or query cannot be percent-decoded as UTF-8 (`%` not followed by two hex digits, or
  * escapes that are not UTF-8), or undefined when it decodes. Text without `%` costs one scan.
+ * REST requests and WebSocket upgrades both check with it.
  */
-function undecodable(what: 'path' | 'query', text: string): ApiError | undefined {
+export function undecodable(what: 'path' | 'query', text: string): ApiError | undefined {
   if (!text.includes('%')) return undefined;
   try {
     decodeURIComponent(text);

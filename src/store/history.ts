@@ -328,11 +328,20 @@ export interface TrackRecord {
   lastActivity: string | null;
 }
 
-/** One trajectory point: the box centre in pixels, the floor position in metres when known. */
+/**
+ * One trajectory point: the box centre in pixels while the person was in the reference view, the
+ * floor position in metres when known.
+ */
 export interface TrajectoryPoint {
   time: number;
-  centerX: number;
-  centerY: number;
+  /**
+   * Whether the person was in the reference view, by the rule of `inView` (src/render/frame.ts):
+   * its stored box has an area. Out of view it was stored with the empty box, whose "centre"
+   * (0, 0) is no place at all, so the centre is null.
+   */
+  inView: boolean;
+  centerX: number | null;
+  centerY: number | null;
   floorX: number | null;
   floorY: number | null;
   confidence: number;
@@ -402,12 +411,15 @@ export async function trackRecord(store: Store, environmentId: string, trackId: 
 
 /**
  * A track's trajectory, at most `max` points spread evenly over it (every point when fewer).
+ * Points where the person was out of the reference view are kept (their floor position still
+ * says where they were) without a box centre.
  * @returns the points oldest first and how many the track has in the range
  */
 export async function trajectory(store: Store, environmentId: string, trackId: number, range: TimeRange, max: number): Promise<{ total: number; points: TrajectoryPoint[] }> {
   const rows = await store.query(
     `WITH p AS (
        SELECT ts, confidence, floor_x, floor_y, bbox_x + bbox_w / 2 AS cx, bbox_y + bbox_h / 2 AS cy,
+         bbox_w > 0 AND bbox_h > 0 AND isfinite(bbox_x) AND isfinite(bbox_y) AND isfinite(bbox_w) AND isfinite(bbox_h) AS in_view,
          row_number() OVER (ORDER BY ts) - 1 AS i, count(*) OVER () AS n
        FROM pose_persons WHERE environment_id = $env AND track_id = $tid AND ts BETWEEN $from AND $to
      )
@@ -418,8 +430,9 @@ export async function trajectory(store: Store, environmentId: string, trackId: n
     total: rows.length ? num(rows[0]!.n) : 0,
     points: rows.map((r) => ({
       time: time(r.ts),
-      centerX: num(r.cx),
-      centerY: num(r.cy),
+      inView: r.in_view === true,
+      centerX: r.in_view === true ? num(r.cx) : null,
+      centerY: r.in_view === true ? num(r.cy) : null,
       floorX: r.floor_x === null ? null : num(r.floor_x),
       floorY: r.floor_y === null ? null : num(r.floor_y),
       confidence: num(r.confidence),

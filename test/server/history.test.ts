@@ -293,7 +293,7 @@ describe('history over a scripted store', () => {
     expect(t.statistics.average_speed).toBeCloseTo(10 / 14.96, 2);
     expect(t.trajectory_points).toBe(N);
     expect(t.trajectory.length).toBeLessThanOrEqual(10);
-    expect(t.trajectory[0]).toEqual({ timestamp: iso(T0), center_x: 130, center_y: 180, confidence: 0.9, floor_x: 1, floor_y: 2 });
+    expect(t.trajectory[0]).toEqual({ timestamp: iso(T0), center_x: 130, center_y: 180, in_view: true, confidence: 0.9, floor_x: 1, floor_y: 2 });
     const noTrajectory = await s.api('GET', '/pose/tracking/2', { token, form: 'a' });
     expect(noTrajectory.body.trajectory).toBeUndefined();
     expect(noTrajectory.body.statistics).toMatchObject({ movement_distance: 0, time_moving: 0 });

@@ -287,8 +287,9 @@ async function trackAnswer(svc: ServiceFace, ctx: Ctx): Promise<Record<string, u
     const tr = await trajectory(svc.store, env, tid, r, maxPoints);
     out.trajectory = tr.points.map((p) => ({
       timestamp: isoTime(p.time),
-      center_x: pixels(p.centerX),
-      center_y: pixels(p.centerY),
+      // Out of the view there is no box, so no centre (docs/service.md "Reference view").
+      ...(p.centerX !== null && p.centerY !== null ? { center_x: pixels(p.centerX), center_y: pixels(p.centerY) } : {}),
+      in_view: p.inView,
       confidence: confidence(p.confidence),
       ...(p.floorX !== null && p.floorY !== null ? { floor_x: metres(p.floorX), floor_y: metres(p.floorY) } : {}),
     }));

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { Subscription } from 'rxjs';
 import { ApiError, REASON } from '../../errors.js';
-import type { Credentials } from '../../auth/authenticator.js';
+import type { AuthResult, Credentials } from '../../auth/authenticator.js';
 import type { ServiceFace } from '../../service/face.js';
 import { renderStatusMessage } from '../../service/status.js';
 import { attachOutlet } from '../../service/outlet.js';
 import type { Form } from '../../render/frame.js';
-import type { HttpCore } from '../core.js';
+import { undecodable, type HttpCore, type RawResponse } from '../core.js';
 import { pickForm } from '../forms.js';
 import type { LimitState, RateLimits } from '../rateLimits.js';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json.js';
@@ -59,6 +59,18 @@ function rateLimitHeaders(s: LimitState): Record<string, string> {
 
 function ipOf(res: uWS.HttpResponse): string {
   return Buffer.from(res.getRemoteAddressAsText()).toString();
+}
+
+/** One upgrade request in progress. */
+interface Pending {
+  res: uWS.HttpResponse;
+  ip: string;
+  /** `X-Response-Form` or `?form=`; '' until read (the default form). */
+  formHeader: string;
+  /** The client went away: `res` must not be touched again. */
+  aborted: boolean;
+  /** It holds one of its address's connection slots (until refused, or handed to the connection). */
+  holding: boolean;
 }
 
 let clientSeq = 0;
@@ -134,8 +146,12 @@ export class PoseSocket {
     this.unreport = svc.report('websocket', () => this.report());
   }
 
-  private refuse(res: uWS.HttpResponse, err: ApiError, formHeader: string): void {
-    const out = this.core.errorResponse(err, formHeader);
+  /** Writes an error answer to an upgrade request that is still open. */
+  private refuse(u: Pending, err: ApiError): void {
+    this.write(u.res, this.core.errorResponse(err, u.formHeader));
+  }
+
+  private write(res: uWS.HttpResponse, out: RawResponse): void {
     res.cork(() => {
       res.writeStatus(`${out.status} ${REASON[out.status] ?? ''}`);
       for (const [k, v] of out.headers) res.writeHeader(k, v);
@@ -143,12 +159,38 @@ export class PoseSocket {
     });
   }
 
+  /**
+   * The upgrade handler. Everything it runs, synchronously or once authentication has answered, is
+   * guarded: an unexpected throw is answered 500 SYSTEM_ERROR ({@link fail}) instead of reaching
+   * uWS, where it would end the process.
+   */
   private upgrade(res: uWS.HttpResponse, req: uWS.HttpRequest, context: uWS.us_socket_context_t): void {
+    const u: Pending = { res, ip: '', formHeader: '', aborted: false, holding: false };
+    try {
+      this.startUpgrade(u, req, context);
+    } catch (e) {
+      this.fail(u, e);
+    }
+  }
+
+  /**
+   * Reads the upgrade request (`req` dies with the callback), refuses it at once when it must be
+   * (undecodable query 400, streaming off 503, too many connections 429), else takes a connection
+   * slot of its address and hands over to {@link admit} once authentication has answered.
+   */
+  private startUpgrade(u: Pending, req: uWS.HttpRequest, context: uWS.us_socket_context_t): void {
+    const { res } = u;
+    u.ip = ipOf(res);
+    res.onAborted(() => {
+      u.aborted = true;
+      this.letGo(u);
+    });
     const key = req.getHeader('sec-websocket-key');
     const protocol = req.getHeader('sec-websocket-protocol');
     const extensions = req.getHeader('sec-websocket-extensions');
-    const query = new URLSearchParams(req.getQuery() ?? '');
-    const formHeader = req.getHeader('x-response-form') || (query.get('form') ?? '');
+    const rawQuery = req.getQuery() ?? '';
+    const query = new URLSearchParams(rawQuery);
+    u.formHeader = req.getHeader('x-response-form') || (query.get('form') ?? '');
     const credentials: Credentials = {};
     const authorization = req.getHeader('authorization');
     const apiKey = req.getHeader('x-api-key');
@@ -156,97 +198,117 @@ export class PoseSocket {
     if (authorization) credentials.authorization = authorization;
     if (apiKey) credentials.apiKey = apiKey;
     if (token) credentials.queryToken = token;
-    const ip = ipOf(res);
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-      this.release(ip);
-    });
+    // As REST answers it: URLSearchParams would read `%ff` as U+FFFD, a token nobody sent.
+    const undecoded = undecodable('query', rawQuery);
+    if (undecoded) {
+      this.refuse(u, undecoded);
+      return;
+    }
     const s = this.svc.config.get().streaming;
     if (!s.websocket_enabled || this.closing) {
       this.stats.refusedDisabled++;
-      this.refuse(res, new ApiError('SYSTEM_NOT_READY', 'WebSocket streaming is switched off (streaming.websocket_enabled is false)', { setting: 'streaming.websocket_enabled' }), formHeader);
+      this.refuse(u, new ApiError('SYSTEM_NOT_READY', 'WebSocket streaming is switched off (streaming.websocket_enabled is false)', { setting: 'streaming.websocket_enabled' }));
       return;
     }
-    const open = this.perIp.get(ip) ?? 0;
+    const open = this.perIp.get(u.ip) ?? 0;
     if (open >= s.ws_max_connections_per_ip) {
       this.stats.refusedLimit++;
       this.refuse(
-        res,
+        u,
         new ApiError('RATE_LIMIT_EXCEEDED', `at most ${s.ws_max_connections_per_ip} WebSocket connections per IP address`, {
           limit: s.ws_max_connections_per_ip,
           window: null,
           reset_at: null,
           scope: 'websocket_connections_per_ip',
         }),
-        formHeader,
       );
       return;
     }
     // Counted from now: concurrent upgrades from one IP cannot pass the limit together.
-    this.perIp.set(ip, open + 1);
+    this.perIp.set(u.ip, open + 1);
+    u.holding = true;
     const authenticated = credentials.authorization || credentials.apiKey || credentials.queryToken ? this.svc.auth.authenticate(credentials) : undefined;
-    void Promise.resolve(authenticated).then(
-      (r) => {
-        if (aborted) return;
-        if (!r || !r.ok) {
-          this.stats.refusedAuth++;
-          void this.refuseAuth(res, ip, r ? r.reason : undefined, formHeader, () => aborted);
-          return;
-        }
-        const client: Client = {
-          id: `ws_${clientPrefix}${(++clientSeq).toString(36)}`,
-          ip,
-          account: `${r.principal.kind}:${r.principal.id}`,
-          form: pickForm(formHeader, this.opts.form()),
-          credentials,
-          subs: new Map(),
-          alertQueue: [],
-          overSince: 0,
-          dropped: 0,
-          closing: undefined,
-          closed: false,
-        };
-        res.cork(() => res.upgrade(client, key, protocol, extensions, context));
-      },
-      (e: unknown) => {
-        // An aborted upgrade's slot was released by onAborted.
-        if (aborted) return;
-        this.release(ip);
-        this.opts.log('error', `websocket upgrade: ${(e as Error)?.stack ?? String(e)}`);
-        this.refuse(res, new ApiError('SYSTEM_ERROR', 'internal error'), formHeader);
-      },
-    );
+    void Promise.resolve(authenticated)
+      .then((r) => this.admit(u, r, credentials, { key, protocol, extensions, context }))
+      .catch((e: unknown) => this.fail(u, e));
+  }
+
+  /** Upgrades an authenticated request; refuses the others ({@link refuseAuth}). */
+  private async admit(
+    u: Pending,
+    r: AuthResult | undefined,
+    credentials: Credentials,
+    h: { key: string; protocol: string; extensions: string; context: uWS.us_socket_context_t },
+  ): Promise<void> {
+    if (u.aborted) return;
+    if (!r || !r.ok) {
+      this.stats.refusedAuth++;
+      await this.refuseAuth(u, r ? r.reason : undefined);
+      return;
+    }
+    const client: Client = {
+      id: `ws_${clientPrefix}${(++clientSeq).toString(36)}`,
+      ip: u.ip,
+      account: `${r.principal.kind}:${r.principal.id}`,
+      form: pickForm(u.formHeader, this.opts.form()),
+      credentials,
+      subs: new Map(),
+      alertQueue: [],
+      overSince: 0,
+      dropped: 0,
+      closing: undefined,
+      closed: false,
+    };
+    u.res.cork(() => u.res.upgrade(client, h.key, h.protocol, h.extensions, h.context));
+    // The connection holds the slot now; `closed` gives it back.
+    u.holding = false;
+  }
+
+  /**
+   * Answers an upgrade that failed unexpectedly with 500 SYSTEM_ERROR, counted and logged by the
+   * core like a REST handler's failure, and gives back its connection slot. Never throws.
+   */
+  private fail(u: Pending, e: unknown): void {
+    try {
+      this.letGo(u);
+      const out = this.core.failure(e, { method: 'GET', path: WS_PATH }, u.formHeader);
+      if (!u.aborted) this.write(u.res, out);
+    } catch (e2) {
+      // The answer itself failed (the response was already ended or upgraded): nothing to tell
+      // the client any more; a throw from here would end the process.
+      try {
+        this.opts.log('error', `websocket upgrade: could not answer a failure: ${(e2 as Error)?.stack ?? String(e2)}`);
+      } catch {
+        // A failing logger must not end the process either.
+      }
+    }
+  }
+
+  /** Gives back the connection slot an upgrade holds, once. */
+  private letGo(u: Pending): void {
+    if (!u.holding) return;
+    u.holding = false;
+    this.release(u.ip);
   }
 
   /**
    * Refuses a failed upgrade: 401, or 429 once the address has spent its `authentication` budget
    * (the key and category REST uses for failed authentication, so guesses over either share one
-   * budget). Both carry the X-RateLimit-* headers; the 429 also Retry-After. Releases the
-   * address's connection slot, unless the client went away meanwhile (onAborted released it).
+   * budget). Both carry the X-RateLimit-* headers; the 429 also Retry-After. Gives back the
+   * address's connection slot.
    * @param reason why authentication failed; undefined when no credential came
-   * @param aborted whether the client went away meanwhile
    */
-  private async refuseAuth(res: uWS.HttpResponse, ip: string, reason: string | undefined, formHeader: string, aborted: () => boolean): Promise<void> {
-    let limit: LimitState;
-    try {
-      limit = await this.opts.limits.consume('authentication', `ip:${ip}`);
-    } catch (e) {
-      if (aborted()) return;
-      this.release(ip);
-      this.opts.log('error', `websocket upgrade rate limit: ${(e as Error)?.stack ?? String(e)}`);
-      this.refuse(res, new ApiError('SYSTEM_ERROR', 'internal error'), formHeader);
-      return;
-    }
-    if (aborted()) return;
-    this.release(ip);
+  private async refuseAuth(u: Pending, reason: string | undefined): Promise<void> {
+    const limit = await this.opts.limits.consume('authentication', `ip:${u.ip}`);
+    if (u.aborted) return;
+    this.letGo(u);
     const headers = rateLimitHeaders(limit);
     if (!limit.allowed) {
       this.stats.refusedAuthLimit++;
       // `reset` is rounded up to a whole second; the wait never exceeds the window.
       const retryAfter = Math.min(limit.window, Math.max(1, Math.ceil(limit.reset - Date.now() / 1000)));
       this.refuse(
-        res,
+        u,
         new ApiError(
           'RATE_LIMIT_EXCEEDED',
           `rate limit of ${limit.limit} failed authentications per ${limit.window} s exceeded`,
@@ -254,12 +316,11 @@ export class PoseSocket {
           undefined,
           { ...headers, 'Retry-After': String(retryAfter) },
         ),
-        formHeader,
       );
       return;
     }
     this.refuse(
-      res,
+      u,
       new ApiError(
         'AUTHENTICATION_ERROR',
         reason ? 'invalid credentials' : 'authentication required: ?token=<JWT or API key>, Authorization: Bearer <token> or X-API-Key',
@@ -267,7 +328,6 @@ export class PoseSocket {
         undefined,
         headers,
       ),
-      formHeader,
     );
   }
 
