@@ -11,13 +11,20 @@
  * S counts from the service's `system running` log line, when the simulated source starts (to
  * about 0.1 s). The runs go in parallel (each paced by the simulator's clock, not by the CPU).
  *
+ * `--watch M` (minutes) adds one run of the default room exactly as `npm start` makes it (`sim`,
+ * nothing scripted), watched for M minutes: its true falls come from the simulator's own ground
+ * truth (the same stream, simulated apart at full speed), each `high` fall alert is matched to a
+ * true fall starting within 1 s before to 5 s after its `fall_time`, once; every other one is a
+ * false alarm. That is the false-alarm rate a subscriber lives with.
+ *
  * Names (DECISIONS "Benchmark output", more names welcome): `live_room.falls_within_3s`,
  * `live_room.falls_alerted`, `live_room.falls_scripted`, `live_room.fall_alert_delay_s` (mean over
  * alerted falls), `live_room.false_fall_alerts_per_min`, `live_room.count_changes_per_min`,
  * `live_room.track_ids_per_min`.
  */
 import WebSocket from 'ws';
-import { printResults, type BenchResult } from './lib.js';
+import { CsiSimulator } from '../src/sim/simulator.js';
+import { argValue, printResults, type BenchResult } from './lib.js';
 import { startServe, stopServe, type ServeProcess } from './serve.js';
 
 const PASSWORD = 'bench-room-password-1';
@@ -50,19 +57,28 @@ function runningSince(svc: ServeProcess): Promise<number> {
   });
 }
 
-async function runRoom(fallAt: number): Promise<RoomRun> {
-  const svc = await startServe(() => ['--source', `sim?fall=${fallAt}`], { CSIPOSE_ADMIN_PASSWORD: PASSWORD }, 'csipose-room-', 'pipe');
+/** A message of /ws/pose as the room runs read it. */
+interface RoomMessage {
+  type: string;
+  /** Its `timestamp`, epoch ms. */
+  t: number;
+  persons: Array<{ person_id: number }>;
+  /** A fall alert's `fall_time` (epoch ms), else `t`. */
+  fallTime: number;
+}
+
+/**
+ * Runs `csipose serve --source SOURCE` (the embedded defaults and the shipped model) and reads it
+ * as a subscriber: pose updates without keypoints and `high` fall alerts over /ws/pose, each handed
+ * to `on` with the epoch ms at which the system started running, until `seconds` after that.
+ */
+async function watchServe(source: string, prefix: string, seconds: number, on: (m: RoomMessage, running: number) => void): Promise<number> {
+  const svc = await startServe(() => ['--source', source], { CSIPOSE_ADMIN_PASSWORD: PASSWORD }, prefix, 'pipe');
   try {
     const running = await runningSince(svc);
     const r = await fetch(`${svc.base}/api/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
     const token = ((await r.json()) as { data: { access_token: string } }).data.access_token;
     const ws = new WebSocket(`${svc.base.replace(/^http/, 'ws')}/ws/pose?token=${token}`);
-    const fall = running + fallAt * 1000;
-    const run: RoomRun = { fallAt, delay: null, falseAlerts: 0, frames: 0, countChanges: 0, trackIds: 0, seconds: 0 };
-    const ids = new Set<number>();
-    let last = -1;
-    let first = 0;
-    let lastT = 0;
     ws.on('open', () => {
       ws.send(JSON.stringify({ type: 'subscribe', channel: 'pose_updates', filters: { include_keypoints: false } }));
       ws.send(JSON.stringify({ type: 'subscribe', channel: 'alerts', filters: { alert_types: ['fall_detection'], severity: ['high'] } }));
@@ -70,28 +86,104 @@ async function runRoom(fallAt: number): Promise<RoomRun> {
     ws.on('message', (m) => {
       const o = JSON.parse(String(m)) as { type: string; timestamp: string; data?: { persons?: Array<{ person_id: number }>; metadata?: { fall_time?: number } } };
       const t = Date.parse(o.timestamp);
-      if (o.type === 'pose_update') {
-        const persons = o.data?.persons ?? [];
-        run.frames++;
-        if (last >= 0 && persons.length !== last) run.countChanges++;
-        last = persons.length;
-        for (const p of persons) ids.add(p.person_id);
-        first ||= t;
-        lastT = t;
-      } else if (o.type === 'alert') {
-        const ft = o.data?.metadata?.fall_time ?? t;
-        if (run.delay === null && ft >= fall - OWN_FALL.before * 1000 && ft <= fall + OWN_FALL.after * 1000) run.delay = (t - fall) / 1000;
-        else run.falseAlerts++;
-      }
+      on({ type: o.type, t, persons: o.data?.persons ?? [], fallTime: o.data?.metadata?.fall_time ?? t }, running);
     });
-    await new Promise((r) => setTimeout(r, Math.max(0, fall + AFTER_S * 1000 - Date.now())));
+    await new Promise((res) => setTimeout(res, Math.max(0, running + seconds * 1000 - Date.now())));
     ws.close();
-    run.trackIds = ids.size;
-    run.seconds = (lastT - first) / 1000;
-    return run;
+    return running;
   } finally {
     await stopServe(svc);
   }
+}
+
+async function runRoom(fallAt: number): Promise<RoomRun> {
+  const run: RoomRun = { fallAt, delay: null, falseAlerts: 0, frames: 0, countChanges: 0, trackIds: 0, seconds: 0 };
+  const ids = new Set<number>();
+  let last = -1;
+  let first = 0;
+  let lastT = 0;
+  await watchServe(`sim?fall=${fallAt}`, 'csipose-room-', fallAt + AFTER_S, (m, running) => {
+    const fall = running + fallAt * 1000;
+    if (m.type === 'pose_update') {
+      run.frames++;
+      if (last >= 0 && m.persons.length !== last) run.countChanges++;
+      last = m.persons.length;
+      for (const p of m.persons) ids.add(p.person_id);
+      first ||= m.t;
+      lastT = m.t;
+    } else if (m.type === 'alert') {
+      if (run.delay === null && m.fallTime >= fall - OWN_FALL.before * 1000 && m.fallTime <= fall + OWN_FALL.after * 1000) run.delay = (m.t - fall) / 1000;
+      else run.falseAlerts++;
+    }
+  });
+  run.trackIds = ids.size;
+  run.seconds = (lastT - first) / 1000;
+  return run;
+}
+
+/**
+ * When the default room's people fall: `fall_start` events of the simulator's ground truth, in
+ * seconds from the stream's first sample, for the first `minutes` of the stream. The service's
+ * source is the same simulator with the same defaults, so the same events happen at the same
+ * offsets from its start.
+ */
+function trueFalls(minutes: number): number[] {
+  const sim = new CsiSimulator({});
+  const first = sim.next();
+  const t0 = first.truth.time;
+  const falls: number[] = [];
+  const take = (events: readonly { type: string; time: number }[]): void => {
+    for (const e of events) if (e.type === 'fall_start') falls.push((e.time - t0) / 1000);
+  };
+  take(first.truth.events);
+  for (;;) {
+    const s = sim.next();
+    if (s.truth.time - t0 > minutes * 60_000) return falls;
+    take(s.truth.events);
+  }
+}
+
+interface WatchRun {
+  minutes: number;
+  trueFalls: number;
+  alerted: number;
+  within3s: number;
+  falseAlerts: number;
+  countRight: number;
+  frames: number;
+  trackIds: number;
+  /** Seconds from the start: the true falls, and the fall_time of every high fall alert. */
+  fallTimes: number[];
+  alertTimes: number[];
+}
+
+/** The default room as `npm start` makes it, watched for `minutes` over /ws/pose (see the file comment). */
+async function watchRoom(minutes: number): Promise<WatchRun> {
+  const falls = trueFalls(minutes);
+  const matched = new Set<number>();
+  const out: WatchRun = { minutes, trueFalls: falls.length, alerted: 0, within3s: 0, falseAlerts: 0, countRight: 0, frames: 0, trackIds: 0, fallTimes: falls, alertTimes: [] };
+  const ids = new Set<number>();
+  await watchServe('sim', 'csipose-watch-', minutes * 60, (m, running) => {
+    if (m.type === 'pose_update') {
+      out.frames++;
+      // Nobody enters or leaves the default room: 2 people throughout.
+      if (m.persons.length === 2) out.countRight++;
+      for (const p of m.persons) ids.add(p.person_id);
+    } else if (m.type === 'alert') {
+      const ft = (m.fallTime - running) / 1000;
+      out.alertTimes.push(ft);
+      const i = falls.findIndex((f, k) => !matched.has(k) && ft >= f - OWN_FALL.before && ft <= f + OWN_FALL.after);
+      if (i < 0) {
+        out.falseAlerts++;
+        return;
+      }
+      matched.add(i);
+      out.alerted++;
+      if ((m.t - running) / 1000 - falls[i]! <= 3) out.within3s++;
+    }
+  });
+  out.trackIds = ids.size;
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -99,7 +191,9 @@ async function main(): Promise<void> {
   const at = process.argv.indexOf('--falls');
   const falls = at >= 0 ? process.argv[at + 1]!.split(',').map(Number) : [10, 15, 20, 25, 30, 35, 40, 45];
   if (falls.some((s) => !(s >= 5 && s <= 600))) throw new Error('--falls: seconds between 5 and 600, comma-separated');
-  const runs = await Promise.all(falls.map((s) => runRoom(s)));
+  const watchMin = argValue('--watch') === undefined ? 0 : Number(argValue('--watch'));
+  if (!(watchMin >= 0 && watchMin <= 600)) throw new Error('--watch: minutes between 0 and 600');
+  const [runs, watch] = await Promise.all([Promise.all(falls.map((s) => runRoom(s))), watchMin > 0 ? watchRoom(watchMin) : undefined]);
   if (!json) {
     process.stderr.write('| fall at s | alert after s | false fall alerts | count changes | track ids | frames |\n|---:|---:|---:|---:|---:|---:|\n');
     for (const r of runs) process.stderr.write(`| ${r.fallAt} | ${r.delay === null ? 'none' : r.delay.toFixed(2)} | ${r.falseAlerts} | ${r.countChanges} | ${r.trackIds} | ${r.frames} |\n`);
@@ -116,6 +210,22 @@ async function main(): Promise<void> {
     { name: 'live_room.count_changes_per_min', value: runs.reduce((a, r) => a + r.countChanges, 0) / minutes, unit: 'per min', n: runs.reduce((a, r) => a + r.frames, 0), note: 'the room always holds 2 people' },
     { name: 'live_room.track_ids_per_min', value: runs.reduce((a, r) => a + r.trackIds, 0) / minutes, unit: 'per min', n: runs.length, note: 'distinct track ids seen, per minute of stream' },
   ];
+  if (watch && !json) {
+    const s = (v: number[]): string => v.map((x) => x.toFixed(1)).join(', ') || 'none';
+    process.stderr.write(`watch: true falls at ${s(watch.fallTimes)} s; high fall alerts at ${s(watch.alertTimes)} s (fall_time, from the start)\n`);
+  }
+  if (watch) {
+    const wnote = `the default room as npm start makes it (sim, 2 people, nothing scripted), watched ${watch.minutes} min over /ws/pose; true falls from the simulator's ground truth`;
+    out.push(
+      { name: 'live_room.watch.true_falls', value: watch.trueFalls, unit: 'falls', n: watch.trueFalls, note: wnote },
+      { name: 'live_room.watch.falls_alerted', value: watch.alerted, unit: 'falls', n: watch.trueFalls, note: 'true falls with a high fall alert whose fall_time is within 1 s before to 5 s after the fall' },
+      { name: 'live_room.watch.falls_within_3s', value: watch.within3s, unit: 'falls', n: watch.trueFalls, note: 'alert at most 3 s after the true fall began' },
+      { name: 'live_room.watch.false_fall_alerts', value: watch.falseAlerts, unit: 'alerts', n: watch.alerted + watch.falseAlerts, note: 'high fall alerts matching no true fall' },
+      { name: 'live_room.watch.false_fall_alerts_per_hour', value: (watch.falseAlerts * 60) / watch.minutes, unit: 'per hour', n: watch.alerted + watch.falseAlerts, note: wnote },
+      { name: 'live_room.watch.count_right_share', value: watch.frames ? watch.countRight / watch.frames : NaN, unit: 'fraction', n: watch.frames, note: 'pose frames reporting exactly the 2 people in the room' },
+      { name: 'live_room.watch.track_ids', value: watch.trackIds, unit: 'ids', n: watch.frames, note: `distinct track ids for 2 people in ${watch.minutes} min` },
+    );
+  }
   printResults(out, json);
 }
 
