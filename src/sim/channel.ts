@@ -12,8 +12,11 @@
  *   cross-section (bistatic radar equation; see skeleton.ts).
  * lambda is the centre wavelength for every subcarrier (the free-space loss changes by < 1 % across
  * a 40 MHz channel; the phase, which matters, uses each subcarrier's own frequency). Surface
- * reflection coefficients are real and frequency-flat. Multiple bounces, paths via a wall and a
- * body, antenna patterns and mutual coupling are not modelled.
+ * reflection coefficients are real and frequency-flat. By default the antennas are isotropic and
+ * there are no multiple bounces; the 'room' realism (room.ts) adds element patterns
+ * (`patterns`, applied to every scatterer here), second-order reflections, furniture and body
+ * shadowing through `addPath` and a static base of its own (`compute`'s `base`). Paths via a wall
+ * and a body and mutual coupling are not modelled.
  *
  * The static paths (line of sight and walls) do not change while the geometry stays fixed, so they
  * are summed once. Per body scatterer and frame the cost is one distance and two phasors (base and
@@ -21,6 +24,8 @@
  * exp(-j 2 pi f tau) factors into a tx leg and an rx leg, and consecutive subcarriers differ by a
  * constant factor exp(-j 2 pi (step * 312.5 kHz) tau), so no sin/cos is evaluated per subcarrier.
  */
+
+import { elementGain, type ElementPattern } from './antenna.js';
 
 /** Speed of light, m/s. */
 export const SPEED_OF_LIGHT = 299_792_458;
@@ -56,6 +61,12 @@ export interface ChannelConfig {
    * far-field point-scatterer model does not hold, and 1/(d1 d2) would blow up next to an antenna.
    */
   minLeg?: number;
+  /**
+   * Element patterns of the transmit and receive arrays, applied to every scatterer's legs
+   * (antenna.ts); null or absent for isotropic elements (the static paths built here stay
+   * isotropic: the 'room' realism builds its own).
+   */
+  patterns?: { tx: ElementPattern; rx: ElementPattern } | null;
 }
 
 /**
@@ -84,6 +95,8 @@ export class ChannelModel {
   private readonly tx: Float64Array;
   private readonly rx: Float64Array;
   private readonly minLeg: number;
+  private readonly patTx: ElementPattern | null;
+  private readonly patRx: ElementPattern | null;
   /** Runs of equal subcarrier steps: runLen[r] steps of runStep[r] subcarrier indices each. */
   private readonly runLen: Int32Array;
   private readonly runSlot: Int32Array;
@@ -134,6 +147,9 @@ export class ChannelModel {
     this.tx = Float64Array.from(cfg.tx);
     this.rx = Float64Array.from(cfg.rx);
     this.minLeg = cfg.minLeg ?? 0.3;
+    const pat = cfg.patterns ?? null;
+    this.patTx = pat !== null && pat.tx.kind !== 'isotropic' ? pat.tx : null;
+    this.patRx = pat !== null && pat.rx.kind !== 'isotropic' ? pat.rx : null;
 
     // Group the subcarrier steps into runs so the inner loop has a constant step phasor.
     const lens: number[] = [];
@@ -205,9 +221,10 @@ export class ChannelModel {
    * @param scat count * 4 values (x, y, z, weight)
    * @param count number of scatterers
    * @param out receives the channel (length `size`)
+   * @param base the static channel to start from (default `staticH`)
    */
-  compute(scat: Float64Array, count: number, out: Float64Array): void {
-    out.set(this.staticH);
+  compute(scat: Float64Array, count: number, out: Float64Array, base: Float64Array = this.staticH): void {
+    out.set(base);
     const amp0 = this.lambda / (4 * Math.PI);
     for (let s = 0; s < count; s++) {
       const w = scat[4 * s + 3]!;
@@ -240,6 +257,7 @@ export class ChannelModel {
       const dz = z - tx[3 * n + 2]!;
       const d = Math.sqrt(dx * dx + dy * dy + dz * dz);
       txD[n] = 1 / (d < minLeg ? minLeg : d);
+      if (this.patTx !== null && d > 0) txD[n] *= elementGain(this.patTx, dx, dy, dz, d);
       legPhasor(d, f0c, dfc, this.txBr, this.txBi, this.txSr, this.txSi, n);
     }
     for (let m = 0; m < nRx; m++) {
@@ -248,6 +266,7 @@ export class ChannelModel {
       const dz = z - rx[3 * m + 2]!;
       const d = Math.sqrt(dx * dx + dy * dy + dz * dz);
       rxD[m] = 1 / (d < minLeg ? minLeg : d);
+      if (this.patRx !== null && d > 0) rxD[m] *= elementGain(this.patRx, dx, dy, dz, d);
       legPhasor(d, f0c, dfc, this.rxBr, this.rxBi, this.rxSr, this.rxSi, m);
     }
     const txBr = this.txBr;
@@ -271,6 +290,26 @@ export class ChannelModel {
         sr[p] = txSr[n]! * rxSr[m]! - txSi[n]! * rxSi[m]!;
         si[p] = txSr[n]! * rxSi[m]! + txSi[n]! * rxSr[m]!;
       }
+    }
+    this.walkPairs(out);
+  }
+
+  /**
+   * Adds one path given per antenna pair: amp[p] exp(-j 2 pi f_k len[p] / c) at every subcarrier,
+   * for pair p = m * nTx + n. The caller works out the geometry (lengths, reflection coefficients,
+   * element gains); this does the stepping across subcarriers.
+   * @param len path length per antenna pair, metres (nRx * nTx)
+   * @param amp amplitude per antenna pair, linear (nRx * nTx)
+   * @param out channel accumulator (length `size`)
+   */
+  addPath(len: Float64Array, amp: Float64Array, out: Float64Array): void {
+    const f0c = this.firstHz / SPEED_OF_LIGHT;
+    const dfc = SUBCARRIER_SPACING_HZ / SPEED_OF_LIGHT;
+    const nPairs = this.nRx * this.nTx;
+    for (let p = 0; p < nPairs; p++) {
+      legPhasor(len[p]!, f0c, dfc, this.pzr, this.pzi, this.psr, this.psi, p);
+      this.pzr[p] *= amp[p]!;
+      this.pzi[p] *= amp[p]!;
     }
     this.walkPairs(out);
   }

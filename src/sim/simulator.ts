@@ -32,11 +32,16 @@
  *   10 degrees down (90 degree horizontal field of view, 640x480). 2.4 GHz is channel
  *   6 (2437 MHz), 5 GHz channel 36 (5180 MHz); the 114-subcarrier layout is 40 MHz HT40+, whose
  *   centre is 10 MHz above the primary channel's (2447 / 5190 MHz).
- * - Not modelled (a model trained here will meet these only on real data): furniture and
- *   second-order reflections, paths that bounce off a wall and a body, body shadowing of the line
- *   of sight, antenna patterns and coupling, the hardware's own frequency response, camera
- *   occlusion (a keypoint is "visible" when it is in the field of view), clothing and body shape
- *   beyond height.
+ * - Realism (`realism`, realism.ts and room.ts; docs/simulator.md): 'ideal' (the default) is the
+ *   room described above, with a static channel that never changes. 'room' adds furniture and wall
+ *   clutter, second-order reflections, body shadowing, dipole antenna patterns, drifting per-chain
+ *   phase and gain offsets, a device clock with offset and skew, and a static channel that wanders
+ *   (reflectivity drift, clutter moved by air, a door opening and closing). Each is a setting of
+ *   its own. 'ideal' runs exactly the code it always ran, so its stream is unchanged.
+ * - Not modelled, even in 'room' (a model trained here will meet these only on real data): paths
+ *   that bounce off a wall and a body, antenna coupling, the hardware's own frequency response,
+ *   camera occlusion (a keypoint is "visible" when it is in the field of view), clothing and body
+ *   shape beyond height.
  */
 
 import type { CsiFrame } from '../csi/frame.js';
@@ -48,7 +53,9 @@ import {
   type ImpairmentOptions,
   type ImpairmentSettings,
 } from './impairments.js';
+import { isIdeal, resolveRealism, type RealismOptions, type RealismPreset, type RealismSettings } from './realism.js';
 import { deriveSeed, Rng } from './rng.js';
+import { arrayPatterns, DOOR_SCATTERERS, RoomScene } from './room.js';
 import { MAX_PEOPLE, Scenario, type Activity, type PersonSpec, type ScenarioOptions } from './scenario.js';
 import { NUM_KEYPOINTS, SCATTERERS_PER_BODY } from './skeleton.js';
 
@@ -102,6 +109,11 @@ export interface SimOptions {
   txPowerDbm?: number;
   /** Override the centre frequency (subcarrier index 0), Hz. */
   centreFrequencyHz?: number;
+  /**
+   * How much of a real room to simulate: 'ideal' (default: today's stream, unchanged), 'room', or
+   * options whose unset fields come from their `preset` (realism.ts, docs/simulator.md).
+   */
+  realism?: RealismPreset | RealismOptions;
 }
 
 /** Defaults of SimOptions. */
@@ -118,6 +130,7 @@ export const SIM_DEFAULTS = Object.freeze({
   sourceId: 'sim',
   txPowerDbm: 20,
   impairments: IMPAIRMENT_DEFAULTS,
+  realism: 'ideal' as RealismPreset,
 });
 
 /** One person in the ground truth of a sample. */
@@ -180,6 +193,7 @@ interface Resolved {
   channel: number;
   bandwidthMhz: number;
   impairments: ImpairmentSettings;
+  realism: RealismSettings;
 }
 
 /**
@@ -198,6 +212,8 @@ export class CsiSimulator {
   /** Centre frequency (subcarrier index 0), Hz. */
   readonly centreHz: number;
   readonly rateHz: number;
+  /** The non-ideal room (realism other than 'ideal'); null in the ideal room. */
+  readonly room: RoomScene | null;
   private readonly o: Resolved;
   private readonly imp: Impairments;
   private readonly scat: Float64Array;
@@ -251,6 +267,7 @@ export class CsiSimulator {
       channel,
       bandwidthMhz,
       impairments: resolveImpairments(options.impairments),
+      realism: resolveRealism(options.realism ?? SIM_DEFAULTS.realism),
     };
     this.rateHz = rateHz;
     this.centreHz = centreHz;
@@ -258,20 +275,29 @@ export class CsiSimulator {
     const lambda = SPEED_OF_LIGHT / centreHz;
 
     this.scenario = new Scenario(options.scenario ?? {}, options.people ?? SIM_DEFAULTS.people, seed, lambda, nTx, nRx);
+    const ideal = isIdeal(this.o.realism);
+    const los = options.lineOfSight ?? true;
+    const patterns = ideal ? null : arrayPatterns(this.o.realism.antennaPattern, this.scenario.txPositions, this.scenario.rxPositions);
+    // Outside the ideal room the static paths are the room scene's (its `base`), not the model's.
     this.channelModel = new ChannelModel({
       centreHz,
       subcarriers: this.subcarriers,
       tx: this.scenario.txPositions,
       rx: this.scenario.rxPositions,
-      room: this.scenario.surfaces(),
-      los: options.lineOfSight ?? true,
+      room: ideal ? this.scenario.surfaces() : null,
+      los: ideal ? los : false,
+      patterns,
     });
-    this.scat = new Float64Array(MAX_PEOPLE * SCATTERERS_PER_BODY * 4);
+    this.room =
+      patterns === null
+        ? null
+        : new RoomScene({ channel: this.channelModel, scenario: this.scenario, settings: this.o.realism, patterns, seed, rateHz, lineOfSight: los });
+    this.scat = new Float64Array((MAX_PEOPLE * SCATTERERS_PER_BODY + DOOR_SCATTERERS) * 4);
     this.clean = new Float64Array(this.channelModel.size);
 
     // The SNR refers to the empty-room channel; in free space without line of sight, to the line of
     // sight the two array centres would have.
-    let ref = this.channelModel.staticPower();
+    let ref = this.room !== null ? this.room.staticPower() : this.channelModel.staticPower();
     if (!(ref > 0)) {
       const t = this.scenario.txPositions;
       const r = this.scenario.rxPositions;
@@ -349,8 +375,14 @@ export class CsiSimulator {
 
   private emit(s: number): SimSample {
     const o = this.o;
-    const count = this.scenario.fillScatterers(this.scat);
-    this.channelModel.compute(this.scat, count, this.clean);
+    let count = this.scenario.fillScatterers(this.scat);
+    if (this.room !== null) {
+      count = this.room.prepare(s, this.scat, count);
+      this.channelModel.compute(this.scat, count, this.clean, this.room.base);
+      this.room.applyChains(this.clean);
+    } else {
+      this.channelModel.compute(this.scat, count, this.clean);
+    }
     const csi = new Float32Array(this.channelModel.size);
     this.imp.apply(this.clean, csi);
 
@@ -370,7 +402,7 @@ export class CsiSimulator {
     }
 
     const truthMs = this.tickMs(s);
-    const clockUs = Math.round((s * 1e6) / o.rateHz);
+    const clockUs = this.room !== null ? this.room.clockUs(s) : Math.round((s * 1e6) / o.rateHz);
     const frame: CsiFrame = {
       format: 'sim',
       sourceId: o.sourceId,

@@ -50,7 +50,8 @@ export function truthToJson(t: GroundTruth): Record<string, unknown> {
 /**
  * Parses the query of a `sim?...` source URI.
  * Keys: seed, people (0-4), nsub (30|56|114), band (2.4|5), rate (Hz), nrx, ntx, snr (dB), env, truth (0|1),
- * fall (seconds: the first person falls then, `ScenarioOptions.fallAt`).
+ * fall (seconds: the first person falls then, `ScenarioOptions.fallAt`), realism (ideal|room: the
+ * room the simulator reproduces, `SimOptions.realism`; docs/simulator.md).
  * @throws SourceError for values out of range
  */
 export function parseSimParams(q: URLSearchParams): SimParams {
@@ -89,6 +90,11 @@ export function parseSimParams(q: URLSearchParams): SimParams {
   if (truth !== null) out.truth = truth === '1' || truth === 'true';
   const fall = num('fall', 0, 86_400, false);
   if (fall !== undefined) out.scenario = { ...out.scenario, fallAt: fall };
+  const realism = q.get('realism');
+  if (realism !== null) {
+    if (realism !== 'ideal' && realism !== 'room') throw new SourceError(`sim: realism must be ideal or room, got "${realism}"`);
+    out.realism = realism;
+  }
   return out;
 }
 
