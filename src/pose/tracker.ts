@@ -1,7 +1,7 @@
 import { configParam } from '../config/params.js';
 import { Hungarian } from './hungarian.js';
 import { ConstantVelocityKalman, type KalmanNoise } from './kalman.js';
-import { N_KEYPOINTS, type PersonPose, type PoseFrame, type TrackStats } from './types.js';
+import { ACTIVITIES, N_KEYPOINTS, type PersonPose, type PoseFrame, type TrackStats } from './types.js';
 
 /** Weights of the terms of the assignment cost (see {@link MultiPersonTracker}). */
 export interface CostWeights {
@@ -47,8 +47,33 @@ export interface TrackerOptions {
   weights: CostWeights;
   /** Keypoints below this confidence are left out of the keypoint cost; default 0.1, 0..1. */
   keypointMinConfidence: number;
-  /** Kalman noise on the floor plan (m); default q 0.3 m^2/s^3, 0.15 m, 1.5 m/s. */
+  /**
+   * Kalman noise of the floor filter that predicts where a track will be, for the assignment
+   * (m); default q 0.3 m^2/s^3, 0.15 m, 1.5 m/s. The reported velocity and the statistics come
+   * from the motion filter (`motionNoise`) instead.
+   */
   floorNoise: KalmanNoise;
+  /**
+   * Kalman noise of the motion filter on the floor plan, whose state is the reported floor
+   * velocity and the statistics; default q {@link MOTION_NOISE}. Its measurement noise is the
+   * model's floor error, not a detector's: see {@link MOTION_NOISE}.
+   */
+  motionNoise: KalmanNoise;
+  /**
+   * For detections without the model's activity probabilities: seconds over which the motion
+   * filter's position must have moved `motionDisplacement` before its velocity is believed;
+   * default {@link MOTION_SPAN_S}, (0, 3600].
+   */
+  motionSpan: number;
+  /** Metres the smoothed position must move over `motionSpan` to count as motion; default {@link MOTION_DISPLACEMENT_M}, 0..1000 (0: always believed). */
+  motionDisplacement: number;
+  /**
+   * For detections with the model's activity probabilities (`modelActivity`, contract v2): the
+   * probability of walking from which the motion filter's velocity is believed, instead of the
+   * displacement rule; default {@link MOTION_WALK_PROBABILITY}, 0..1 (0: the displacement rule for
+   * every detection).
+   */
+  motionWalkProbability: number;
   /** Kalman noise in the view (px); default q 3000 px^2/s^3, 15 px, 150 px/s. */
   viewNoise: KalmanNoise;
   /** Speed at and above which a track counts as moving: floor m/s (default 0.2) and view px/s (default 20). */
@@ -64,12 +89,52 @@ export interface TrackerOptions {
 }
 
 /** Options as accepted by the constructor and `setOptions`: any subset, nested groups partly. */
-export type TrackerOptionsInput = Partial<Omit<TrackerOptions, 'weights' | 'floorNoise' | 'viewNoise' | 'movingSpeed'>> & {
+export type TrackerOptionsInput = Partial<Omit<TrackerOptions, 'weights' | 'floorNoise' | 'motionNoise' | 'viewNoise' | 'movingSpeed'>> & {
   weights?: Partial<CostWeights>;
   floorNoise?: Partial<KalmanNoise>;
+  motionNoise?: Partial<KalmanNoise>;
   viewNoise?: Partial<KalmanNoise>;
   movingSpeed?: Partial<TrackerOptions['movingSpeed']>;
 };
+
+/**
+ * Noise of the motion filter (reported floor velocity, statistics), chosen by measurement
+ * (`src/training/study/speed.ts`: the shipped model on the default room, seeds 2-5, 4 x 5 min;
+ * scores are the balanced speed error described at {@link MOTION_WALK_PROBABILITY}):
+ * - measurementStd 0.65 m: the model's floor error, 0.65 m rms per axis (of 0.3-1 m, the least
+ *   error with either stationary test). It is not white: its autocorrelation is 0.93 after one
+ *   frame, 0.70 after 1 s, 0.60 after 2 s and 0.36 after 15 s (a bias that wanders, and jumps).
+ *   The association filter's 0.15 m (a detector's error) made a filter chase it: a still person
+ *   was reported at a median 0.48 m/s, and at 0.3 m/s or more 75% of the time.
+ * - accelerationDensity 0.1 m^2/s^3: the least error of 0.05-1 with the displacement rule, within
+ *   0.002 m/s of the least (0.3) with the model's activity; 0.03 under-reads walkers, who walk
+ *   2-5 s at a time in the simulated rooms, larger values follow the wandering error.
+ * - initialVelocityStd 1.5 m/s: as the floor filter (a new track may be walking).
+ */
+export const MOTION_NOISE: Readonly<KalmanNoise> = Object.freeze({ accelerationDensity: 0.1, measurementStd: 0.65, initialVelocityStd: 1.5 });
+/**
+ * When the motion filter's velocity is believed (reported, and counted as movement); otherwise the
+ * person is still and the velocity is reported as 0. Smoothing alone cannot tell the model's
+ * wandering error from walking: a filter slow enough to hold a still person near 0 m/s reads
+ * walkers at half their speed. Two stationary tests, chosen on the same runs by the balanced speed
+ * error, the mean of the mean errors of still people and of walkers (weighed equally: still
+ * frames outnumber walking ones 4 to 1); the tracker as it was scored 0.47 m/s.
+ * - With the model's activity probabilities (every detection of a contract v2 model): believed
+ *   while the model gives walking a probability of at least MOTION_WALK_PROBABILITY. Of 0.1-0.5,
+ *   0.3 scored least, 0.25 m/s (a still person moving 14% of the time instead of 75%, walkers 63%
+ *   instead of 87%), 0.2-0.35 within 0.005 m/s of it; requiring the displacement rule as well
+ *   scored worse (0.27 m/s).
+ * - Without (v1 models, submitted poses): believed while the motion filter's position has moved at
+ *   least MOTION_DISPLACEMENT_M since MOTION_SPAN_S ago: the smoothed position of a still person
+ *   drifts and comes back, a walker's keeps going. Over spans of 0.5-3 s and displacements of
+ *   0.4-1 m, 1 s and 0.5 m (0.5 m/s held for 1 s) scored least, 0.31 m/s; every choice within
+ *   0.5-2 s and 0.4-0.7 m was within 0.01 m/s of it.
+ */
+export const MOTION_WALK_PROBABILITY = 0.3;
+/** See {@link MOTION_WALK_PROBABILITY}. */
+export const MOTION_SPAN_S = 1;
+/** See {@link MOTION_WALK_PROBABILITY}. */
+export const MOTION_DISPLACEMENT_M = 0.5;
 
 /** The defaults of every option. */
 export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
@@ -82,6 +147,10 @@ export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
   weights: Object.freeze({ center: 1, keypoints: 1, floor: 1 }),
   keypointMinConfidence: 0.1,
   floorNoise: Object.freeze({ accelerationDensity: 0.3, measurementStd: 0.15, initialVelocityStd: 1.5 }),
+  motionNoise: MOTION_NOISE,
+  motionSpan: MOTION_SPAN_S,
+  motionDisplacement: MOTION_DISPLACEMENT_M,
+  motionWalkProbability: MOTION_WALK_PROBABILITY,
   viewNoise: Object.freeze({ accelerationDensity: 3000, measurementStd: 15, initialVelocityStd: 150 }),
   movingSpeed: Object.freeze({ floor: 0.2, view: 20 }),
   trajectoryLimit: 600,
@@ -104,6 +173,72 @@ export interface TrajectoryPoint {
 }
 
 const FIRST_TRAJECTORY_CAPACITY = 16;
+/** First size of a track's ring of smoothed positions (`MotionSupport`): 2 s at 12.5 frames/s fits. */
+const FIRST_SUPPORT_CAPACITY = 32;
+/** Most points that ring holds; at higher frame rates the span is shortened (a stricter test). */
+const MAX_SUPPORT_CAPACITY = 4096;
+
+/**
+ * The smoothed floor positions of one track over the last `span` seconds, plus the newest one at
+ * or before `span` ago (the anchor the displacement is measured from), in a ring of typed arrays.
+ */
+class MotionSupport {
+  private t = new Float64Array(FIRST_SUPPORT_CAPACITY);
+  private x = new Float64Array(FIRST_SUPPORT_CAPACITY);
+  private y = new Float64Array(FIRST_SUPPORT_CAPACITY);
+  private start = 0;
+  private count = 0;
+
+  /**
+   * Adds the position at `time` and tells whether the track moved `displacement` since `span` ago
+   * (from its first position when it is younger than that).
+   * @param time epoch ms
+   * @param x smoothed floor x, m
+   * @param y smoothed floor y, m
+   * @param spanMs the span, ms
+   * @param displacement metres
+   * @returns whether the displacement supports motion
+   */
+  push(time: number, x: number, y: number, spanMs: number, displacement: number): boolean {
+    let cap = this.t.length;
+    if (this.count === cap) {
+      if (cap < MAX_SUPPORT_CAPACITY) this.grow((cap = cap * 2));
+      else {
+        this.start = (this.start + 1) % cap;
+        this.count--;
+      }
+    }
+    const k = (this.start + this.count) % cap;
+    this.t[k] = time;
+    this.x[k] = x;
+    this.y[k] = y;
+    this.count++;
+    // Keep one point at or before `time - span`: drop the oldest while the next one is also old enough.
+    while (this.count > 1 && this.t[(this.start + 1) % cap]! <= time - spanMs) {
+      this.start = (this.start + 1) % cap;
+      this.count--;
+    }
+    const a = this.start;
+    return Math.hypot(x - this.x[a]!, y - this.y[a]!) >= displacement;
+  }
+
+  private grow(cap: number): void {
+    const old = this.t.length;
+    const t = new Float64Array(cap);
+    const x = new Float64Array(cap);
+    const y = new Float64Array(cap);
+    for (let i = 0; i < this.count; i++) {
+      const k = (this.start + i) % old;
+      t[i] = this.t[k]!;
+      x[i] = this.x[k]!;
+      y[i] = this.y[k]!;
+    }
+    this.t = t;
+    this.x = x;
+    this.y = y;
+    this.start = 0;
+  }
+}
 /** Time constant (ms) with which a track forgets a larger size it had (see `Track.sizeDiag`). */
 const SIZE_MEMORY_MS = 2000;
 
@@ -259,6 +394,11 @@ class Track {
   /** Consecutive frames without a match. */
   missed = 0;
   floor: ConstantVelocityKalman | null = null;
+  /** Motion filter on the floor plan (`motionNoise`): the reported velocity and the statistics. */
+  motion: ConstantVelocityKalman | null = null;
+  support: MotionSupport | null = null;
+  /** Whether the motion filter's velocity is believed at the latest match (`MOTION_WALK_PROBABILITY`). */
+  moving = false;
   readonly view: ConstantVelocityKalman;
   /** Last matched detection: box centre (px), keypoints. */
   lastCx = 0;
@@ -274,9 +414,7 @@ class Track {
   hasKeypoints = false;
   smoothed: Float32Array | null = null;
   smoothedValid = false;
-  /** Statistics state: last position at a match and its time. */
-  prevX = 0;
-  prevY = 0;
+  /** Statistics state: the time of the last match. */
   prevTime = 0;
   confidenceSum = 0;
   readonly record: Mutable<TrackRecord>;
@@ -334,10 +472,21 @@ class Track {
  * A confirmed track left unmatched is kept and predicted for `maxAge` frames (status `lost`),
  * so its id survives a brief dropout, then ended.
  *
+ * Velocity and statistics (physical figures, issue 18): a track with floor positions has a second
+ * floor filter, the motion filter, whose measurement noise is the model's floor error
+ * (`motionNoise`, {@link MOTION_NOISE}) rather than the association filter's. Its velocity is
+ * believed only while the model gives walking a probability of at least `motionWalkProbability`,
+ * or for detections without activity probabilities while its position has moved
+ * `motionDisplacement` over the last `motionSpan` seconds ({@link MOTION_WALK_PROBABILITY});
+ * otherwise the person is still and the reported velocity is 0.
+ * The statistics integrate that speed: time moving where it reaches `movingSpeed`, distance as
+ * speed times time, so a still person's jittering detections add neither distance nor time moving.
+ * Without floor positions the view filter's velocity (px/s) is used as is.
+ *
  * Output persons are new objects with `trackId`, `trackAge` (frames since first seen) and
- * `velocity` (floor m/s when the detection has a floor position, else view px/s); persons of
- * unconfirmed tracks, and persons without a finite box, are left out. Input frames are never
- * modified; keypoint arrays are shared unless `smoothKeypoints` is on.
+ * `velocity` (floor m/s as above when the detection has a floor position, else view px/s);
+ * persons of unconfirmed tracks, and persons without a finite box, are left out. Input frames are
+ * never modified; keypoint arrays are shared unless `smoothKeypoints` is on.
  *
  * @example
  * const tracker = new MultiPersonTracker({ minHits: 3, maxAge: 30 });
@@ -443,6 +592,7 @@ export class MultiPersonTracker {
     for (const t of live) {
       t.view.predict(dt);
       t.floor?.predict(dt);
+      t.motion?.predict(dt);
     }
     const rows = live.length;
     if (this.cost.length < rows * nDet) this.cost = new Float64Array(Math.max(rows * nDet, this.cost.length * 2));
@@ -628,9 +778,18 @@ export class MultiPersonTracker {
       if (t.floor === null) {
         t.floor = new ConstantVelocityKalman(o.floorNoise);
         t.floor.reset(fx, fy);
+        t.motion = new ConstantVelocityKalman(o.motionNoise);
+        t.motion.reset(fx, fy);
+        t.support = new MotionSupport();
       } else {
         t.floor.update(fx, fy);
+        t.motion!.update(fx, fy);
       }
+      const m = t.motion!;
+      // The ring is kept up even while the model's activity decides, so the rule can take over.
+      const displaced = t.support!.push(now, m.state[0]!, m.state[1]!, o.motionSpan * 1000, o.motionDisplacement);
+      const walk = o.motionWalkProbability > 0 ? walkProbability(p) : NaN;
+      t.moving = walk === walk ? walk >= o.motionWalkProbability : displaced;
     }
     t.hits++;
     t.missed = 0;
@@ -661,19 +820,21 @@ export class MultiPersonTracker {
     rec.status = 'active';
     rec.trajectory.push(now, cx, cy, conf);
 
-    // Statistics follow the filtered position, which the detection noise shakes far less than
-    // the raw one; distance is only counted while moving so that a still person's residual
-    // jitter does not add up to metres.
-    const onFloor = rec.statisticsUnit === 'm' && t.floor !== null;
-    const kf = onFloor ? t.floor! : t.view;
-    const x = kf.state[0]!;
-    const y = kf.state[1]!;
+    // Statistics follow the smoothed state, never the raw detections: on the floor the motion
+    // filter, whose velocity counts only while it is believed (MOTION_WALK_PROBABILITY: a still
+    // person's wandering floor error adds no distance and no time moving); in the view the view
+    // filter.
+    const onFloor = rec.statisticsUnit === 'm' && t.motion !== null;
+    const kf = onFloor ? t.motion! : t.view;
     if (t.hits > 1) {
       const s = t.stats;
       const span = Math.max(0, (now - t.prevTime) / 1000);
-      const speed = Math.hypot(kf.state[2]!, kf.state[3]!);
+      const speed = onFloor && !t.moving ? 0 : Math.hypot(kf.state[2]!, kf.state[3]!);
       if (speed >= (onFloor ? o.movingSpeed.floor : o.movingSpeed.view)) {
-        s.movementDistance += Math.hypot(x - t.prevX, y - t.prevY);
+        // The smoothed speed over the step, not the smoothed position's step: the position still
+        // shakes sideways a little, and those shakes would add up (with the displacement rule,
+        // 2.07 against 3.04 m per true metre walked on the runs of MOTION_NOISE).
+        s.movementDistance += speed * span;
         s.timeMoving += span;
       } else {
         s.timeStationary += span;
@@ -681,8 +842,6 @@ export class MultiPersonTracker {
       const life = (rec.lastSeen - rec.firstSeen) / 1000;
       s.averageSpeed = life > 0 ? s.movementDistance / life : 0;
     }
-    t.prevX = x;
-    t.prevY = y;
     t.prevTime = now;
   }
 
@@ -745,13 +904,15 @@ export class MultiPersonTracker {
 
   private output(t: Track, d: number): PersonPose {
     const p = this.detPerson[d]!;
-    const useFloor = this.detHasFloor[d] === 1 && t.floor !== null;
-    const kf = useFloor ? t.floor! : t.view;
+    const useFloor = this.detHasFloor[d] === 1 && t.motion !== null;
+    // On the floor: the motion filter's velocity while it is believed, else still (0).
+    const kf = useFloor ? t.motion! : t.view;
+    const still = useFloor && !t.moving;
     const out: PersonPose = {
       ...p,
       trackId: t.id,
       trackAge: this.frameCount - t.birthFrame,
-      velocity: { x: kf.state[2]!, y: kf.state[3]! },
+      velocity: still ? { x: 0, y: 0 } : { x: kf.state[2]!, y: kf.state[3]! },
     };
     if (t.smoothedValid && t.smoothed !== null && this.opts.smoothKeypoints > 0) out.keypoints = t.smoothed.slice();
     return out;
@@ -761,16 +922,26 @@ export class MultiPersonTracker {
     const prev = this.opts;
     this.opts = next;
     this.pending = null;
-    if (next.viewNoise !== prev.viewNoise || next.floorNoise !== prev.floorNoise) {
+    if (next.viewNoise !== prev.viewNoise || next.floorNoise !== prev.floorNoise || next.motionNoise !== prev.motionNoise) {
       for (const t of this.live) {
         t.view.setNoise(next.viewNoise);
         t.floor?.setNoise(next.floorNoise);
+        t.motion?.setNoise(next.motionNoise);
       }
     }
     if (next.trajectoryLimit !== prev.trajectoryLimit)
       for (const t of this.live) t.record.trajectory.setLimit(next.trajectoryLimit);
     if (next.endedLimit !== prev.endedLimit) this.trimEnded();
   }
+}
+
+const WALKING = ACTIVITIES.indexOf('walking');
+
+/** The model's probability that the person walks (`modelActivity`), or NaN when it gives none. */
+function walkProbability(p: PersonPose): number {
+  const probs = p.modelActivity?.probabilities;
+  const w = probs && probs.length > WALKING ? probs[WALKING]! : NaN;
+  return w >= 0 && w <= 1 ? w : NaN;
 }
 
 /**
@@ -790,6 +961,10 @@ export function mergeOptions(base: Readonly<TrackerOptions>, input: TrackerOptio
     weights: input.weights ? over(base.weights, input.weights) : base.weights,
     keypointMinConfidence: input.keypointMinConfidence ?? base.keypointMinConfidence,
     floorNoise: input.floorNoise ? over(base.floorNoise, input.floorNoise) : base.floorNoise,
+    motionNoise: input.motionNoise ? over(base.motionNoise, input.motionNoise) : base.motionNoise,
+    motionSpan: input.motionSpan ?? base.motionSpan,
+    motionDisplacement: input.motionDisplacement ?? base.motionDisplacement,
+    motionWalkProbability: input.motionWalkProbability ?? base.motionWalkProbability,
     viewNoise: input.viewNoise ? over(base.viewNoise, input.viewNoise) : base.viewNoise,
     movingSpeed: input.movingSpeed ? over(base.movingSpeed, input.movingSpeed) : base.movingSpeed,
     trajectoryLimit: input.trajectoryLimit ?? base.trajectoryLimit,
@@ -808,12 +983,16 @@ export function mergeOptions(base: Readonly<TrackerOptions>, input: TrackerOptio
   num('keypointMinConfidence', o.keypointMinConfidence, 0, 1);
   for (const [group, noise] of [
     ['floorNoise', o.floorNoise],
+    ['motionNoise', o.motionNoise],
     ['viewNoise', o.viewNoise],
   ] as const) {
     num(`${group}.accelerationDensity`, noise.accelerationDensity, 0, 1e12);
     num(`${group}.measurementStd`, noise.measurementStd, 0, 1e6, true);
     num(`${group}.initialVelocityStd`, noise.initialVelocityStd, 0, 1e6, true);
   }
+  num('motionSpan', o.motionSpan, 0, 3600, true);
+  num('motionDisplacement', o.motionDisplacement, 0, 1000);
+  num('motionWalkProbability', o.motionWalkProbability, 0, 1);
   num('movingSpeed.floor', o.movingSpeed.floor, 0, 1000);
   num('movingSpeed.view', o.movingSpeed.view, 0, 1e6);
   int('trajectoryLimit', o.trajectoryLimit, 1, 100_000);

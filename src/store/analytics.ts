@@ -35,7 +35,12 @@ export const HOLD_CAP_SECONDS = 2;
 export const SLEEP_MIN_MINUTES = 20;
 /** Lying stretches of one track closer together than this merge into one session (minutes). */
 export const SLEEP_BREAK_MINUTES = 5;
-/** Floor speed (m/s, the tracker's velocity) from which a person is moving: the activity operator's walking speed. */
+/**
+ * Floor speed (m/s, the tracker's velocity) from which a person is moving: the activity operator's
+ * walking speed. The stored velocity is the tracker's smoothed speed, 0 while it holds the person
+ * still (`MOTION_WALK_PROBABILITY` in src/pose/tracker.ts), so the model's floor jitter is not
+ * counted as movement (docs/analytics.md "How jitter is kept out").
+ */
 export const MOVING_SPEED = 0.3;
 /** The service stores one `system_metrics` sample every this many seconds while it runs. */
 export const METRICS_SAMPLE_SECONDS = 10;

@@ -349,9 +349,13 @@ export interface TrajectoryPoint {
 
 /**
  * A track's record: first and last seen, frames, mean confidence, and its movement statistics
- * from consecutive positions (floor metres when stored, else box centres in pixels): distance
- * summed over steps of at most 2 s, moving where a step's speed reaches the tracker's moving
- * speed (0.2 m/s, 20 px/s), stationary otherwise.
+ * over steps between consecutive rows of at most 2 s. With floor positions stored, from the
+ * tracker's smoothed speed (the stored velocity, which is 0 while the tracker holds the person
+ * still: src/pose/tracker.ts), as the tracker's own statistics: distance = speed x step, moving
+ * where the speed reaches the tracker's moving speed (0.2 m/s), stationary otherwise; the raw
+ * floor positions would add the model's floor error up into metres (a row stored without a
+ * velocity, never the tracker's, steps from its floor position). Else from box centres in pixels
+ * (moving from 20 px/s).
  * @param store the store
  * @param environmentId the environment
  * @param trackId the track
@@ -362,12 +366,13 @@ export async function trackRecord(store: Store, environmentId: string, trackId: 
   const [r] = await store.query(
     `WITH p AS (
        SELECT ts, confidence, activity,
-         floor_x, floor_y, bbox_x + bbox_w / 2 AS cx, bbox_y + bbox_h / 2 AS cy
+         floor_x, floor_y, bbox_x + bbox_w / 2 AS cx, bbox_y + bbox_h / 2 AS cy,
+         sqrt(velocity_x::DOUBLE ** 2 + velocity_y::DOUBLE ** 2) AS v
        FROM pose_persons WHERE environment_id = $env AND track_id = $tid AND ts BETWEEN $from AND $to
      ), floor AS (SELECT count(*) = count(floor_x) AND count(*) > 0 AS has FROM p),
      steps AS (
        SELECT ts, epoch_ms(ts - lag(ts) OVER w) / 1000.0 AS dt,
-         CASE WHEN (SELECT has FROM floor) THEN sqrt((floor_x - lag(floor_x) OVER w) ** 2 + (floor_y - lag(floor_y) OVER w) ** 2)
+         CASE WHEN (SELECT has FROM floor) THEN coalesce(v * epoch_ms(ts - lag(ts) OVER w) / 1000.0, sqrt((floor_x - lag(floor_x) OVER w) ** 2 + (floor_y - lag(floor_y) OVER w) ** 2))
               ELSE sqrt((cx - lag(cx) OVER w) ** 2 + (cy - lag(cy) OVER w) ** 2) END AS d
        FROM p WINDOW w AS (ORDER BY ts)
      )

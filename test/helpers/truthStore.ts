@@ -23,7 +23,7 @@ import { PoseSink, sinkOperator } from '../../src/store/poseSink.js';
 import { Store } from '../../src/store/store.js';
 import { Scenario, type PersonSpec, type RoomSpec } from '../../src/sim/scenario.js';
 import type { CameraSpec } from '../../src/pose/camera.js';
-import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
+import { ACTIVITIES, type ActivityEvent, type PersonPose, type PoseAlert, type PoseFrame } from '../../src/pose/types.js';
 import type { ZoneConfig } from '../../src/pose/zones.js';
 import type { Activity } from '../../src/sim/scenario.js';
 import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
@@ -60,6 +60,13 @@ export interface TruthRunOptions {
   seed?: number;
   /** `processingMs` stamped on every frame (default 5). */
   processingMs?: number;
+  /**
+   * Per scripted person, an error added to its floor position in every frame it is shown (called
+   * with the frame interval, s): a model's floor error instead of the truth's exact position.
+   */
+  floorError?: ReadonlyArray<((dtS: number) => { x: number; y: number }) | undefined>;
+  /** Give every person a v2 model's activity answer (`modelActivity`), right: 0.9 on its true activity. */
+  modelActivity?: boolean;
 }
 
 /** One person in one frame, in truth. */
@@ -158,7 +165,13 @@ export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<T
       }
       const slot = persons.length;
       owners[slot] = i;
-      persons.push({ slot, confidence: 0.9, keypoints, bbox: Float32Array.from(box), floor: { x: sp.body.floorX, y: sp.body.floorY } });
+      const e = o.floorError?.[i]?.(dt) ?? { x: 0, y: 0 };
+      const p: PersonPose = { slot, confidence: 0.9, keypoints, bbox: Float32Array.from(box), floor: { x: sp.body.floorX + e.x, y: sp.body.floorY + e.y } };
+      if (o.modelActivity) {
+        const probabilities = Float32Array.from(ACTIVITIES, (a) => (a === sp.activity ? 0.9 : 0.025));
+        p.modelActivity = { activity: sp.activity, confidence: 0.9, probabilities };
+      }
+      persons.push(p);
       sightings.push({ person: i, activity: sp.activity, x: sp.body.floorX, y: sp.body.floorY });
     });
     ownerOfSlot[k] = owners;

@@ -351,10 +351,12 @@ describe('track: scenarios', () => {
     const rec = tracker.track(1)!;
     expect(rec.statisticsUnit).toBe('m');
     const s = { ...rec.statistics };
-    expect(s.movementDistance).toBeGreaterThan(9.5);
+    // The motion is believed once it is supported (0.5 m in 1 s: MOTION_SPAN_S) and the motion
+    // filter, tuned to the model's floor error, has caught up: the first ~0.7 m are not counted.
+    expect(s.movementDistance).toBeGreaterThan(9);
     expect(s.movementDistance).toBeLessThan(10.5);
-    expect(Math.abs(s.averageSpeed - 1)).toBeLessThan(0.05);
-    expect(s.timeMoving).toBeGreaterThan(9.5);
+    expect(Math.abs(s.averageSpeed - 1)).toBeLessThan(0.1);
+    expect(s.timeMoving).toBeGreaterThan(9);
     expect(s.timeMoving + s.timeStationary).toBeCloseTo(10, 9);
     expect(rec.firstSeen).toBe(T0);
     expect(rec.lastSeen).toBe(T0 + 10_000);
@@ -363,8 +365,9 @@ describe('track: scenarios', () => {
 
     const out = frames.slice(101).map((f) => tracker.update(f));
     const after = rec.statistics;
-    // Stopping takes the filter a moment; after that, still time accumulates and distance does not.
-    expect(after.movementDistance - s.movementDistance).toBeLessThan(0.6);
+    // Stopping takes the filter a moment (it is slow to believe a change, as it must be with the
+    // model's floor error); after that, still time accumulates and distance does not.
+    expect(after.movementDistance - s.movementDistance).toBeLessThan(0.8);
     expect(after.timeStationary - s.timeStationary).toBeGreaterThan(8.5);
     expect(after.timeMoving + after.timeStationary).toBeCloseTo(20, 9);
     expect(after.averageSpeed).toBeCloseTo(after.movementDistance / 20, 9);
