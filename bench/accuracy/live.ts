@@ -10,46 +10,14 @@
  */
 import { Subject } from 'rxjs';
 import type { CsiFrame } from '../../src/csi/frame.js';
-import type { ModelOutputs, PoseRunner, RunOptions } from '../../src/model/runtime.js';
+import type { PoseRunner } from '../../src/model/runtime.js';
+import { PacedRunner } from '../../src/training/eval/pacedRunner.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import type { GroundTruth } from '../../src/sim/simulator.js';
 import type { InferStats } from '../../operators/infer.js';
 import { livePipeline } from '../../pipelines/build.js';
 import type { LiveParams } from '../../pipelines/settings.js';
 import type { OpenStream } from './plan.js';
-
-/**
- * A model wrapper that knows when a batch is in flight, so the feeder can wait for it instead of
- * letting the infer operator's queue overflow (it drops the oldest rows when it does).
- */
-export class PacedRunner implements PoseRunner {
-  inFlight = 0;
-  pending: Promise<unknown> = Promise.resolve();
-  constructor(private readonly inner: PoseRunner) {}
-  get metadata() {
-    return this.inner.metadata;
-  }
-  get featureDim() {
-    return this.inner.featureDim;
-  }
-  get maxPersons() {
-    return this.inner.maxPersons;
-  }
-  get contract() {
-    return this.inner.contract;
-  }
-  run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs> {
-    const p = this.inner.run(features, n, opts);
-    this.inFlight++;
-    const settle = () => {
-      this.inFlight--;
-    };
-    // Registered before the operator's own handler, so the count is right when that one runs.
-    p.then(settle, settle);
-    this.pending = p.catch(() => undefined);
-    return p;
-  }
-}
 
 /** What a stream run saw. */
 export interface RunStats {

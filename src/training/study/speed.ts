@@ -41,7 +41,7 @@ import type { CsiFrame } from '../../csi/frame.js';
 import { composeStages, resolveStages, type ResolvedStage } from '../../engine/pipeline.js';
 import type { ParamValues } from '../../engine/spec.js';
 import { FEATURE_DIM } from '../../model/features.js';
-import { PoseModel, type ModelOutputs, type PoseRunner, type RunOptions } from '../../model/runtime.js';
+import { PoseModel, type PoseRunner } from '../../model/runtime.js';
 import { resolveInstalled } from '../../packageRoot.js';
 import { viewSpec } from '../../pose/camera.js';
 import { Hungarian } from '../../pose/hungarian.js';
@@ -51,6 +51,7 @@ import { Rng } from '../../sim/rng.js';
 import { CsiSimulator, type GroundTruth } from '../../sim/simulator.js';
 import { MOVING_SPEED } from '../../store/analytics.js';
 import { ClearMot } from '../eval/mot.js';
+import { PacedRunner } from '../eval/pacedRunner.js';
 import type { InferContext, InferStats } from '../../../operators/infer.js';
 import { registry } from '../../../operators/index.js';
 import { track } from '../../../operators/track.js';
@@ -107,34 +108,6 @@ function defaultSettings(): LiveParams {
   return liveParams(deepFreeze(defaults()) as ConfigSnapshot);
 }
 
-/** A model wrapper that knows when a batch is in flight, so the feeder can wait instead of overflowing infer's queue. */
-class PacedRunner implements PoseRunner {
-  inFlight = 0;
-  pending: Promise<unknown> = Promise.resolve();
-  constructor(private readonly inner: PoseRunner) {}
-  get metadata() {
-    return this.inner.metadata;
-  }
-  get featureDim() {
-    return this.inner.featureDim;
-  }
-  get maxPersons() {
-    return this.inner.maxPersons;
-  }
-  get contract() {
-    return this.inner.contract;
-  }
-  run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs> {
-    const p = this.inner.run(features, n, opts);
-    this.inFlight++;
-    const settle = () => {
-      this.inFlight--;
-    };
-    p.then(settle, settle);
-    this.pending = p.catch(() => undefined);
-    return p;
-  }
-}
 
 /** The live pipeline's stages up to and including `infer` (track and after are what the study varies). */
 function untilInfer(): ResolvedStage[] {
