@@ -1,6 +1,6 @@
 import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
-import { configParam } from '../src/config/params.js';
+import { configParam, primaryReceiverParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { countFromProbabilities, decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
 import { layoutText, parseSite, siteProblem, untrainedPart, type CsiLayout, type SiteGeometry, type TrainedLayouts } from '../src/model/contract.js';
@@ -105,8 +105,9 @@ export interface InferOptions {
   viewYawDeg?: number;
   viewPitchDeg?: number;
   /**
-   * Where the receiver is on the floor plan (environment.site.receiver_x / _y, used whether or not
-   * the site is `known`): v2 models' skeletons are relative to it. Live (per batch).
+   * Where the receiver the model reads is on the floor plan (the primary receiver of
+   * environment.site.radios, used whether or not the site is `known`): v2 models' skeletons are
+   * relative to it. Live (per batch).
    */
   receiverX?: number;
   receiverY?: number;
@@ -192,8 +193,8 @@ const VIEW = {
   viewYawDeg: configParam('environment.view.yaw_deg'),
   viewPitchDeg: configParam('environment.view.pitch_deg'),
 } as const;
-const RECEIVER_X = configParam('environment.site.receiver_x');
-const RECEIVER_Y = configParam('environment.site.receiver_y');
+const RECEIVER_X = primaryReceiverParam('x');
+const RECEIVER_Y = primaryReceiverParam('y');
 
 /** The camera of the last view settings seen, so a live view is turned into a camera once per change. */
 let lastView: { key: string; camera: Camera } | undefined;
@@ -703,8 +704,8 @@ const PARAMS: readonly ParamSpec[] = [
   { name: 'viewZ', ...VIEW.viewZ, description: 'Reference camera height, m (environment.view.z)' },
   { name: 'viewYawDeg', ...VIEW.viewYawDeg, description: 'Reference camera yaw, degrees, 0 = into the room (environment.view.yaw_deg)' },
   { name: 'viewPitchDeg', ...VIEW.viewPitchDeg, description: 'Reference camera pitch, degrees, negative = down (environment.view.pitch_deg)' },
-  { name: 'receiverX', ...RECEIVER_X, description: "Receiver x on the floor plan, m: v2 skeletons are relative to it (environment.site.receiver_x)" },
-  { name: 'receiverY', ...RECEIVER_Y, description: "Receiver y on the floor plan, m (environment.site.receiver_y)" },
+  { name: 'receiverX', ...RECEIVER_X, description: "Receiver x on the floor plan, m: v2 skeletons are relative to it (environment.site.radios: the primary receiver's x)" },
+  { name: 'receiverY', ...RECEIVER_Y, description: "Receiver y on the floor plan, m (environment.site.radios: the primary receiver's y)" },
   {
     name: 'site',
     type: 'string',

@@ -1,6 +1,6 @@
 import type { ParamValues } from '../src/engine/spec.js';
 import { getPath } from '../src/config/schema.js';
-import { siteGeometry } from '../src/config/site.js';
+import { primaryLinkRadios, siteGeometry } from '../src/config/site.js';
 import type { ConfigSnapshot } from '../src/config/store.js';
 import { formatSite } from '../src/model/contract.js';
 
@@ -24,8 +24,6 @@ export const CONFIG_PARAMS = {
     viewZ: 'environment.view.z',
     viewYawDeg: 'environment.view.yaw_deg',
     viewPitchDeg: 'environment.view.pitch_deg',
-    receiverX: 'environment.site.receiver_x',
-    receiverY: 'environment.site.receiver_y',
   },
   track: {
     enabled: 'detection.tracking_enabled',
@@ -51,8 +49,9 @@ const cache = new WeakMap<object, LiveParams>();
 
 /**
  * The live parameters of a configuration: the scalar settings of {@link CONFIG_PARAMS}, plus the
- * two compound ones in the form the stages take them: `infer site` (`environment.site`, the
- * compact string, '' when unknown) and `alerts zones` (`environment.zones` as JSON).
+ * compound ones in the form the stages take them: `infer site` (`environment.site`'s primary link,
+ * the compact string, '' when unknown), `infer receiverX` / `receiverY` (the primary receiver of
+ * `environment.site.radios`) and `alerts zones` (`environment.zones` as JSON).
  *
  * The store hands out one frozen snapshot until the next update; for it this returns the same
  * object every time, so a stage that reads it per frame allocates nothing and can cache what it
@@ -71,6 +70,10 @@ export function liveParams(c: ConfigSnapshot): LiveParams {
     out[op] = values;
   }
   out.infer!.site = formatSite(siteGeometry(c));
+  // The one-link model reads the primary link: its skeletons are relative to the primary receiver.
+  const { rx } = primaryLinkRadios(c);
+  out.infer!.receiverX = rx.x;
+  out.infer!.receiverY = rx.y;
   out.alerts!.zones = c.environment.zones.length ? JSON.stringify(c.environment.zones) : '';
   const params = out as LiveParams;
   if (Object.isFrozen(c)) cache.set(c, params);

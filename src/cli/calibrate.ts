@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolveInstalled } from '../packageRoot.js';
 import { ConfigStore } from '../config/store.js';
+import { primaryLinkRadios } from '../config/site.js';
 import type { CaptureFormat } from '../csi/frame.js';
 import { isCaptureFormat } from '../decoders/index.js';
 
@@ -51,12 +52,11 @@ export function calibrateCommand(): Command {
           model: resolveInstalled(o.model ?? c.neural_network.model_path),
           out: o.out,
           view: { ...c.environment.view },
-          site: {
-            roomWidth: s.room_width,
-            roomDepth: s.room_depth,
-            receiver: { x: s.receiver_x, y: s.receiver_y, z: s.receiver_z },
-            transmitter: { x: s.transmitter_x, y: s.transmitter_y, z: s.transmitter_z },
-          },
+          // The shipped model reads one link: the site's primary (its tx and first rx).
+          site: (() => {
+            const { tx, rx } = primaryLinkRadios(c);
+            return { roomWidth: s.room_width, roomDepth: s.room_depth, receiver: { x: rx.x, y: rx.y, z: rx.z }, transmitter: { x: tx.x, y: tx.y, z: tx.z } };
+          })(),
           siteKnown: s.known,
           ...(o.epochs ? { epochs: o.epochs } : {}),
           ...(o.seed ? { seed: o.seed } : {}),

@@ -1,4 +1,5 @@
-import { fieldAt } from './schema.js';
+import { DEFAULT_RADIOS } from '../csi/radios.js';
+import { RADIO_LIMITS, fieldAt } from './schema.js';
 
 /** An operator parameter's declaration as the configuration field behind it gives it (a ParamSpec without name and description). */
 export interface ConfigParam {
@@ -24,4 +25,17 @@ export function configParam(path: string): ConfigParam {
   }
   if (f?.type === 'boolean') return { type: 'boolean', default: f.default };
   throw new Error(`configParam: ${path} is not a number or boolean setting`);
+}
+
+/**
+ * An operator parameter that takes a coordinate of the primary receiver (the first `rx` of
+ * `environment.site.radios`): its range from the schema's RADIO_LIMITS, its default the default
+ * site's primary receiver.
+ * @param axis 'x' or 'y'
+ * @returns the parameter's type, default and bounds
+ * @example primaryReceiverParam('x') // { type: 'number', default: 3, min: 0, max: 100 }
+ */
+export function primaryReceiverParam(axis: 'x' | 'y'): ConfigParam {
+  const rx = DEFAULT_RADIOS.find((r) => r.role === 'rx')!;
+  return { type: 'number', default: rx[axis], min: RADIO_LIMITS[axis].minimum, max: RADIO_LIMITS[axis].maximum };
 }

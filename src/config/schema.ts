@@ -16,6 +16,7 @@
 import { DEFAULT_VIEW, type ViewSettings } from '../pose/camera.js';
 import type { AlertSeverity } from '../pose/types.js';
 import type { ZoneConfig } from '../pose/zones.js';
+import { DEFAULT_RADIOS, type RadioConfig } from '../csi/radios.js';
 
 /** Scalar value a field may hold. */
 export type Scalar = string | number | boolean | null;
@@ -83,7 +84,33 @@ export interface ZonesField extends FieldBase {
   readonly maxVertices: number;
 }
 
-export type FieldDef = NumberField | BooleanField | StringField | EnumField | ZonesField;
+/**
+ * The radios of the site (`environment.site.radios`, src/csi/radios.ts): one transmitter and one or
+ * more receivers; the whole list is replaced on update.
+ */
+export interface RadiosField extends FieldBase {
+  readonly type: 'radios';
+  readonly default: readonly RadioConfig[];
+  /** Receivers at most (at least 1). */
+  readonly maxReceivers: number;
+  /** Bounds of each radio's numbers. */
+  readonly limits: typeof RADIO_LIMITS;
+}
+
+/**
+ * Bounds of a radio's fields in `environment.site.radios` (inclusive; `yaw_deg` below 360). x and
+ * y must also lie inside the room (a rule across fields, `validate.ts`).
+ */
+export const RADIO_LIMITS = Object.freeze({
+  x: { minimum: 0, maximum: 100 },
+  y: { minimum: 0, maximum: 100 },
+  z: { minimum: 0, maximum: 20 },
+  yaw_deg: { minimum: 0, maximum: 360 },
+  antennas: { minimum: 1, maximum: 4 },
+  spacing_m: { minimum: 0.005, maximum: 0.5 },
+});
+
+export type FieldDef = NumberField | BooleanField | StringField | EnumField | ZonesField | RadiosField;
 
 /** A group of settings: a JSON object in the configuration. */
 export interface GroupDef {
@@ -138,12 +165,7 @@ export interface ServiceConfig {
       known: boolean;
       room_width: number;
       room_depth: number;
-      receiver_x: number;
-      receiver_y: number;
-      receiver_z: number;
-      transmitter_x: number;
-      transmitter_y: number;
-      transmitter_z: number;
+      radios: RadioConfig[];
     };
   };
   detection: {
@@ -209,24 +231,6 @@ export type DeepReadonly<T> = T extends (infer U)[]
 
 function group(description: string, children: Record<string, ConfigNode>): GroupDef {
   return { group: true, description, children };
-}
-
-/** One coordinate of a radio in `environment.site`, in metres. */
-function siteCoordinate(radio: 'receiver' | 'transmitter', axis: 'x' | 'y' | 'z', fallback: number): NumberField {
-  const what = {
-    x: "across the room from its left wall (seen from the receiver's wall); at most environment.site.room_width",
-    y: "in depth away from the receiver's (front) wall; at most environment.site.room_depth",
-    z: 'height above the floor',
-  }[axis];
-  return {
-    type: 'number',
-    default: fallback,
-    minimum: 0,
-    maximum: axis === 'z' ? 20 : 100,
-    unit: 'm',
-    description: `The ${radio}'s ${axis}: ${what} (default ${fallback}, the simulator's)`,
-    restart: false,
-  };
 }
 
 /** One coordinate of the reference view's camera (`environment.view`), in metres. */
@@ -373,11 +377,12 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       restart: false,
     },
     site: group(
-      "Where the radios hang in which room: the pose model's optional `site` input. Metres, in the floor plan " +
+      "Which room, and where its radios hang (DECISIONS \"Sites with several radios\"). Metres, in the floor plan " +
         "of the model's `floor` output and of the zones: x across the room from its left wall as seen from the " +
-        "receiver's (front) wall, y in depth away from that wall, z above the floor. The defaults are the " +
-        "simulator's default room (DEFAULT_ROOM in src/sim/scenario.ts, 6 x 5 m, the radios 0.2 m off the front " +
-        'and back walls at 1.2 m); both radios must lie inside the room (0 <= x <= room_width, 0 <= y <= room_depth)',
+        "front wall, y in depth away from that wall, z above the floor. The defaults are the simulator's default " +
+        'room (DEFAULT_ROOM in src/sim/scenario.ts, 6 x 5 m) with a router on the back wall and three receivers ' +
+        '(front, left and right walls), all at 1.2 m; every radio must lie inside the room (0 <= x <= room_width, ' +
+        '0 <= y <= room_depth)',
       {
         known: {
           type: 'boolean',
@@ -405,12 +410,20 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
           description: "Room depth, from the receiver's (front) wall to the opposite wall (default 5, the simulator's)",
           restart: false,
         },
-        receiver_x: siteCoordinate('receiver', 'x', 3),
-        receiver_y: siteCoordinate('receiver', 'y', 0.2),
-        receiver_z: siteCoordinate('receiver', 'z', 1.2),
-        transmitter_x: siteCoordinate('transmitter', 'x', 3),
-        transmitter_y: siteCoordinate('transmitter', 'y', 4.8),
-        transmitter_z: siteCoordinate('transmitter', 'z', 1.2),
+        radios: {
+          type: 'radios',
+          default: DEFAULT_RADIOS,
+          maxReceivers: 8,
+          limits: RADIO_LIMITS,
+          description:
+            "The site's radios: {id, role: tx|rx, x, y, z (m), yaw_deg (the direction the array faces, degrees from +x " +
+            'towards +y, 0 <= yaw_deg < 360), antennas (1-4, default 3), spacing_m (0.005-0.5, default half a wavelength ' +
+            'at 5 GHz), format (the CSI format it delivers, default intel5300)}; exactly one tx and 1-8 rx, ids of ' +
+            '1-32 letters, digits or "_", unique. A link is one tx-rx pair, named <tx>-<rx>; the first rx is the ' +
+            "primary link, the one a one-link model reads (the shipped model's `site` input: the tx and the primary " +
+            'rx). An update replaces the whole list; the sources and the link join take it when the system (re)starts',
+          restart: true,
+        },
       },
     ),
   }),

@@ -13,6 +13,8 @@
  */
 
 import { compileSchedule } from '../pose/zones.js';
+import { CAPTURE_FORMATS } from '../csi/frame.js';
+import { HALF_WAVELENGTH_5G_M } from '../csi/radios.js';
 import {
   ALIASES,
   CONFIG_SCHEMA,
@@ -28,6 +30,7 @@ import {
   type GroupDef,
   type NumberField,
   type ServiceConfig,
+  type RadiosField,
   type StringField,
   type ZonesField,
 } from './schema.js';
@@ -113,6 +116,8 @@ function expectation(def: FieldDef): string {
       return `one of ${def.values.join(', ')}`;
     case 'zones':
       return 'an array of zones';
+    case 'radios':
+      return 'an array of radios';
   }
 }
 
@@ -243,6 +248,62 @@ function checkZones(def: ZonesField, path: string, v: unknown): Checked {
   return errors.length ? { ok: false, errors } : { ok: true, value: out };
 }
 
+const RADIO_KEYS = ['id', 'role', 'x', 'y', 'z', 'yaw_deg', 'antennas', 'spacing_m', 'format'] as const;
+/** Radio ids: no "-", so that a link's name `<tx>-<rx>` splits one way only. */
+const RADIO_ID = /^[A-Za-z0-9_]{1,32}$/;
+/** What an optional radio field is when it is left out. */
+const RADIO_OPTIONAL: Readonly<Record<string, unknown>> = Object.freeze({ antennas: 3, spacing_m: Math.round(HALF_WAVELENGTH_5G_M * 1e4) / 1e4, format: 'intel5300' });
+
+function checkRadios(def: RadiosField, path: string, v: unknown): Checked {
+  if (!Array.isArray(v)) return wrongType(def, path, v);
+  const errors: FieldError[] = [];
+  const err = (field: string, message: string, received: unknown): void => void errors.push({ field, message, received_value: received });
+  if (v.length > def.maxReceivers + 1) return fail(path, `${path} must hold at most ${def.maxReceivers + 1} radios (1 tx and up to ${def.maxReceivers} rx), got ${v.length}`, v.length);
+  const seen = new Set<string>();
+  const out: unknown[] = [];
+  let tx = 0;
+  let rx = 0;
+  v.forEach((r, i) => {
+    const at = `${path}[${i}]`;
+    if (!isPlainObject(r)) return err(at, `${at} must be a radio object {${RADIO_KEYS.join(', ')}}, got ${describeValue(r)}`, r);
+    for (const k of Object.keys(r)) if (!(RADIO_KEYS as readonly string[]).includes(k)) err(`${at}.${k}`, `${at}.${k} is not a radio field (fields: ${RADIO_KEYS.join(', ')})`, r[k]);
+    const radio: Record<string, unknown> = {};
+    if (typeof r.id !== 'string' || !RADIO_ID.test(r.id)) err(`${at}.id`, `${at}.id must be 1-32 letters, digits or "_", got ${describeValue(r.id)}`, r.id);
+    else if (seen.has(r.id)) err(`${at}.id`, `${at}.id ${JSON.stringify(r.id)} is used by an earlier radio; radio ids must be unique`, r.id);
+    else {
+      seen.add(r.id);
+      radio.id = r.id;
+    }
+    if (r.role !== 'tx' && r.role !== 'rx') err(`${at}.role`, `${at}.role must be tx or rx, got ${describeValue(r.role)}`, r.role);
+    else {
+      radio.role = r.role;
+      if (r.role === 'tx') tx++;
+      else rx++;
+    }
+    for (const k of ['x', 'y', 'z', 'yaw_deg', 'antennas', 'spacing_m'] as const) {
+      const value = r[k] === undefined ? RADIO_OPTIONAL[k] : r[k];
+      const { minimum, maximum } = def.limits[k];
+      const integer = k === 'antennas';
+      const below = k === 'yaw_deg' ? (x: number) => x < maximum : (x: number) => x <= maximum;
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < minimum || !below(value) || (integer && !Number.isInteger(value))) {
+        const what = integer ? 'an integer' : 'a number';
+        const range = k === 'yaw_deg' ? `from ${minimum} up to (not including) ${maximum}` : `between ${minimum} and ${maximum}`;
+        err(`${at}.${k}`, value === undefined ? `${at}.${k} is required: ${what} ${range}` : `${at}.${k} must be ${what} ${range}, got ${describeValue(value)}`, value);
+      } else radio[k] = value;
+    }
+    const format = r.format === undefined ? RADIO_OPTIONAL.format : r.format;
+    if (typeof format !== 'string' || !(CAPTURE_FORMATS as readonly string[]).includes(format))
+      err(`${at}.format`, `${at}.format must be one of ${CAPTURE_FORMATS.join(', ')}, got ${describeValue(format)}`, format);
+    else radio.format = format;
+    out.push(radio);
+  });
+  if (errors.length === 0 && (tx !== 1 || rx < 1))
+    err(path, `${path} must hold exactly one radio with role tx and at least one with role rx, got ${tx} tx and ${rx} rx`, v.length);
+  // Stored in a fixed key order, so that equal sites serialise equally.
+  const ordered = out.map((r) => Object.fromEntries(RADIO_KEYS.map((k) => [k, (r as Record<string, unknown>)[k]])));
+  return errors.length ? { ok: false, errors } : { ok: true, value: ordered };
+}
+
 /**
  * Checks one value against one field.
  * @param def the field
@@ -268,6 +329,8 @@ export function checkField(def: FieldDef, path: string, v: unknown): Checked {
       return { ok: true, value: v };
     case 'zones':
       return checkZones(def, path, v);
+    case 'radios':
+      return checkRadios(def, path, v);
   }
 }
 
@@ -396,31 +459,31 @@ function metres(v: number): string {
 }
 
 /**
- * Both radios of `environment.site` lie on the room's floor plan: 0 <= x <= room_width and
+ * Every radio of `environment.site.radios` lies on the room's floor plan: 0 <= x <= room_width and
  * 0 <= y <= room_depth. Checked whether or not `known` is set, so that switching it on later can
  * never switch on a geometry that cannot be. The error names the radio's coordinate (the
  * offending point), also when the update only moved a wall, and says which wall bounds it.
  */
 const RADIOS_INSIDE_ROOM: ConfigRule = {
-  description: 'environment.site: the receiver and the transmitter lie inside the room (0 <= x <= room_width, 0 <= y <= room_depth)',
+  description: 'environment.site: every radio lies inside the room (0 <= x <= room_width, 0 <= y <= room_depth)',
   check(config) {
     const site = config.environment.site;
     const errors: FieldError[] = [];
-    for (const radio of ['receiver', 'transmitter'] as const) {
+    site.radios.forEach((radio, i) => {
       for (const [axis, size, sizeName] of [
         ['x', site.room_width, 'room_width'],
         ['y', site.room_depth, 'room_depth'],
       ] as const) {
-        const field = `environment.site.${radio}_${axis}`;
-        const v = site[`${radio}_${axis}`];
+        const field = `environment.site.radios[${i}].${axis}`;
+        const v = radio[axis];
         if (!(v >= 0 && v <= size))
           errors.push({
             field,
-            message: `${field} must be between 0.0 and ${metres(size)} (environment.site.${sizeName}: the ${radio} must be inside the room), got ${v}`,
+            message: `${field} must be between 0.0 and ${metres(size)} (environment.site.${sizeName}: radio ${radio.id} must be inside the room), got ${v}`,
             received_value: v,
           });
       }
-    }
+    });
     return errors;
   },
 };
@@ -435,8 +498,8 @@ export const CONFIG_RULES: readonly ConfigRule[] = Object.freeze([RADIOS_INSIDE_
  * @returns every broken rule's field errors, in rule order; empty when all hold
  * @example
  * const c = defaults();
- * c.environment.site.room_width = 2; // the default receiver hangs at x = 3
- * validateConfig(c)[0]?.field // 'environment.site.receiver_x'
+ * c.environment.site.room_width = 2; // the default router hangs at x = 3
+ * validateConfig(c)[0]?.field // 'environment.site.radios[0].x'
  */
 export function validateConfig(config: WholeConfig): FieldError[] {
   return CONFIG_RULES.flatMap((r) => r.check(config));
@@ -485,6 +548,38 @@ function zonesSchema(def: ZonesField): JsonSchema {
   };
 }
 
+function radiosSchema(def: RadiosField): JsonSchema {
+  const n = (k: keyof RadiosField['limits'], description: string, extra: JsonSchema = {}): JsonSchema => ({
+    type: k === 'antennas' ? 'integer' : 'number',
+    minimum: def.limits[k].minimum,
+    ...(k === 'yaw_deg' ? { exclusiveMaximum: def.limits[k].maximum } : { maximum: def.limits[k].maximum }),
+    description,
+    ...extra,
+  });
+  return {
+    type: 'array',
+    minItems: 2,
+    maxItems: def.maxReceivers + 1,
+    description: 'Exactly one radio with role tx, 1 or more with role rx',
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['id', 'role', 'x', 'y', 'z', 'yaw_deg'],
+      properties: {
+        id: { type: 'string', pattern: RADIO_ID.source, description: 'Radio id, unique in the site; a link is named <tx>-<rx>' },
+        role: { type: 'string', enum: ['tx', 'rx'] },
+        x: n('x', 'Metres across the room; at most environment.site.room_width', { 'x-unit': 'm' }),
+        y: n('y', 'Metres in depth from the front wall; at most environment.site.room_depth', { 'x-unit': 'm' }),
+        z: n('z', 'Metres above the floor', { 'x-unit': 'm' }),
+        yaw_deg: n('yaw_deg', 'The direction the array faces, degrees from +x towards +y', { 'x-unit': 'deg' }),
+        antennas: n('antennas', 'Antennas of the array', { default: RADIO_OPTIONAL.antennas }),
+        spacing_m: n('spacing_m', 'Distance between neighbouring antennas', { default: RADIO_OPTIONAL.spacing_m, 'x-unit': 'm' }),
+        format: { type: 'string', enum: [...CAPTURE_FORMATS], default: RADIO_OPTIONAL.format, description: 'The CSI format the radio delivers' },
+      },
+    },
+  };
+}
+
 function fieldSchema(path: string, def: FieldDef): JsonSchema {
   let s: JsonSchema;
   switch (def.type) {
@@ -509,6 +604,9 @@ function fieldSchema(path: string, def: FieldDef): JsonSchema {
       break;
     case 'zones':
       s = zonesSchema(def);
+      break;
+    case 'radios':
+      s = radiosSchema(def);
       break;
   }
   s.default = cloneValue(def.default);

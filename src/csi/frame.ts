@@ -24,6 +24,12 @@ export interface CsiFrame {
   readonly sourceId: string;
   /** The environment (room) this frame belongs to; config `environment.id`. */
   readonly environmentId: string;
+  /**
+   * The link (transmitter-receiver pair, `<tx>-<rx>`, src/csi/radios.ts) the frame was received on;
+   * `link_id` in JSON. Absent when the source does not say: the frame then belongs to the
+   * environment's primary link (its first receiver).
+   */
+  readonly linkId?: string;
   /** Zero-based position of the record in its source, in arrival/file order. */
   readonly index: number;
   /**
@@ -83,6 +89,8 @@ export function streamCount(f: Pick<CsiFrame, 'nSub' | 'nRx' | 'nTx'>): number {
 export interface CsiWindow {
   readonly sourceId: string;
   readonly environmentId: string;
+  /** The link of its frames (`CsiFrame.linkId`); absent = the environment's primary link. */
+  readonly linkId?: string;
   /** Number of frames in the window. */
   readonly size: number;
   readonly nRx: number;

@@ -50,6 +50,12 @@ export function alternative(path: string, def: FieldDef): unknown {
       return def.values.find((v) => v !== def.default);
     case 'zones':
       return [{ id: 'door', name: 'Front door', polygon: [[0, 0], [1, 0], [1, 1]], severity: 'critical' }];
+    case 'radios':
+      // One link, as stored (every field, in the stored order).
+      return [
+        { id: 'ap', role: 'tx', x: 1, y: 4, z: 2, yaw_deg: 315, antennas: 2, spacing_m: 0.03, format: 'atheros' },
+        { id: 'node', role: 'rx', x: 5, y: 1, z: 0.5, yaw_deg: 135, antennas: 1, spacing_m: 0.03, format: 'esp32' },
+      ];
   }
 }
 
@@ -68,6 +74,8 @@ export function wrongTypes(def: FieldDef): unknown[] {
       return [...common, 5, true, null];
     case 'zones':
       return [{}, 'zones', 5, null, true];
+    case 'radios':
+      return [{}, 'radios', 5, null, true];
   }
 }
 
@@ -96,5 +104,10 @@ export function outOfRange(path: string, def: FieldDef): unknown[] {
       return ['', 'unknown', def.values[0]!.toUpperCase() + 'X'];
     case 'zones':
       return [[{ id: 'a', polygon: [[0, 0], [1, 1]] }]];
+    case 'radios': {
+      const tx = { id: 'tx', role: 'tx', x: 3, y: 4.8, z: 1.2, yaw_deg: 270 };
+      const rx = { id: 'rx', role: 'rx', x: 3, y: 0.2, z: 1.2, yaw_deg: 90 };
+      return [[], [tx], [rx], [tx, { ...rx, antennas: 5 }], [tx, { ...rx, z: -1 }], [tx, { ...rx, yaw_deg: 360 }], [tx, { ...rx, id: 'a-b' }]];
+    }
   }
 }

@@ -193,7 +193,8 @@ describe('infer: batching and order', () => {
     const rec = recording(model);
     const stats = zeroStats();
     const frames = await lastValueFrom(
-      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: 5, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
+      // A wait far longer than the test: batches are cut by size and by the end of the input alone, never by a timer on a loaded machine.
+      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: 60_000, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
     );
     expect(frames.map((f) => f.time)).toEqual(rows.map((r) => r.frameTime));
     expect(rec.calls.map((c) => c.n)).toEqual([4, 4, 4, 4, 4, 1]);

@@ -35,11 +35,13 @@ describe('one definition of each setting', () => {
     c.detection.max_persons = 2;
     c.detection.tracking_enabled = false;
     c.alerts.fall_detection.sensitivity = 0.3;
-    c.environment.site = { known: true, room_width: 7, room_depth: 5, receiver_x: 1, receiver_y: 0.2, receiver_z: 1.1, transmitter_x: 6, transmitter_y: 4.5, transmitter_z: 1.3 };
+    const radio = (id: string, role: 'tx' | 'rx', x: number, y: number, z: number) => ({ id, role, x, y, z, yaw_deg: 90, antennas: 3, spacing_m: 0.029, format: 'intel5300' as const });
+    // The primary link is the tx and the FIRST rx: rx2 is not read by the one-link model.
+    c.environment.site = { known: true, room_width: 7, room_depth: 5, radios: [radio('tx', 'tx', 6, 4.5, 1.3), radio('rx1', 'rx', 1, 0.2, 1.1), radio('rx2', 'rx', 0.1, 2, 1)] };
     c.environment.zones = [{ id: 'bed', polygon: [[0, 0], [1, 0], [1, 1]] }] as never;
     const snapshot = frozen(c);
     const p = liveParams(snapshot);
-    expect(p.infer).toMatchObject({ confidenceThreshold: 0.65, maxPersons: 2, site: '7,5,1,0.2,1.1,6,4.5,1.3' });
+    expect(p.infer).toMatchObject({ confidenceThreshold: 0.65, maxPersons: 2, site: '7,5,1,0.2,1.1,6,4.5,1.3', receiverX: 1, receiverY: 0.2 });
     expect(p.track.enabled).toBe(false);
     expect(p.alerts.sensitivity).toBe(0.3);
     expect(JSON.parse(String(p.alerts.zones))).toEqual(c.environment.zones);
@@ -63,6 +65,6 @@ describe('one definition of each pipeline', () => {
       const resolved = resolveStages([{ name: def.name, params: {}, text: def.name, column: 0 }], 'frame', registry).resolved.map((s) => s.spec.name);
       expect(resolved).toEqual(def.stages.map(([n]) => n));
     }
-    expect(live.stages.map(([n]) => n)).toEqual(['sanitize', 'window', 'features', 'infer', 'track', 'activity', 'alerts']);
+    expect(live.stages.map(([n]) => n)).toEqual(['links', 'sanitize', 'window', 'features', 'infer', 'track', 'activity', 'alerts']);
   });
 });

@@ -49,7 +49,7 @@ describe('system lifecycle', () => {
     expect(d.performance.memory_usage).toBeGreaterThan(0);
     expect(typeof d.performance.cpu_usage).toBe('number');
     expect(typeof d.performance.average_latency_ms).toBe('number');
-    expect(d.components.csi_processor).toEqual({ status: 'stopped', last_heartbeat: null });
+    expect(d.components.csi_processor).toEqual({ status: 'stopped', last_heartbeat: null, links: [] });
     expect(d.components.neural_network).toMatchObject({ status: 'not_loaded', model_loaded: false, inference_queue_size: 0, site_input: false, site_known: false });
     expect(d.components.tracker).toEqual({ status: 'stopped', active_tracks: 0 });
     expect(d.components.database.status).toBe('healthy');
@@ -57,7 +57,7 @@ describe('system lifecycle', () => {
 
     const a = await s.api('GET', '/system/status', { token, form: 'a' });
     expect(a.body).toMatchObject({ status: 'stopped', uptime_seconds: 0, version: VERSION });
-    expect(a.body.components.csi_receiver).toMatchObject({ status: 'stopped', data_rate_hz: 0, last_packet_time: null });
+    expect(a.body.components.csi_receiver).toMatchObject({ status: 'stopped', data_rate_hz: 0, last_packet_time: null, links: [] });
     expect(typeof a.body.components.csi_receiver.packet_loss_rate).toBe('number');
     expect(a.body.components.neural_network).toMatchObject({ status: 'not_loaded', model_loaded: false });
     expect(typeof a.body.components.neural_network.inference_time_ms).toBe('number');
@@ -168,8 +168,8 @@ describe('system lifecycle', () => {
       [{ configuration: { calibration_required: 'yes' } }, 'configuration.calibration_required'],
       [{ configuration: 'all' }, 'configuration'],
       [{ config: {} }, 'config'],
-      // A rule across fields, checked on the merged configuration: the receiver outside the room.
-      [{ configuration: { environment: { site: { room_width: 2, receiver_x: 2.5 } } } }, 'configuration.environment.site.receiver_x'],
+      // A rule across fields, checked on the merged configuration: the router (x = 3) outside the room.
+      [{ configuration: { environment: { site: { room_width: 2 } } } }, 'configuration.environment.site.radios[0].x'],
     ];
     for (const [body, field] of bad) {
       const r = await s.api('POST', '/system/start', { token, body });

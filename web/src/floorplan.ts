@@ -138,8 +138,20 @@ export class FloorPlan {
     ctx.closePath();
     ctx.fill();
     marker(ctx, X(v.x), Y(v.y), '#d2a8ff', 'camera', 'square', true);
-    marker(ctx, X(site.receiver_x), Y(site.receiver_y), '#3fb950', 'Rx', 'diamond');
-    marker(ctx, X(site.transmitter_x), Y(site.transmitter_y), '#3fb950', 'Tx', 'diamond');
+    // The radios: each receiver's link to the transmitter as a thin line, then the radios as diamonds named by id.
+    const tx = site.radios.find((r) => r.role === 'tx');
+    if (tx) {
+      ctx.strokeStyle = 'rgba(63,185,80,0.35)';
+      ctx.lineWidth = 1;
+      for (const r of site.radios) {
+        if (r.role !== 'rx') continue;
+        ctx.beginPath();
+        ctx.moveTo(X(tx.x), Y(tx.y));
+        ctx.lineTo(X(r.x), Y(r.y));
+        ctx.stroke();
+      }
+    }
+    for (const r of site.radios) marker(ctx, X(r.x), Y(r.y), '#3fb950', r.id, 'diamond');
 
     for (const [id, trail] of this.trails) {
       ctx.lineWidth = 2;

@@ -1,0 +1,96 @@
+/**
+ * The radios of a site and the links between them (DECISIONS "Sites with several radios").
+ *
+ * A site has one transmitter (`role: 'tx'`, usually the router) and one or more receivers
+ * (`role: 'rx'`). A link is one transmitter-receiver pair, named `<tx>-<rx>` ({@link linkId}); every
+ * frame of a link carries that name as `CsiFrame.linkId` (`link_id` in JSON).
+ *
+ * Coordinates are room metres: x across the room from its left wall as seen from the front wall,
+ * y in depth away from the front wall, z above the floor. `yaw_deg` is the direction the array
+ * faces in the floor plane, degrees from +x towards +y (90 = facing into the room from the front
+ * wall). The antennas of an array lie on a horizontal line through its position, perpendicular to
+ * the direction it faces; antenna i (0-based, of n) sits at
+ *
+ *     position + (i - (n - 1) / 2) * spacing_m * (sin(yaw), -cos(yaw), 0)
+ *
+ * that is, antenna 0 is on the left and the last on the right as one stands behind the array
+ * looking where it faces ({@link antennaAxis}).
+ */
+
+import type { CaptureFormat } from './frame.js';
+
+export type RadioRole = 'tx' | 'rx';
+
+/** One radio of `environment.site.radios` (snake_case as configured). */
+export interface RadioConfig {
+  /** Unique within the site: 1-32 of a-z, 0-9, `_`, `-`. */
+  readonly id: string;
+  readonly role: RadioRole;
+  readonly x: number;
+  readonly y: number;
+  readonly z: number;
+  /** Direction the array faces, degrees from +x towards +y, 0 <= yaw_deg < 360. */
+  readonly yaw_deg: number;
+  /** Antennas of the array, 1-4. */
+  readonly antennas: number;
+  /** Distance between neighbouring antennas, metres. */
+  readonly spacing_m: number;
+  /** The CSI format this radio delivers (receivers; a transmitter's is what its receivers decode). */
+  readonly format: CaptureFormat;
+}
+
+/** One link of a site: its transmitter and receiver. */
+export interface SiteLink {
+  /** `<tx>-<rx>`. */
+  readonly id: string;
+  readonly tx: RadioConfig;
+  readonly rx: RadioConfig;
+}
+
+/** Half a wavelength at 5180 MHz (channel 36), metres: the spacing of the default arrays. */
+export const HALF_WAVELENGTH_5G_M = 299_792_458 / 5.18e9 / 2;
+
+/**
+ * The default site: the simulator's default 6 x 5 x 2.8 m room with a router on the back wall
+ * facing into the room and three receiving nodes (front wall, left wall, right wall), each with
+ * 3 antennas half a wavelength apart at 5 GHz, all at 1.2 m. The front receiver `rx1` and the
+ * router are where the one-link room always had its radios.
+ */
+export const DEFAULT_RADIOS: readonly RadioConfig[] = Object.freeze(
+  (
+    [
+      { id: 'tx', role: 'tx', x: 3, y: 4.8, z: 1.2, yaw_deg: 270 },
+      { id: 'rx1', role: 'rx', x: 3, y: 0.2, z: 1.2, yaw_deg: 90 },
+      { id: 'rx2', role: 'rx', x: 0.2, y: 2.5, z: 1.2, yaw_deg: 0 },
+      { id: 'rx3', role: 'rx', x: 5.8, y: 2.5, z: 1.2, yaw_deg: 180 },
+    ] as const
+  ).map((r) => Object.freeze({ ...r, antennas: 3, spacing_m: Math.round(HALF_WAVELENGTH_5G_M * 1e4) / 1e4, format: 'intel5300' as CaptureFormat })),
+);
+
+/** A link's name: `<tx>-<rx>`. */
+export function linkId(tx: string, rx: string): string {
+  return `${tx}-${rx}`;
+}
+
+/**
+ * The links of a site, in the order its receivers are listed (the first is the site's primary
+ * link). Assumes a validated site: exactly one transmitter.
+ * @param radios `environment.site.radios`
+ * @returns one link per receiver
+ */
+export function siteLinks(radios: readonly RadioConfig[]): SiteLink[] {
+  const tx = radios.find((r) => r.role === 'tx');
+  if (!tx) return [];
+  return radios.filter((r) => r.role === 'rx').map((rx) => ({ id: linkId(tx.id, rx.id), tx, rx }));
+}
+
+/**
+ * Unit vector along an array's line of antennas (antenna 0 towards the last).
+ * @param yawDeg the direction the array faces, degrees from +x towards +y
+ */
+export function antennaAxis(yawDeg: number): { x: number; y: number; z: number } {
+  const t = (yawDeg * Math.PI) / 180;
+  // Rounded so that axis-aligned arrays get exact 0 and +-1 components.
+  const c = (v: number) => (Math.abs(v) < 1e-12 ? 0 : v);
+  return { x: c(Math.sin(t)), y: c(-Math.cos(t)), z: 0 };
+}
