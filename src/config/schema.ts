@@ -526,9 +526,11 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       default: 'sim',
       minLength: 1,
       maxLength: 4096,
-      pattern: '^(sim([:?].*)?|file:.+|udp://.+|mqtt://.+|stdin(\\?.*)?|-)$',
-      patternHint: 'a source URI: sim[?...], file:PATH, udp://HOST:PORT?format=F, mqtt://... or stdin',
-      description: 'Where CSI comes from (the --source URI); the built-in simulator by default. A password in an mqtt:// URI is shown as ***',
+      pattern: '^\\s*(sim([:?]\\S*)?|stdin(\\?\\S*)?|-|file:.+|(udp://\\S+|mqtts?://\\S+|file:\\S+)(\\s+(udp://\\S+|mqtts?://\\S+|file:\\S+))*)\\s*$',
+      patternHint:
+        'a source URI (sim[?...], file:PATH, udp://HOST:PORT?format=F, mqtt(s)://... or stdin), or several file:, udp:// or mqtt(s):// URIs separated by white space (one per link: link=RX)',
+      description:
+        'Where CSI comes from (the --source URI); the built-in simulator by default. Several receivers: several URIs separated by white space, each naming its link (link=RX). A password in an mqtt:// URI is shown as ***',
       restart: true,
       secret: 'url-password',
     },

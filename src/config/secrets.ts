@@ -64,6 +64,8 @@ function split(value: string): Parts | undefined {
  */
 export function maskUrlPassword<T>(value: T): T {
   if (typeof value !== 'string') return value;
+  // A list of sources (`hardware.source`: URIs separated by white space): each URI on its own.
+  if (/\s/.test(value)) return value.replace(/\S+/g, (uri) => maskUrlPassword(uri)) as T;
   const p = split(value);
   return p ? (`${p.head}${SECRET_MASK}${p.tail}` as T) : value;
 }
@@ -154,6 +156,21 @@ export function maskErrors(errors: readonly FieldError[]): FieldError[] {
  */
 export function restoreMasked(path: string, written: unknown, current: unknown): { value: unknown } | { error: FieldError } {
   if (!SECRET_PATHS.has(path) || typeof written !== 'string') return { value: written };
+  // A list of URIs: each restored against the URI at the same place in the list held now.
+  if (/\s/.test(written.trim())) {
+    const held = typeof current === 'string' ? current.trim().split(/\s+/) : [];
+    let i = 0;
+    let error: FieldError | undefined;
+    const value = written.replace(/\S+/g, (uri) => {
+      const r = restoreMasked(path, uri, held[i++]);
+      if ('error' in r) {
+        error ??= r.error;
+        return uri;
+      }
+      return r.value as string;
+    });
+    return error ? { error: { ...error, received_value: written } } : { value };
+  }
   const w = split(written);
   if (!w || w.password !== SECRET_MASK) return { value: written };
   const c = typeof current === 'string' ? split(current) : undefined;

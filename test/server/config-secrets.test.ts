@@ -58,6 +58,23 @@ describe('masking URL passwords', () => {
   });
 });
 
+  it('masks and restores every password of a list of sources (one URI per link)', () => {
+    const list = `mqtt://a:pw1@broker/csi/rx1?format=esp32&link=rx1\n  mqtt://b:pw2@broker/csi/rx2?format=esp32&link=rx2`;
+    const masked = maskUrlPassword(list);
+    expect(masked).toBe(`mqtt://a:***@broker/csi/rx1?format=esp32&link=rx1\n  mqtt://b:***@broker/csi/rx2?format=esp32&link=rx2`);
+    expect(restoreMasked('hardware.source', masked, list)).toEqual({ value: list });
+    // A mask where the held list has no password for that user is refused, naming the whole value.
+    const wrong = restoreMasked('hardware.source', `${masked} mqtt://c:***@broker/x?format=esp32&link=rx3`, list);
+    expect('error' in wrong && wrong.error.received_value).toBe(`${masked} mqtt://c:***@broker/x?format=esp32&link=rx3`);
+    // The schema takes such a list, and every source alone, mqtts:// included.
+    for (const ok of [list, 'mqtts://u:p@broker/t?format=esp32', 'udp://0.0.0.0:5501?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=intel5300&link=rx2', 'file:/data/my capture.dat', 'sim?links=1']) {
+      expect(parseUpdate({ hardware: { source: ok } }).ok, ok).toBe(true);
+    }
+    for (const bad of ['sim udp://0.0.0.0:1?format=esp32', 'udp://0.0.0.0:1?format=esp32 stdin', 'http://example.com']) {
+      expect(parseUpdate({ hardware: { source: bad } }).ok, bad).toBe(false);
+    }
+  });
+
 describe('the configuration store', () => {
   it('keeps the real password when the mask is written back, and refuses a mask that stands for nothing', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'csipose-secret-'));
