@@ -4,6 +4,7 @@ import { CAPTURE_FORMATS } from '../src/csi/frame.js';
 import { createStreamDecoder } from '../src/decoders/index.js';
 import { PIPELINES } from '../pipelines/index.js';
 import { decoderSpecs } from './decode.js';
+import { spec as links } from './links.js';
 import { spec as sanitize } from './sanitizePhase.js';
 import { spec as hampel } from './hampel.js';
 import { spec as normalize } from './normalizeAmplitude.js';
@@ -21,6 +22,7 @@ import { spec as infer } from './infer.js';
 /** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
 export const OPERATORS: readonly OperatorSpec[] = [
   ...decoderSpecs(CAPTURE_FORMATS, createStreamDecoder),
+  links,
   sanitize,
   hampel,
   normalize,

@@ -28,8 +28,9 @@ const MAX_SIZE = 4096;
  * of 8 windows that is one frame copied per 7 frames appended instead of `size / hop` per frame. `rateHz` is `options.rateHz` when given, else 1000 divided by the
  * median interval between the window's frame times: the median is not thrown off by a lost
  * packet or by jitter the way (last - first) / (size - 1) is; NaN when the times do not give a
- * positive interval. A change of shape (nRx, nTx, nSub) or of `sourceId` empties the buffer, so a
- * window never mixes shapes or senders. Frames whose csi length does not match their shape are
+ * positive interval. A change of shape (nRx, nTx, nSub), of `sourceId` or of `linkId` empties the
+ * buffer, so a window never mixes shapes, senders or links (interleaved links go through the
+ * `links` stage first, which passes on one); the window carries its frames' `linkId`. Frames whose csi length does not match their shape are
  * skipped. A window still incomplete when the source completes is not emitted.
  *
  * @param options `size` (default 64), `hop` (default 8), `rateHz` (default 0 = estimate)
@@ -55,6 +56,7 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
       let nTx = 0;
       let nSub = 0;
       let sourceId = '';
+      let linkId: string | undefined;
       let subcarriers: Int16Array = new Int16Array(0);
       let seg = new Float32Array(0);
       let segTimes = new Float64Array(0);
@@ -79,6 +81,7 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
         nTx = frame.nTx;
         nSub = frame.nSub;
         sourceId = frame.sourceId;
+        linkId = frame.linkId;
         subcarriers = frame.subcarriers;
         frameLen = frame.csi.length;
         const byMemory = Math.floor((32 << 20) / (frameLen * 4));
@@ -116,6 +119,7 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
         const window: CsiWindow = {
           sourceId,
           environmentId: frame.environmentId,
+          ...(linkId !== undefined ? { linkId } : {}),
           size,
           nRx,
           nTx,
@@ -141,7 +145,8 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
               frame.nRx !== nRx ||
               frame.nTx !== nTx ||
               frame.nSub !== nSub ||
-              frame.sourceId !== sourceId
+              frame.sourceId !== sourceId ||
+              frame.linkId !== linkId
             )
               reset(frame);
             if (write === cap) rollover();

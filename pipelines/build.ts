@@ -7,6 +7,8 @@ import type { PoseRunner } from '../src/model/runtime.js';
 import type { MultiPersonTracker } from '../src/pose/tracker.js';
 import type { InferContext, InferStats, UntrainedPolicy } from '../operators/infer.js';
 import type { TrackContext } from '../operators/track.js';
+import type { LinksContext, LinkStatsHolder } from '../operators/links.js';
+import type { RadioConfig } from '../src/csi/radios.js';
 import { registry } from '../operators/index.js';
 import { live } from './live.js';
 import { processDef } from './process.js';
@@ -24,17 +26,23 @@ export interface PipelineResources {
   onTracker?: (environmentId: string, tracker: MultiPersonTracker) => void;
   /** Id of the first track (default 1). */
   firstTrackId?: number;
+  /** The site's radios (`environment.site.radios`), read when the pipeline is subscribed; default DEFAULT_RADIOS. */
+  radios?: () => readonly RadioConfig[];
+  /** Where the `links` stage puts its per-link figures. */
+  linkStats?: LinkStatsHolder;
   scheduler?: SchedulerLike;
 }
 
 function run(def: typeof live, r: PipelineResources, params: () => Partial<Record<string, Readonly<ParamValues>>>): OperatorFunction<CsiFrame, PoseFrame> {
-  const ctx: InferContext & TrackContext = {
+  const ctx: InferContext & TrackContext & LinksContext = {
     model: r.model,
     live: (op) => params()[op],
     ...(r.inferStats ? { inferStats: r.inferStats } : {}),
     ...(r.untrained ? { untrained: r.untrained } : {}),
     ...(r.onTracker ? { onTracker: r.onTracker } : {}),
     ...(r.firstTrackId !== undefined ? { firstTrackId: r.firstTrackId } : {}),
+    ...(r.radios ? { radios: r.radios } : {}),
+    ...(r.linkStats ? { linkStats: r.linkStats } : {}),
     ...(r.scheduler ? { scheduler: r.scheduler } : {}),
   };
   return pipelineOperator(def, registry, 'frame', ctx) as OperatorFunction<CsiFrame, PoseFrame>;
@@ -43,7 +51,9 @@ function run(def: typeof live, r: PipelineResources, params: () => Partial<Recor
 /**
  * The `live` pipeline as one operator: the stages `csipose pipelines` prints, with a loaded model
  * and live parameters read per batch and frame, so a configuration change applies on the next one.
- * @param r the model and hooks
+ * Its first stage, `links`, takes the frames of every link of the site (`r.radios`) and passes on
+ * the primary link's; its figures go to `r.linkStats`.
+ * @param r the model, the site's radios and hooks
  * @param params the parameters in force (`liveParams(config.get())`), read again per batch or frame
  * @returns CSI frames to tracked, labelled pose frames with alerts and events
  * @example frames$.pipe(livePipeline({ model }, () => liveParams(config.get())))

@@ -41,6 +41,8 @@ export function frameToJson(f: CsiFrame, withTime = false): Record<string, unkno
     o.time = f.time > 0 ? isoTime(f.time) : null;
     o.source_id = f.sourceId;
     o.environment_id = f.environmentId;
+    // Only where the source says (DECISIONS "Sites with several radios"): absent = the primary link.
+    if (f.linkId !== undefined) o.link_id = f.linkId;
   }
   if (f.meta) {
     for (const [k, v] of Object.entries(f.meta)) if (!(k in o)) o[k] = v;

@@ -1,6 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { ActivityEvent, PoseAlert } from '../pose/types.js';
 import type { UntrainedLink } from '../../operators/infer.js';
+import type { LinkReport } from '../../operators/links.js';
 import type { PoseFrameView } from '../render/view.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { ConfigStore, UpdateResult } from '../config/store.js';
@@ -50,6 +51,11 @@ export interface ServiceSnapshot {
     routers: number;
     /** Mean CSI quality (0..1) behind the latest frames; 0 without frames. */
     quality: number;
+    /**
+     * The running session's links: every link of the site (the primary first), then links not in
+     * the site still sending; empty while no session runs (docs/service.md "Links").
+     */
+    links: readonly LinkReport[];
   };
   pose: {
     rateHz: number;

@@ -2,6 +2,7 @@ import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
 import type { InferStats } from '../../operators/infer.js';
 import type { MultiPersonTracker } from '../pose/tracker.js';
+import type { LinkReport, LinkStatsHolder } from '../../operators/links.js';
 import { Ewma, RateMeter } from './metrics.js';
 
 /** Sources that sent a frame this recently count as connected routers. */
@@ -21,6 +22,8 @@ export class PipelineFigures {
   readonly detections = new RateMeter(8192, 60_000);
   readonly inferStats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
   readonly trackers = new Map<string, MultiPersonTracker>();
+  /** The live pipeline's `links` stage puts its monitor here (per session). */
+  readonly links: LinkStatsHolder = {};
   /** Last frame time per CSI source id. */
   private readonly sources = new Map<string, number>();
   lastFrameAt = 0;
@@ -49,6 +52,11 @@ export class PipelineFigures {
       else this.sources.delete(id);
     }
     return n;
+  }
+
+  /** Every link of the running session's site, then unknown links still sending: state and figures (operators/links.ts). */
+  linkReports(): LinkReport[] {
+    return this.links.monitor?.report() ?? [];
   }
 
   /** Tracks in the `active` state over every environment. */

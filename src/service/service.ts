@@ -311,7 +311,10 @@ export class PoseService implements ServiceFace {
     const uri = this.opts.source ?? c.hardware.source;
     // The simulator projects its ground truth through the configured reference view, live.
     const view = () => this.config.get().environment.view;
-    return parseSource(uri).open('frame', { environmentId: c.environment.id, view }) as Observable<CsiFrame>;
+    // The site's radios, as the session starts: the simulator simulates every link of it, and the
+    // other sources name their links after its transmitter and receivers (`link=RX`).
+    const radios = c.environment.site.radios;
+    return parseSource(uri).open('frame', { environmentId: c.environment.id, view, radios: () => radios }) as Observable<CsiFrame>;
   }
 
   private startPipeline(frames: Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {
@@ -327,6 +330,9 @@ export class PoseService implements ServiceFace {
             untrained: 'drop',
             onTracker: (env, t) => figures.trackers.set(env, t),
             firstTrackId: this.firstTrackId,
+            // The site's links, joined by time; the primary's frames go on to the model. Read at subscription: a new site takes a restart.
+            radios: () => this.config.get().environment.site.radios,
+            linkStats: figures.links,
           },
           () => liveParams(this.config.get()),
         ),
@@ -469,6 +475,7 @@ export class PoseService implements ServiceFace {
         lastFrameAt: f.lastFrameAt || null,
         routers: f.routerCount(now),
         quality: latest.length ? quality / latest.length : 0,
+        links: running ? f.linkReports() : [],
       },
       pose: {
         rateHz: round2(f.poseRate.rate()),

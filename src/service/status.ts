@@ -1,6 +1,7 @@
 import type { ServiceSnapshot } from './face.js';
 import type { Form } from '../render/frame.js';
 import { confidence } from '../precision.js';
+import { DEGRADING_LINK_STATES, type LinkReport } from '../../operators/links.js';
 
 function iso(ms: number | null): string | null {
   return ms ? new Date(ms).toISOString() : null;
@@ -28,12 +29,50 @@ function network(s: ServiceSnapshot): { status: string; untrained_links: Array<R
   };
 }
 
-/** `healthy` while the system runs or rests without fault, `degraded` while it starts or stops, a link is not read or store writes fail, `unhealthy` in error or while the store gives rows up. */
+/** True when a link of the running session is stopped, lagging, mismatched or unknown (docs/service.md "Links"). */
+function linkTrouble(s: ServiceSnapshot): boolean {
+  return s.csi.links.some((l) => DEGRADING_LINK_STATES.has(l.state));
+}
+
+/**
+ * The links of the session, one entry each (docs/service.md "Links"), and the receiving
+ * component's status: `degraded` (instead of `active`) while one of them is stopped, lagging,
+ * mismatched or unknown, its entry saying which and why.
+ */
+function csiLinks(s: ServiceSnapshot): { status: string; links: Array<Record<string, unknown>> } {
+  return {
+    status: s.csi.status === 'active' && linkTrouble(s) ? 'degraded' : s.csi.status,
+    links: s.csi.links.map(renderLink),
+  };
+}
+
+function renderLink(l: LinkReport): Record<string, unknown> {
+  return {
+    link_id: l.linkId,
+    tx: l.tx,
+    rx: l.rx,
+    state: l.state,
+    primary: l.primary,
+    rate_hz: r2(l.rateHz),
+    packet_loss_rate: Math.round(l.packetLossRate * 10_000) / 10_000,
+    last_packet_time: iso(l.lastPacketAt),
+    lag_ms: r2(l.lagMs),
+    layout: l.layout,
+    frames: l.frames,
+    reason: l.reason,
+  };
+}
+
+/**
+ * `healthy` while the system runs or rests without fault, `degraded` while it starts or stops, a
+ * link is not read, a link is stopped, lagging, mismatched or unknown, or store writes fail,
+ * `unhealthy` in error or while the store gives rows up.
+ */
 export function systemHealth(s: ServiceSnapshot): 'healthy' | 'degraded' | 'unhealthy' {
   // A store that gives rows up loses data whatever the pipeline does.
   if (s.system.state === 'error' || s.store.status === 'unhealthy') return 'unhealthy';
   if (s.system.state === 'running' || s.system.state === 'stopped')
-    return s.store.status === 'degraded' || s.model.untrainedLinks.length > 0 ? 'degraded' : 'healthy';
+    return s.store.status === 'degraded' || s.model.untrainedLinks.length > 0 || linkTrouble(s) ? 'degraded' : 'healthy';
   return 'degraded';
 }
 
@@ -44,6 +83,7 @@ export function systemHealth(s: ServiceSnapshot): 'healthy' | 'degraded' | 'unhe
  */
 export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<string, unknown> {
   const err = s.system.error ? { error: s.system.error } : {};
+  const receiving = csiLinks(s);
   const database = { status: s.store.status, connection_pool: 'connection_pool' in s.store ? s.store.connection_pool : '0/0' };
   if (form === 'a') {
     return {
@@ -52,10 +92,11 @@ export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<strin
       version: s.version,
       components: {
         csi_receiver: {
-          status: s.csi.status,
+          status: receiving.status,
           data_rate_hz: s.csi.rateHz,
           packet_loss_rate: r2(s.csi.routers || s.csi.frames ? Math.max(0, 1 - s.csi.quality) : 0),
           last_packet_time: iso(s.csi.lastFrameAt),
+          links: receiving.links,
         },
         neural_network: { ...network(s), model_loaded: s.model.loaded, inference_time_ms: s.model.avgBatchMs, gpu_utilization: 0 },
         tracking: { status: s.tracker.status, active_tracks: s.pose.activeTracks, track_quality: confidence(s.pose.trackQuality) },
@@ -66,7 +107,8 @@ export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<strin
         gpu_memory_usage: 0,
         disk_usage: s.resources.diskPercent,
       },
-      network: { connected_routers: s.csi.routers, signal_strength: r2(s.csi.quality), interference_level: r2(1 - s.csi.quality) },
+      // The receivers heard from: links of the site in the `live` state.
+      network: { connected_routers: s.csi.links.filter((l) => l.state === 'live').length, signal_strength: r2(s.csi.quality), interference_level: r2(1 - s.csi.quality) },
       session_id: s.system.sessionId,
       steps: s.system.steps,
       ...err,
@@ -88,7 +130,7 @@ export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<strin
       gpu_usage: 0,
     },
     components: {
-      csi_processor: { status: s.csi.status, last_heartbeat: iso(s.csi.lastFrameAt) },
+      csi_processor: { status: receiving.status, last_heartbeat: iso(s.csi.lastFrameAt), links: receiving.links },
       neural_network: {
         ...network(s),
         model_loaded: s.model.loaded,

@@ -36,6 +36,21 @@ export function deriveSeed(seed: number, tag: number): number {
 }
 
 /**
+ * The stream tag of a per-link random stream: link 0 (the one-link simulator, and the first link of
+ * a site) keeps the plain tag, so a one-link site draws exactly what the one-link simulator always
+ * drew; link l > 0 gets 1000 l + tag, clear of every other tag the simulator uses (1-7, 99,
+ * 100 + person).
+ *
+ * @param link the link's place in the site (0-based, siteLinks order)
+ * @param tag the stream's tag in the one-link simulator
+ * @returns the tag to derive the link's stream from
+ * @example new Rng(deriveSeed(seed, linkStreamTag(2, 1))) // the impairments of the third link
+ */
+export function linkStreamTag(link: number, tag: number): number {
+  return link === 0 ? tag : 1000 * link + tag;
+}
+
+/**
  * Seeded PRNG: uniform, gaussian, integer range and choice.
  *
  * @example

@@ -33,6 +33,12 @@
  * own derived from the simulator's seed (tags 3 to 7), and the drifts advance on the snapshot grid
  * of the truth clock, not per received packet: the stream is the same whichever packets are lost,
  * however many people are in the room, and people move as in the ideal room.
+ *
+ * A site with several links (SimOptions.radios) has one RoomScene per link, each seeing the room
+ * through its own arrays: every link's scene is built from the same layout, drift and door streams
+ * and keeps the same points (all the site's arrays) clear, so they hold the same furniture, clutter,
+ * reflectivities and door at every tick, one room; each link has its own chain offsets and clock
+ * (streams `linkStreamTag(link, 6)` and `(link, 7)`).
  */
 
 import { elementGain, elementPattern, type ElementPattern } from './antenna.js';
@@ -40,7 +46,7 @@ import type { ChannelModel } from './channel.js';
 import type { RealismSettings } from './realism.js';
 import { deriveSeed, Rng } from './rng.js';
 import type { Scenario } from './scenario.js';
-import { BODY_LEN, bodyVolume, lossFactor, pathLossDb } from './shadow.js';
+import { BODY_LEN, bodyVolume, lossFactor, noBody, pathLossDb } from './shadow.js';
 import { KP, SCATTERERS_PER_BODY } from './skeleton.js';
 
 /** Interval of the static scatterers' and chains' snapshots, seconds. */
@@ -178,6 +184,18 @@ interface SceneArgs {
   seed: number;
   rateHz: number;
   lineOfSight: boolean;
+  /** The link's transmit and receive antenna positions (n * 3); default the scenario's arrays. */
+  tx?: Float64Array;
+  rx?: Float64Array;
+  /**
+   * Floor points (array centres) the furniture, clutter and door keep clear of; default this link's
+   * two array centres. A site passes every array of the site, so that each link's scene has the
+   * same layout.
+   */
+  keepClear?: ReadonlyArray<{ x: number; y: number }>;
+  /** Stream tags of the link's chain offsets and device clock (rng.ts linkStreamTag); default 6 and 7. */
+  chainTag?: number;
+  clockTag?: number;
 }
 
 /**
@@ -297,8 +315,8 @@ export class RoomScene {
     this.nRx = a.channel.nRx;
     this.nTx = a.channel.nTx;
     this.amp0 = a.channel.lambda / (4 * Math.PI);
-    const tx = a.scenario.txPositions;
-    const rx = a.scenario.rxPositions;
+    const tx = a.tx ?? a.scenario.txPositions;
+    const rx = a.rx ?? a.scenario.rxPositions;
     this.txC = centre(tx);
     this.rxC = centre(rx);
     this.base = new Float64Array(this.size);
@@ -363,8 +381,11 @@ export class RoomScene {
     // Layout: furniture along the walls, clutter on them, the door.
     const lay = new Rng(deriveSeed(a.seed, 3));
     const scat: StaticScatterer[] = [];
-    const nearArray = (x: number, y: number, r: number): boolean =>
-      Math.hypot(x - this.txC[0]!, y - this.txC[1]!) < r || Math.hypot(x - this.rxC[0]!, y - this.rxC[1]!) < r;
+    const clear = a.keepClear ?? [
+      { x: this.txC[0]!, y: this.txC[1]! },
+      { x: this.rxC[0]!, y: this.rxC[1]! },
+    ];
+    const nearArray = (x: number, y: number, r: number): boolean => clear.some((c) => Math.hypot(x - c.x, y - c.y) < r);
     /** A point at `off` metres from a wall chosen by length, `end` metres clear of the corners. */
     const alongWall = (off: number, end: number): { x: number; y: number } => {
       const W = room.width;
@@ -439,8 +460,8 @@ export class RoomScene {
     this.cGB = cgb;
     this.wanderRng = new Rng(deriveSeed(a.seed, 4));
     this.doorRng = new Rng(deriveSeed(a.seed, 5));
-    this.chainRng = new Rng(deriveSeed(a.seed, 6));
-    const clockRng = new Rng(deriveSeed(a.seed, 7));
+    this.chainRng = new Rng(deriveSeed(a.seed, a.chainTag ?? 6));
+    const clockRng = new Rng(deriveSeed(a.seed, a.clockTag ?? 7));
     this.clockOffsetUs = s.clockPpm > 0 ? clockRng.int(0, 2 ** 31 - 1) : 0;
     this.clockSkew = s.clockPpm > 0 ? clockRng.uniform(-s.clockPpm, s.clockPpm) * 1e-6 : 0;
 
@@ -577,7 +598,11 @@ export class RoomScene {
     // still people (the common case) cost one comparison per tick.
     let moved = false;
     if (nb > 0) {
-      for (let b = 0; b < nb; b++) bodyVolume(persons[b]!.body.keypoints, persons[b]!.body.dims.scale, this.bodies, b * BODY_LEN);
+      for (let b = 0; b < nb; b++) {
+        const p = persons[b]!;
+        if (p.present) bodyVolume(p.body.keypoints, p.body.dims.scale, this.bodies, b * BODY_LEN);
+        else noBody(this.bodies, b * BODY_LEN);
+      }
       moved = !sameValues(this.bodies, this.bodiesSeen);
       if (moved) this.bodiesSeen.set(this.bodies);
       if (moved || snapped || this.first) this.shadowFactors(nb, lmax);

@@ -12,7 +12,13 @@
  * - a transition carries its target's label from its first tick: sitting down is `sitting`,
  *   standing up and getting up are `standing`, lying down is `lying`;
  * - `falling` from the fall's first tick until the body reaches the floor (fall_end), then `lying`
- *   until the person starts to get up; `fallOnset` is set from fall_start until then.
+ *   until the person starts to get up; `fallOnset` is set from fall_start until then;
+ * - a `bend` (a scripted hard negative) is `standing` throughout.
+ *
+ * People who come and go (PersonSpec.enterAt, leaveAt) are in `persons` all along with `present`
+ * false while out of the room: they then have no scatterers, shadow nothing, are ignored by the
+ * others and are left out of the truth; `enter` and `leave` events mark the ticks they appear and
+ * disappear at the room's entry.
  */
 
 import { Camera, DEFAULT_VIEW, viewSpec, type CameraSpec, type Vec3 } from '../pose/camera.js';
@@ -52,11 +58,13 @@ export interface RoomSpec {
   ceilingReflection: number;
 }
 
-/** An antenna array: antennas spaced half a wavelength apart along `axis`, centred on `position`. */
+/** An antenna array: antennas spaced half a wavelength apart (or `spacing`) along `axis`, centred on `position`. */
 export interface ArraySpec {
   position: Vec3;
   /** Direction of the array line; default +x. Normalised internally. */
   axis?: Vec3;
+  /** Distance between neighbouring antennas, metres; default half the centre wavelength. */
+  spacing?: number;
 }
 
 /** One timed action of an explicit script; `at` is seconds from the start of the simulation. */
@@ -65,7 +73,15 @@ export type ScriptStep =
   | { at: number; action: 'stand' }
   | { at: number; action: 'sit'; seat?: number }
   | { at: number; action: 'lie'; surface?: number }
-  | { at: number; action: 'fall'; direction?: FallDirection; duration?: number };
+  | { at: number; action: 'fall'; direction?: FallDirection; duration?: number }
+  /**
+   * A hard negative for fall detection: standing, the trunk pitches forward `angle` degrees (30-90,
+   * default BEND_ANGLE_DEG) as to pick something up, holds, and straightens, over `duration`
+   * seconds (1.5-10, default BEND_DURATION_S: 0.9 s down, 1 s held, 0.9 s up). The activity stays
+   * `standing` throughout and nothing in the truth is a fall. Walking, the person stops first;
+   * seated or lying, stands up first.
+   */
+  | { at: number; action: 'bend'; duration?: number; angle?: number };
 
 /** One person placed explicitly. Without `script` the person behaves as generated from the seed. */
 export interface PersonSpec {
@@ -81,6 +97,21 @@ export interface PersonSpec {
   seat?: number;
   /** Surface height when starting lying; default 0 (floor). */
   surface?: number;
+  /**
+   * Seconds: the person is not in the room before this (no body, not in the truth). At the first
+   * tick at or after it they appear standing at the room's entry (`ScenarioOptions.entry`) and walk
+   * to x, y at ENTRY_SPEED (their `activity` and start pose are not used); script steps due by then
+   * are skipped, and one due during the walk in takes over from it as any step does. Default: in
+   * the room from the start.
+   */
+  enterAt?: number;
+  /**
+   * Seconds: at the first tick at or after this the person walks back to the entry (standing up
+   * first if seated or lying, finishing a fall first) at ENTRY_SPEED and disappears there (no body,
+   * not in the truth, for good); script steps after it are ignored. Must be after enterAt. Default:
+   * never leaves.
+   */
+  leaveAt?: number;
   /**
    * Timed actions. Each starts at the first tick at or after `at`, replacing any action still
    * waiting; an action the body cannot start yet (mid-transition, or a sit while walking) waits,
@@ -125,10 +156,17 @@ export interface ScenarioOptions {
   fallAt?: number;
   /** Distance kept from the walls, metres; default 0.4. */
   margin?: number;
+  /**
+   * Where people who come and go (PersonSpec.enterAt, leaveAt) enter and leave: a floor point by a
+   * wall, inside the margin people keep from the walls. Default: on the back wall 1 m from the right
+   * corner, at the margin: (width - 1, depth - margin).
+   */
+  entry?: { x: number; y: number };
 }
 
 export interface ScenarioEvent {
-  type: 'fall_start' | 'fall_end' | 'activity_change';
+  /** `enter` and `leave`: a person who comes and goes appears in the room or disappears from it. */
+  type: 'fall_start' | 'fall_end' | 'activity_change' | 'enter' | 'leave';
   personId: number;
   /** Simulation time, seconds. */
   time: number;
@@ -155,6 +193,14 @@ const ARRIVE_M = 0.05; // m from the waypoint: brake and stop
 const MAX_SUBSTEP = 0.02; // s: longest behaviour step
 const DEFAULT_SEAT = 0.45;
 const BED_HEIGHT = 0.5;
+/** Walking speed into and out of the room (PersonSpec.enterAt, leaveAt), m/s. */
+export const ENTRY_SPEED = 1.0;
+/** Default trunk pitch of a `bend` step, degrees. */
+export const BEND_ANGLE_DEG = 70;
+/** Default duration of a `bend` step, seconds. */
+export const BEND_DURATION_S = 2.8;
+/** A leaving person disappears within this distance of the entry, metres. */
+const EXIT_M = 0.1;
 
 /** One person: body, behaviour state and ground-truth labels. */
 export class Person {
@@ -185,6 +231,17 @@ export class Person {
   /** @internal generated: gets up after the current fall */ getsUp = true;
   /** @internal generated: time of a fall asked for by `ScenarioOptions.fallAt` (Infinity once started) */ forcedFallAt = Infinity;
   /** @internal floor footprint: head (x, y), feet (x, y) */ readonly footprint = new Float64Array(4);
+  /**
+   * In the room: false before PersonSpec.enterAt and after the person left (no scatterers, not in
+   * the truth, ignored by the others).
+   */
+  present = true;
+  /** @internal seconds; -Infinity: in the room from the start */ enterAt = -Infinity;
+  /** @internal seconds; Infinity: never leaves */ leaveAt = Infinity;
+  /** @internal walking out */ leaving = false;
+  /** @internal has left for good */ gone = false;
+  /** @internal where the walk in ends */ homeX = 0;
+  /** @internal */ homeY = 0;
 
   constructor(id: number, body: Body, mode: Mode, rng: Rng, script: ScriptStep[] | null) {
     this.id = id;
@@ -233,6 +290,7 @@ interface Settings {
   fallProbability: number;
   getUpProbability: number;
   margin: number;
+  entry: { x: number; y: number };
 }
 
 /**
@@ -280,6 +338,8 @@ export class Scenario {
   private events: ScenarioEvent[] = [];
   /** Floor positions at the start of a tick, for the velocities. */
   private readonly startPos = new Float64Array(2 * MAX_PEOPLE);
+  /** Who was in the room at the start of a tick. */
+  private readonly wasPresent = new Uint8Array(MAX_PEOPLE);
 
   /**
    * @param opts room, antennas, camera and behaviour options
@@ -307,8 +367,12 @@ export class Scenario {
     const getUpProbability = opts.getUpProbability ?? 0.7;
     if (!(fallProbability >= 0 && fallProbability <= 1)) throw new RangeError('scenario: fallProbability must be in 0..1');
     if (!(getUpProbability >= 0 && getUpProbability <= 1)) throw new RangeError('scenario: getUpProbability must be in 0..1');
+    const entry = opts.entry ?? { x: room.width - 1, y: room.depth - margin };
+    if (!(entry.x >= margin && entry.x <= room.width - margin && entry.y >= margin && entry.y <= room.depth - margin)) {
+      throw new RangeError('scenario: entry must be inside the walls\' margin');
+    }
     this.room = room;
-    this.settings = { room, activities, fallProbability, getUpProbability, margin };
+    this.settings = { room, activities, fallProbability, getUpProbability, margin, entry };
 
     const inside = (p: Vec3, what: string): void => {
       if (!(p.x >= 0 && p.x <= room.width && p.y >= 0 && p.y <= room.depth && p.z >= 0 && p.z <= room.height)) {
@@ -317,8 +381,9 @@ export class Scenario {
     };
     const tx = opts.tx ?? { position: { x: room.width / 2, y: room.depth - 0.2, z: 1.2 } };
     const rx = opts.rx ?? { position: { x: room.width / 2, y: 0.2, z: 1.2 } };
-    this.txPositions = arrayPositions(tx, nTx, lambda / 2);
-    this.rxPositions = arrayPositions(rx, nRx, lambda / 2);
+    for (const a of [tx, rx]) if (a.spacing !== undefined && !(a.spacing > 0 && a.spacing <= 1)) throw new RangeError('scenario: array spacing must be in (0, 1] m');
+    this.txPositions = arrayPositions(tx, nTx, tx.spacing ?? lambda / 2);
+    this.rxPositions = arrayPositions(rx, nRx, rx.spacing ?? lambda / 2);
     for (let i = 0; i < nTx; i++) inside({ x: this.txPositions[3 * i]!, y: this.txPositions[3 * i + 1]!, z: this.txPositions[3 * i + 2]! }, 'every tx antenna');
     for (let i = 0; i < nRx; i++) inside({ x: this.rxPositions[3 * i]!, y: this.rxPositions[3 * i + 1]!, z: this.rxPositions[3 * i + 2]! }, 'every rx antenna');
     // The default reference view (environment.view's defaults), centred across this room.
@@ -367,9 +432,11 @@ export class Scenario {
   step(dt: number, time = this.time + dt): void {
     const persons = this.persons;
     const start = this.startPos;
+    const was = this.wasPresent;
     for (let i = 0; i < persons.length; i++) {
       start[2 * i] = persons[i]!.body.floorX;
       start[2 * i + 1] = persons[i]!.body.floorY;
+      was[i] = persons[i]!.present ? 1 : 0;
     }
     // Behaviour runs in sub-steps of at most MAX_SUBSTEP so that slow packet rates do not let
     // walkers skip past each other or falls outrun their own ticks.
@@ -380,15 +447,17 @@ export class Scenario {
       const t = k === n ? time : t0 + k * h;
       this.time = t;
       for (const p of persons) {
-        this.move(p, t, h);
+        if (p.present) this.move(p, t, h);
         this.act(p, t);
         p.updateFootprint();
       }
     }
     for (let i = 0; i < persons.length; i++) {
       const p = persons[i]!;
-      p.vx = (p.body.floorX - start[2 * i]!) / dt;
-      p.vy = (p.body.floorY - start[2 * i + 1]!) / dt;
+      // Someone who appeared in this tick stood at the entry: no velocity from where they waited.
+      const moved = p.present && was[i] === 1;
+      p.vx = moved ? (p.body.floorX - start[2 * i]!) / dt : 0;
+      p.vy = moved ? (p.body.floorY - start[2 * i + 1]!) / dt : 0;
     }
   }
 
@@ -411,6 +480,8 @@ export class Scenario {
     let o = 0;
     for (const p of this.persons) {
       p.body.fillScatterers(out, o, this.time);
+      // Someone not in the room keeps their place in the buffer with weights 0 (no paths).
+      if (!p.present) for (let i = 0; i < SCATTERERS_PER_BODY; i++) out[o + 4 * i + 3] = 0;
       o += SCATTERERS_PER_BODY * 4;
     }
     return o / 4;
@@ -464,9 +535,24 @@ export class Scenario {
       }
       if (s.action === 'walk' && s.speed !== undefined && !(s.speed > 0 && s.speed <= 3)) throw new RangeError(`scenario: person ${id} walking speed must be in (0, 3] m/s`);
       if (s.action === 'fall' && s.duration !== undefined && !(s.duration >= 0.2 && s.duration <= 3)) throw new RangeError(`scenario: person ${id} fall duration must be 0.2..3 s`);
+      if (s.action === 'bend' && s.duration !== undefined && !(s.duration >= 1.5 && s.duration <= 10)) throw new RangeError(`scenario: person ${id} bend duration must be 1.5..10 s`);
+      if (s.action === 'bend' && s.angle !== undefined && !(s.angle >= 30 && s.angle <= 90)) throw new RangeError(`scenario: person ${id} bend angle must be 30..90 degrees`);
+    }
+    const { enterAt, leaveAt } = spec;
+    if (enterAt !== undefined && !(enterAt >= 0 && Number.isFinite(enterAt))) throw new RangeError(`scenario: person ${id} enterAt must be a number of seconds >= 0`);
+    if (leaveAt !== undefined && !(leaveAt >= 0 && Number.isFinite(leaveAt) && leaveAt > (enterAt ?? -Infinity))) {
+      throw new RangeError(`scenario: person ${id} leaveAt must be a number of seconds >= 0, after enterAt`);
     }
     const mode = this.placeBody(body, spec.activity ?? 'standing', spec.x, spec.y, spec.heading ?? Math.PI / 2, spec.seat ?? DEFAULT_SEAT, spec.surface ?? 0);
-    return new Person(id, body, mode, rng, script);
+    const p = new Person(id, body, mode, rng, script);
+    p.homeX = spec.x;
+    p.homeY = spec.y;
+    if (enterAt !== undefined) {
+      p.enterAt = enterAt;
+      p.present = false;
+    }
+    if (leaveAt !== undefined) p.leaveAt = leaveAt;
+    return p;
   }
 
   private placeBody(body: Body, activity: 'standing' | 'sitting' | 'lying', x: number, y: number, h: number, seat: number, surface: number): Mode {
@@ -513,7 +599,7 @@ export class Scenario {
     // Clear of everyone else along the whole body line, sampled every 0.2 m.
     const steps = Math.max(1, Math.ceil((reach + tail) / 0.2));
     for (const o of this.persons) {
-      if (o.id === selfId) continue;
+      if (o.id === selfId || !o.present) continue;
       for (let i = 0; i <= steps; i++) {
         const f = -tail + ((reach + tail) * i) / steps;
         if (o.distanceTo(x + f * c, y + f * s) < MIN_SEPARATION + 0.2) return false;
@@ -604,7 +690,7 @@ export class Scenario {
     let ux = dist > 0 ? dx / dist : 0;
     let uy = dist > 0 ? dy / dist : 0;
     for (const o of this.persons) {
-      if (o === p) continue;
+      if (o === p || !o.present) continue;
       const d = o.distanceTo(x, y);
       if (d >= AVOID_RADIUS) continue;
       const ox = x - o.body.floorX;
@@ -640,7 +726,7 @@ export class Scenario {
     ny = Math.max(margin, Math.min(room.depth - margin, ny));
     let blocked = false;
     for (const o of this.persons) {
-      if (o === p) continue;
+      if (o === p || !o.present) continue;
       const dNew = o.distanceTo(nx, ny);
       if (dNew < MIN_SEPARATION && dNew <= o.distanceTo(x, y)) {
         blocked = true;
@@ -716,6 +802,14 @@ export class Scenario {
   // Actions
 
   private act(p: Person, t: number): void {
+    if (!p.present) {
+      if (p.gone || t + 1e-9 < p.enterAt) return;
+      this.enter(p, t);
+    }
+    if (p.leaving || t + 1e-9 >= p.leaveAt) {
+      this.leave(p, t);
+      return;
+    }
     if (t >= p.forcedFallAt) {
       // Seated or lying, the person stands up first (generated behaviour goes on meanwhile).
       if (p.mode === 'standing' || p.mode === 'walking') {
@@ -729,6 +823,46 @@ export class Scenario {
     } else if (p.pending === null && (p.mode === 'standing' || p.mode === 'sitting' || p.mode === 'lying') && t >= p.holdUntil) {
       this.decide(p, t);
     }
+    if (p.pending !== null && this.tryStart(p, p.pending, t)) p.pending = null;
+  }
+
+  /** A person who comes in appears at the entry, standing, and sets off for their place. */
+  private enter(p: Person, t: number): void {
+    const { x, y } = this.settings.entry;
+    p.body.setStanding(x, y, Math.atan2(p.homeY - y, p.homeX - x));
+    p.mode = 'standing';
+    p.activity = 'standing';
+    p.fallOnset = null;
+    p.present = true;
+    p.updateFootprint();
+    // Steps due before the person came in do not happen.
+    if (p.script !== null) while (p.scriptIdx < p.script.length && p.script[p.scriptIdx]!.at <= t + 1e-9) p.scriptIdx++;
+    p.pending = { at: t, action: 'walk', to: { x: p.homeX, y: p.homeY }, speed: ENTRY_SPEED };
+    this.events.push({ type: 'enter', personId: p.id, time: t });
+  }
+
+  /** A person on the way out: to the entry (standing up or finishing a fall first), then gone. */
+  private leave(p: Person, t: number): void {
+    const { x, y } = this.settings.entry;
+    const out: ScriptStep = { at: t, action: 'walk', to: { x, y }, speed: ENTRY_SPEED };
+    if (!p.leaving) {
+      // Whatever was waiting is dropped; a walk in progress turns towards the entry.
+      p.leaving = true;
+      p.pending = out;
+      p.fallAt = Infinity;
+      p.forcedFallAt = Infinity;
+    }
+    if (p.mode === 'standing' && Math.hypot(p.body.floorX - x, p.body.floorY - y) < EXIT_M) {
+      p.present = false;
+      p.gone = true;
+      p.leaving = false;
+      p.vx = 0;
+      p.vy = 0;
+      this.events.push({ type: 'leave', personId: p.id, time: t });
+      return;
+    }
+    // Walk out, again after being held up on the way.
+    if (p.pending === null && p.mode !== 'walking') p.pending = out;
     if (p.pending !== null && this.tryStart(p, p.pending, t)) p.pending = null;
   }
 
@@ -769,6 +903,22 @@ export class Scenario {
         if (busy) return false;
         if (p.mode === 'walking') this.stop(p);
         else if (p.mode === 'sitting' || p.mode === 'lying') this.standUp(p, t);
+        return true;
+      }
+      case 'bend': {
+        if (busy) return false;
+        if (p.mode === 'walking') {
+          this.stop(p);
+          return false;
+        }
+        if (p.mode === 'sitting' || p.mode === 'lying') {
+          this.standUp(p, t);
+          return false;
+        }
+        b.startBend(((a.angle ?? BEND_ANGLE_DEG) * Math.PI) / 180, a.duration ?? BEND_DURATION_S);
+        p.mode = 'transition';
+        p.transitionTo = 'standing';
+        this.label(p, 'standing', t);
         return true;
       }
       case 'sit':
@@ -892,7 +1042,7 @@ export class Scenario {
       const x = r.uniform(margin + 0.1, room.width - margin - 0.1);
       const y = r.uniform(margin + 0.1, room.depth - margin - 0.1);
       if (Math.hypot(x - b.floorX, y - b.floorY) < 1) continue;
-      if (this.persons.some((o) => o !== p && o.distanceTo(x, y) < MIN_SEPARATION + 0.4)) continue;
+      if (this.persons.some((o) => o !== p && o.present && o.distanceTo(x, y) < MIN_SEPARATION + 0.4)) continue;
       p.pending = { at: t, action: 'walk', to: { x, y }, speed: r.uniform(0.3, 1.5) };
       return true;
     }

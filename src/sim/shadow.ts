@@ -66,6 +66,16 @@ export function bodyVolume(kp: Float32Array, scale: number, out: Float64Array, o
   out[b + 3] = reach + 2 * rt;
 }
 
+/**
+ * Writes a body that shadows nothing (someone not in the room): every bounding sphere of radius 0,
+ * which no segment comes within.
+ * @param out body buffer
+ * @param o offset of this body (BODY_LEN values)
+ */
+export function noBody(out: Float64Array, o: number): void {
+  out.fill(0, o, o + BODY_LEN);
+}
+
 function capsule(out: Float64Array, o: number, x0: number, y0: number, z0: number, x1: number, y1: number, z1: number, r: number): void {
   out[o] = x0;
   out[o + 1] = y0;

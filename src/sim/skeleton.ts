@@ -851,6 +851,40 @@ export class Body {
   }
 
   /**
+   * Bend forward from standing, as to pick something up, hold, and straighten: the trunk pitches
+   * forward by `pitch` with the hips flexing by as much and a little more (the thighs lean slightly
+   * forward, the knees give 0.4 rad), the arms hang straight down towards the floor, the head lifts
+   * a little to look ahead; then the standing pose again. Down and up take min(0.9, duration / 3) s
+   * each, the hold the rest. The feet stay on the floor throughout.
+   * @param pitch forward pitch of the trunk, radians (60-80 degrees picks something off the floor)
+   * @param duration seconds, the whole movement
+   * @returns the duration
+   */
+  startBend(pitch: number, duration: number): number {
+    const d = this.dims;
+    const stand = new Float64Array(POSE_LEN);
+    gaitPose(d, stand, this.floorX, this.floorY, this.heading, 0, 0);
+    const bent = Float64Array.from(stand);
+    bent[P.PITCH] = pitch;
+    bent[P.HIP_L] = pitch + 0.2;
+    bent[P.HIP_R] = pitch + 0.2;
+    bent[P.KNEE_L] = 0.4;
+    bent[P.KNEE_R] = 0.4;
+    bent[P.SH_L] = pitch;
+    bent[P.SH_R] = pitch;
+    bent[P.EL_L] = 0.1;
+    bent[P.EL_R] = 0.1;
+    bent[P.HEAD] = -0.3;
+    const move = Math.min(0.9, duration / 3);
+    this.begin([
+      { to: bent, bump: null, duration: move, ease: 'smooth', support: 'feet' },
+      { to: bent, bump: null, duration: duration - 2 * move, ease: 'smooth', support: 'feet' },
+      { to: stand, bump: null, duration: move, ease: 'smooth', support: 'feet' },
+    ]);
+    return duration;
+  }
+
+  /**
    * Fall to the floor from whatever the body is doing: the trunk rotates with gravity-like
    * acceleration (see Ease), the knees and hips buckle mid-way, the pelvis travels
    * fallTravel() in the fall direction, and the body ends lying in fallPosture(direction).

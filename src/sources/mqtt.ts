@@ -6,6 +6,7 @@ import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
 import { createDatagramDecoder, isCaptureFormat } from '../decoders/index.js';
 import { stampTime } from './replayClock.js';
 import { SourceError } from './errors.js';
+import { parseLinkParam, type LinkParam } from './links.js';
 import { brokerName, envCredentials, RECONNECT_MIN_MS, withBackoff } from '../mqtt/connection.js';
 
 /** Capture formats whose records fit one MQTT message each. */
@@ -43,6 +44,13 @@ export interface MqttSourceOptions {
   onReady?: () => void;
   /** Live counters, updated as messages arrive and the connection comes and goes. */
   stats?: MqttSourceStats;
+  /** The link every frame is on (`<tx>-<rx>`); absent (and no `linkOfTopic`) = the environment's primary link. */
+  linkId?: string;
+  /**
+   * The link of a topic's messages, asked once per topic (e.g. from its last level); undefined
+   * drops the topic's messages, counted in `stats.unknownLink`. Wins over `linkId`.
+   */
+  linkOfTopic?: (topic: string) => string | undefined;
 }
 
 /** Live counters of an MQTT source; records, skipped and bytes add up over every topic. */
@@ -53,6 +61,8 @@ export interface MqttSourceStats extends DecodeStats {
   reconnects: number;
   /** True while connected to the broker (CONNACK accepted, not yet closed). */
   connected: boolean;
+  /** Messages dropped because their topic names no link of the site (`link=topic`). */
+  unknownLink: number;
 }
 
 /** An `mqtt://` source URI taken apart; see {@link parseMqttUri}. */
@@ -67,11 +77,13 @@ export interface MqttUri {
   clientId?: string;
   username?: string;
   password?: string;
+  /** `link=`: a fixed receiver or `topic` (the topic's last level names it); absent without `link=`. */
+  link?: LinkParam;
 }
 
 /** A fresh counter object for {@link MqttSourceOptions.stats}. */
 export function newMqttStats(): MqttSourceStats {
-  return { messages: 0, records: 0, skipped: 0, bytes: 0, reconnects: 0, connected: false };
+  return { messages: 0, records: 0, skipped: 0, bytes: 0, reconnects: 0, connected: false, unknownLink: 0 };
 }
 
 /**
@@ -91,8 +103,9 @@ export function isTopicFilter(topic: string): boolean {
 }
 
 /**
- * Takes apart `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon[&qos=0|1&client_id=ID]`
- * (or `mqtts://`). Parsed by hand rather than with `new URL`, because a topic filter's `#` is a
+ * Takes apart `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon[&qos=0|1&client_id=ID&link=RX|topic]`
+ * (or `mqtts://`). `link=RX` puts every frame on receiver RX's link, `link=topic` names the
+ * receiver by the last level of each message's topic (src/sources/links.ts). Parsed by hand rather than with `new URL`, because a topic filter's `#` is a
  * fragment to URL parsing: both `%23` and a literal `#` are accepted. The topic is the path after
  * the first `/`, percent-decoded. Credentials missing from the URI come from
  * `CSIPOSE_MQTT_USERNAME` / `CSIPOSE_MQTT_PASSWORD`, so a password need not be on a command line.
@@ -125,6 +138,7 @@ export function parseMqttUri(uri: string, env: NodeJS.ProcessEnv = process.env):
   const qos = qosParam(q.get('qos'));
   const clientId = q.get('client_id');
   if (clientId === '') throw new SourceError('mqtt client_id must not be empty');
+  const link = parseLinkParam(q, `mqtt topic "${topic}"`, { topic: true });
   const creds = credentials(at < 0 ? undefined : authority.slice(0, at), env);
   const urlHost = host.includes(':') ? `[${host}]` : host;
   return {
@@ -136,6 +150,7 @@ export function parseMqttUri(uri: string, env: NodeJS.ProcessEnv = process.env):
     qos,
     ...(clientId !== null ? { clientId } : {}),
     ...creds,
+    ...(link.kind !== 'none' ? { link } : {}),
   };
 }
 
@@ -191,19 +206,25 @@ function credentials(userinfo: string | undefined, env: NodeJS.ProcessEnv): { us
   return { ...(username !== undefined ? { username } : {}), ...(password !== undefined ? { password } : {}) };
 }
 
+/** A topic's decoder and the link of its frames (`null`: not a link of the site, dropped). */
+interface TopicLane {
+  decoder: CsiDecoder;
+  linkId: string | undefined | null;
+}
+
 /**
  * One decoder per topic, so each sender keeps its own record index and line state; bounded, the
  * least recently used decoder is dropped (a topic seen again starts a fresh one).
  */
 class TopicDecoders {
-  private readonly byTopic = new Map<string, CsiDecoder>();
+  private readonly byTopic = new Map<string, TopicLane>();
 
   constructor(
-    private readonly make: (topic: string) => CsiDecoder,
+    private readonly make: (topic: string) => TopicLane,
     private readonly max: number,
   ) {}
 
-  get(topic: string): CsiDecoder {
+  get(topic: string): TopicLane {
     let d = this.byTopic.get(topic);
     // A Map iterates in insertion order: re-inserting keeps the oldest use first.
     if (d) this.byTopic.delete(topic);
@@ -244,7 +265,8 @@ function connackCode(e: Error): number | undefined {
  * Live CSI from an MQTT broker: routers publish each ESP32 CSI line or Nexmon CSI UDP payload as
  * one message. Messages are decoded with one decoder per topic; each frame's `sourceId` is the
  * topic it came on and its time is the arrival time. Messages that are not CSI are skipped and
- * counted, never fatal.
+ * counted, never fatal. Frames carry `linkId` (fixed, or per topic through `linkOfTopic`); the
+ * messages of a topic that names no link of the site are dropped and counted.
  *
  * The stream does not end when the broker goes away: the client reconnects with backoff (500 ms
  * doubling to 30 s) and subscribes again, also when the broker is not up yet at start. It errors
@@ -303,8 +325,12 @@ function connect(opts: MqttSourceOptions): MqttClient {
 function wire(client: MqttClient, opts: MqttSourceOptions, subscriber: Subscriber<CsiFrame>): void {
   const stats = opts.stats;
   const environmentId = opts.environmentId ?? 'default';
+  const linkOf = opts.linkOfTopic;
   const decoders = new TopicDecoders(
-    (topic) => createDatagramDecoder(opts.format, { sourceId: topic, environmentId }),
+    (topic) => ({
+      decoder: createDatagramDecoder(opts.format, { sourceId: topic, environmentId }),
+      linkId: linkOf ? (linkOf(topic) ?? null) : opts.linkId,
+    }),
     MAX_TOPIC_DECODERS,
   );
   const broker = brokerName(opts.url);
@@ -315,7 +341,20 @@ function wire(client: MqttClient, opts: MqttSourceOptions, subscriber: Subscribe
 
   client.on('message', (topic, payload) => {
     const arrival = Date.now();
-    const counts = decodeMessage(decoders.get(topic), payload, (f) => subscriber.next(stampTime(f, arrival)));
+    const lane = decoders.get(topic);
+    const linkId = lane.linkId;
+    if (linkId === null) {
+      if (stats) {
+        stats.messages++;
+        stats.unknownLink++;
+      }
+      return;
+    }
+    const emit =
+      linkId === undefined
+        ? (f: CsiFrame) => subscriber.next(stampTime(f, arrival))
+        : (f: CsiFrame) => subscriber.next({ ...f, time: f.time > 0 ? f.time : arrival, linkId });
+    const counts = decodeMessage(lane.decoder, payload, emit);
     if (stats) {
       stats.messages++;
       stats.bytes += payload.length;

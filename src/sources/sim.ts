@@ -1,7 +1,9 @@
 import { Observable, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
+import { DEFAULT_RADIOS, type RadioConfig } from '../csi/radios.js';
 import { viewCamera, viewSpec, type ViewSettings } from '../pose/camera.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
+import { MAX_SIM_LINKS } from '../sim/site.js';
 import { SourceError } from './errors.js';
 import { FAST_CHUNK, nextTurn } from './replayClock.js';
 import { whenReady, type Demand } from './demand.js';
@@ -20,10 +22,21 @@ export interface SimSourceOptions {
   view?: () => Readonly<ViewSettings>;
   /** The consumer's backpressure: while it is paused no frame is simulated (src/sources/demand.ts). */
   demand?: Demand;
+  /**
+   * The site (the service passes its `environment.site.radios`), read when the source opens: the
+   * simulator then simulates every link of it and the source emits their frames interleaved in
+   * time order (tick by tick, each tick's frames in the site's link order). `params.links` keeps the
+   * first N receivers; `params.nRx` / `params.nTx` replace every receiver's / the transmitter's
+   * antenna count. Without it (and without `params.links`): the one-link simulator of `params`.
+   */
+  radios?: () => readonly RadioConfig[];
 }
 
-/** Simulator settings that a `sim?...` URI can carry, plus whether to attach the ground truth. */
-export type SimParams = Partial<SimOptions> & { truth?: boolean };
+/**
+ * Simulator settings that a `sim?...` URI can carry, plus whether to attach the ground truth and how
+ * many of the site's receivers to simulate (`links`, 1..MAX_SIM_LINKS: the first N).
+ */
+export type SimParams = Partial<SimOptions> & { truth?: boolean; links?: number };
 
 /**
  * The ground truth as plain JSON, attached to frames as `meta.truth` when asked for
@@ -51,7 +64,10 @@ export function truthToJson(t: GroundTruth): Record<string, unknown> {
  * Parses the query of a `sim?...` source URI.
  * Keys: seed, people (0-4), nsub (30|56|114), band (2.4|5), rate (Hz), nrx, ntx, snr (dB), env, truth (0|1),
  * fall (seconds: the first person falls then, `ScenarioOptions.fallAt`), realism (ideal|room: the
- * room the simulator reproduces, `SimOptions.realism`; docs/simulator.md).
+ * room the simulator reproduces, `SimOptions.realism`; docs/simulator.md), links (1..8,
+ * MAX_SIM_LINKS: simulate the first N receivers of the site, the service's `environment.site.radios`
+ * or else DEFAULT_RADIOS; 1 is the one-link case; more than the site has is an error when the source
+ * opens). On a site, nrx and ntx replace the antenna counts of every receiver and of the transmitter.
  * @throws SourceError for values out of range
  */
 export function parseSimParams(q: URLSearchParams): SimParams {
@@ -95,7 +111,29 @@ export function parseSimParams(q: URLSearchParams): SimParams {
     if (realism !== 'ideal' && realism !== 'room') throw new SourceError(`sim: realism must be ideal or room, got "${realism}"`);
     out.realism = realism;
   }
+  const links = num('links', 1, MAX_SIM_LINKS);
+  if (links !== undefined) out.links = links;
   return out;
+}
+
+/**
+ * The simulator options of a site: its first `links` receivers, the URI's antenna counts applied.
+ * @param o the URI's simulator options
+ * @param radios the site, or undefined for the one-link simulator
+ * @param links how many receivers to keep (all when undefined)
+ * @returns the options to simulate
+ * @throws SourceError when the site has fewer receivers than `links`
+ */
+function withSite(o: SimOptions, radios: readonly RadioConfig[] | undefined, links: number | undefined): SimOptions {
+  if (radios === undefined) return o;
+  const { nRx, nTx, ...rest } = o;
+  const rxs = radios.filter((r) => r.role === 'rx');
+  if (links !== undefined && links > rxs.length) throw new SourceError(`sim: links=${links} but the site has ${rxs.length} receiver${rxs.length === 1 ? '' : 's'}`);
+  const keep = new Set(rxs.slice(0, links ?? rxs.length));
+  const site = radios
+    .filter((r) => r.role !== 'rx' || keep.has(r))
+    .map((r) => (r.role === 'rx' && nRx !== undefined ? { ...r, antennas: nRx } : r.role === 'tx' && nTx !== undefined ? { ...r, antennas: nTx } : r));
+  return { ...rest, radios: site };
 }
 
 /**
@@ -105,21 +143,25 @@ export function parseSimParams(q: URLSearchParams): SimParams {
  * starts at the simulator's fixed epoch, so the same seed gives the same stream.
  *
  * @param params simulator settings (see parseSimParams)
- * @param opts speed and scheduler
- * @returns frames, with `meta.truth` attached when `params.truth` is set
+ * @param opts speed, scheduler, reference view, backpressure and site
+ * @returns frames, with `meta.truth` attached when `params.truth` is set; on a site one frame per
+ *   link per tick, every frame of a tick with the tick's truth and its events on the first only
  * @example
  * simSource({ seed: 1, people: 2 }, { speed: 0 }).pipe(take(1000))
+ * simSource({ seed: 1, links: 2 }, { speed: 0, radios: () => DEFAULT_RADIOS }) // tx-rx1, tx-rx2, tx-rx1, ...
  */
 export function simSource(params: SimParams, opts: SimSourceOptions = {}): Observable<CsiFrame> {
   const speed = opts.speed ?? 1;
   const scheduler = opts.scheduler ?? asyncScheduler;
-  const { truth: withTruth, ...simOpts } = params;
+  const { truth: withTruth, links, ...simOpts } = params;
   const view = opts.view;
   const demand = opts.demand;
   return new Observable<CsiFrame>((subscriber) => {
     const wallStart = scheduler.now();
     let viewSeen = view?.();
-    const withView = viewSeen ? { ...simOpts, scenario: { ...simOpts.scenario, camera: viewSpec(viewSeen) } } : simOpts;
+    // Errors thrown here (a site with too few receivers, invalid options) reach the subscriber.
+    const sited = withSite(simOpts, opts.radios?.() ?? (links !== undefined ? DEFAULT_RADIOS : undefined), links);
+    const withView = viewSeen ? { ...sited, scenario: { ...sited.scenario, camera: viewSpec(viewSeen) } } : sited;
     const sim = new CsiSimulator(speed > 0 && withView.startTime === undefined ? { ...withView, startTime: wallStart } : withView);
     /** A changed view (a new configuration snapshot) takes over from the next sample simulated. */
     const followView = (): void => {

@@ -11,7 +11,7 @@ import { SignJWT } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { canvasPixels, CHROMIUM, launchBrowser, NO_BROWSER, signIn } from '../helpers/browser.js';
-import { ADMIN_PASSWORD, JWT_SECRET, startServer, until, type TestServer } from '../helpers/server.js';
+import { ADMIN_PASSWORD, JWT_SECRET, startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
 
 if (NO_BROWSER) console.warn(NO_BROWSER);
 
@@ -322,6 +322,140 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
       expect(await page.locator('#events tbody tr:not([data-type=activity_change])').count()).toBe(0);
       expect((await layout()).scrollWidth, `${at} analytics: page width`).toBeLessThanOrEqual(viewport.width);
     }
+  });
+
+  it("draws the site's radios and each link in the state /system/status gives it, and lists the links with their figures", async () => {
+    const page = await open({ width: 1440, height: 900 });
+    // Every status answer the page reads, by its time: whatever the page shows came from one of them.
+    const answers = new Map<string, Record<string, any>>();
+    page.on('response', (r) => {
+      if (new URL(r.url()).pathname !== '/api/v1/system/status' || !r.ok()) return;
+      r.json().then(
+        (b) => b?.timestamp && answers.set(b.timestamp, b.data),
+        () => undefined,
+      );
+    });
+    const site = (await s.api('GET', '/config', { token: admin, form: 'a' })).body.environment.site;
+    const tx = site.radios.find((r: { role: string }) => r.role === 'tx');
+    const siteLinks: string[] = site.radios.filter((r: { role: string }) => r.role === 'rx').map((r: { id: string }) => `${tx.id}-${r.id}`);
+    expect(siteLinks.length, 'the default site has several receivers').toBeGreaterThan(1);
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    await nextFrameWithPeople(page);
+
+    // The radios, as configured: named with their role on the canvas, and in words under it.
+    await page.waitForFunction(() => !!document.querySelector<HTMLCanvasElement>('#floor')?.dataset.radios);
+    expect(await page.getAttribute('#floor', 'data-radios')).toBe(site.radios.map((r: { id: string; role: string }) => `${r.id}:${r.role}`).join(' '));
+    const radioItems = await page.$$eval('#floor-radios li', (lis) => lis.map((li) => [(li as HTMLElement).dataset.radio, (li as HTMLElement).dataset.role, li.textContent]));
+    expect(radioItems.map(([id, role]) => [id, role])).toEqual(site.radios.map((r: { id: string; role: string }) => [r.id, r.role]));
+    site.radios.forEach((r: { yaw_deg: number; x: number; y: number }, i: number) => expect(radioItems[i]![2]).toContain(`at ${r.x} m, ${r.y} m, facing ${Math.round(r.yaw_deg)}\u00b0`));
+
+    /** The status answer the floor plan shows, with the legend and the drawn links, read together. */
+    const planShows = () =>
+      until(async () => {
+        const shown = await page.evaluate(() => {
+          const legend = document.querySelector<HTMLElement>('#floor-links')!;
+          return {
+            at: legend.dataset.at ?? '',
+            drawnAt: document.querySelector<HTMLCanvasElement>('#floor')!.dataset.linksAt ?? '',
+            drawn: (document.querySelector<HTMLCanvasElement>('#floor')!.dataset.links ?? '').split(' '),
+            listed: [...legend.querySelectorAll<HTMLElement>('li')].map((li) => [li.dataset.link, li.dataset.state, li.dataset.primary]),
+          };
+        });
+        const answer = answers.get(shown.at);
+        return shown.at && shown.drawnAt === shown.at && answer ? { ...shown, answer } : undefined;
+      }, 'the floor plan showing a status answer the page read');
+    /** What the plan should show for an answer: every reported link listed, every site link drawn in its reported state. */
+    const expectPlanToShow = (shown: Awaited<ReturnType<typeof planShows>>) => {
+      const links: Array<Record<string, any>> | undefined = shown.answer.components?.csi_processor?.links;
+      expect(shown.listed).toEqual((links ?? []).map((l) => [l.link_id, l.state, String(l.primary)]));
+      expect(shown.drawn).toEqual(
+        siteLinks.map((id) => {
+          const l = links?.find((k) => k.link_id === id);
+          return l ? `${id}:${l.state}${l.primary ? ':primary' : ''}` : `${id}:unreported`;
+        }),
+      );
+      return links;
+    };
+    const running = await planShows();
+    expect(running.answer.status).toBe('running');
+    const links = expectPlanToShow(running);
+    if (links) {
+      // The running site's links, its primary first: the one the model reads.
+      expect(links.filter((l) => siteLinks.includes(l.link_id)).map((l) => l.link_id)).toEqual(siteLinks);
+      expect(links[0]!.primary).toBe(true);
+      expect(await text(page, '#link-count')).toBe(`\u00b7 ${links.filter((l) => l.state === 'live').length} of ${links.length} links live`);
+    }
+
+    // Stopped, the service reports no links: the plan draws none in a state, and lists none.
+    const source = (await s.api('GET', '/config', { token: admin, form: 'a' })).body.hardware.source;
+    expect((await s.api('POST', '/system/stop', { token: admin })).status).toBe(202);
+    try {
+      await waitForStatus(s, admin, 'stopped');
+      const stopped = await until(async () => {
+        const shown = await planShows();
+        return shown.answer.status === 'stopped' ? shown : undefined;
+      }, 'the floor plan showing the stopped system');
+      expectPlanToShow(stopped);
+      expect(stopped.drawn).toEqual(siteLinks.map((id) => `${id}:unreported`));
+
+      // A site whose last receiver never sends (the simulator simulating all but it): that link
+      // is reported waiting while the others are live, and the plan and the table say the same.
+      expect((await s.api('PUT', '/config', { token: admin, form: 'a', body: { hardware: { source: `sim?links=${siteLinks.length - 1}` } } })).status).toBe(200);
+      expect((await s.api('POST', '/system/start', { token: admin })).status).toBe(202);
+      await waitForStatus(s, admin, 'running');
+      const silent = siteLinks[siteLinks.length - 1]!;
+      const partial = await until(async () => {
+        const shown = await planShows();
+        const links: Array<Record<string, any>> = shown.answer.components?.csi_processor?.links ?? [];
+        return links.some((l) => l.link_id === silent && l.state === 'waiting') && links.some((l) => l.state === 'live') ? shown : undefined;
+      }, `the floor plan showing ${silent} waiting beside live links`);
+      expectPlanToShow(partial);
+      expect(partial.drawn).toContain(`${silent}:waiting`);
+      expect(partial.listed).toContainEqual([silent, 'waiting', 'false']);
+
+      // The System tab: one row per link with its figures, in the units its header gives, and why a link is not live.
+      await page.click('#tab-system');
+      const table = await until(async () => {
+        const shown = await page.evaluate(() => ({
+          at: document.querySelector<HTMLElement>('.status-details')?.dataset.at ?? '',
+          head: [...document.querySelectorAll('#links-table thead th')].map((th) => th.textContent),
+          rows: [...document.querySelectorAll<HTMLElement>('#links-table tr[data-link]')].map((tr) =>
+            Object.fromEntries([...tr.querySelectorAll<HTMLElement>('[data-col]')].map((c) => [c.dataset.col, c.textContent])),
+          ),
+          reasons: Object.fromEntries([...document.querySelectorAll<HTMLElement>('#links-table tr[data-reason-of]')].map((tr) => [tr.dataset.reasonOf, tr.textContent])),
+        }));
+        const answer = answers.get(shown.at);
+        const links: Array<Record<string, any>> | undefined = answer?.components?.csi_processor?.links;
+        return links?.some((l) => l.link_id === silent && l.state === 'waiting') ? { ...shown, links } : undefined;
+      }, 'the links table showing a status answer the page read');
+      expect(table.head).toEqual(['link', 'state', 'rate (Hz)', 'loss (%)', 'last packet', 'lag (ms)', 'layout', 'primary']);
+      const one = (v: number) => String(Math.round(v * 10) / 10);
+      const at = Date.parse(table.at);
+      expect(table.rows).toEqual(
+        table.links.map((l) => ({
+          link: l.link_id,
+          state: l.state,
+          rate: one(l.rate_hz),
+          loss: one(l.packet_loss_rate * 100),
+          last: l.last_packet_time === null ? 'never' : `${((at - Date.parse(l.last_packet_time)) / 1000).toFixed(1)} s ago`,
+          lag: one(l.lag_ms),
+          layout: l.layout ?? '-',
+          primary: l.primary ? '\u2605' : '',
+        })),
+      );
+      expect(table.rows.find((r) => r.link === silent)).toMatchObject({ state: 'waiting', rate: '0', last: 'never' });
+      expect(table.rows.find((r) => r.link === siteLinks[0])).toMatchObject({ state: 'live', primary: '\u2605' });
+      for (const l of table.links) expect(table.reasons[l.link_id] ?? '').toBe(l.reason ?? '');
+      expect(table.reasons[silent]).toMatch(new RegExp(`^${silent}`));
+    } finally {
+      await s.api('POST', '/system/stop', { token: admin });
+      await waitForStatus(s, admin, 'stopped');
+      expect((await s.api('PUT', '/config', { token: admin, form: 'a', body: { hardware: { source } } })).status).toBe(200);
+      expect((await s.api('POST', '/system/start', { token: admin })).status).toBe(202);
+      await waitForStatus(s, admin, 'running');
+    }
+    await page.click('#tab-live');
+    await nextFrameWithPeople(page);
   });
 
   it('draws nobody in the view, and says so, while everyone is out of it (no box), and keeps them on the floor plan', async () => {

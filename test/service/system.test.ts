@@ -113,7 +113,9 @@ describe('system lifecycle', () => {
     expect(a.body.components.csi_receiver.status).toBe('active');
     expect(a.body.components.csi_receiver.data_rate_hz).toBeGreaterThan(0);
     expect(a.body.components.csi_receiver.last_packet_time).toMatch(ISO);
-    expect(a.body.network.connected_routers).toBe(1);
+    // The default site: a router and three receivers, every link live (the simulator simulates them all).
+    expect(a.body.network.connected_routers).toBe(3);
+    expect(a.body.components.csi_receiver.links.map((l: { link_id: string }) => l.link_id)).toEqual(['tx-rx1', 'tx-rx2', 'tx-rx3']);
     expect(a.body.components.neural_network.model_loaded).toBe(true);
 
     const stop = await s.api('POST', '/system/stop', { token, form: 'a' });

@@ -420,8 +420,11 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
       }
     });
 
-    it('csipose serve --source mqtt://...: the live pipeline reads the routers through the broker', async () => {
-      const s = await startServer({ model: true, autostart: true, source: `${broker.url}/routers/%2B/csi?format=esp32` });
+    it('csipose serve --source mqtt://...: the live pipeline reads every receiver of the site through the broker, a topic per link', async () => {
+      // Two single-antenna ESP32 nodes hear one router: the site says so, and each publishes on its own topic.
+      const esp = (id: string, role: 'tx' | 'rx', x: number, y: number, yaw: number) => ({ id, role, x, y, z: 1, yaw_deg: yaw, antennas: 1, format: 'esp32' });
+      const config = { environment: { site: { radios: [esp('ap', 'tx', 3, 4.8, 270), esp('n1', 'rx', 3, 0.2, 90), esp('n2', 'rx', 0.2, 2.5, 0)] } } };
+      const s = await startServer({ model: true, autostart: true, config, source: `${broker.url}/routers/%2B?format=esp32&link=topic` });
       try {
         const token = await s.login();
         const status = async () => (await s.api('GET', '/system/status', { token, form: 'a' })).body;
@@ -429,17 +432,21 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
         const p = await publisher();
         const lines = esp32Lines();
         let sent = 0;
-        // Two routers publish; the receiver counts frames from both (router_count is the distinct topics).
+        // Both receivers publish; the status lists both links live (connected_routers counts live links).
         const got = await (async () => {
           for (;;) {
             const st = await status();
             if (st.components.csi_receiver.status === 'active' && st.network.connected_routers === 2) return st;
             if (sent > 2000) throw new Error(`no frames through serve --source mqtt: ${JSON.stringify(st.components.csi_receiver)}`);
-            for (const router of ['r1', 'r2']) await publishAll(p, `routers/${router}/csi`, lines.slice(sent % lines.length, (sent % lines.length) + 5));
+            for (const node of ['n1', 'n2']) await publishAll(p, `routers/${node}`, lines.slice(sent % lines.length, (sent % lines.length) + 5));
             sent += 5;
             await sleep(50);
           }
         })();
+        expect(got.components.csi_receiver.links.map((l: { link_id: string; state: string; primary: boolean }) => [l.link_id, l.state, l.primary])).toEqual([
+          ['ap-n1', 'live', true],
+          ['ap-n2', 'live', false],
+        ]);
         expect(got.components.csi_receiver.data_rate_hz).toBeGreaterThan(0);
       } finally {
         await s.close();

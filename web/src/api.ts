@@ -58,6 +58,8 @@ export interface Result<T> {
   data: T;
   /** Form B `pagination` beside `data`, when the endpoint pages. */
   pagination?: Record<string, unknown>;
+  /** Form B `timestamp`: when the service answered, on its clock. */
+  timestamp?: string;
 }
 
 const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];
@@ -95,7 +97,7 @@ export class Api {
     }
     const form = o.form ?? 'b';
     return form === 'b' && body && typeof body === 'object' && 'success' in body
-      ? { data: body.data as T, ...(body.pagination ? { pagination: body.pagination } : {}) }
+      ? { data: body.data as T, ...(body.pagination ? { pagination: body.pagination } : {}), ...(typeof body.timestamp === 'string' ? { timestamp: body.timestamp } : {}) }
       : { data: body as T };
   }
 

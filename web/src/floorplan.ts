@@ -1,10 +1,13 @@
 /**
  * The floor plan: the room of `environment.site` seen from above, with the receiver's (front) wall
  * at the bottom so that left and right match the reference view; a 1 m grid, the zones of
- * `environment.zones`, the radios, the camera's field of view, each tracked person's position
- * (`location`, metres) with a fading trail, and alerts highlighted where they happened.
+ * `environment.zones`, the radios of `environment.site.radios` (where each array faces) and their
+ * links in the states `/system/status` gives them, the camera's field of view, each tracked
+ * person's position (`location`, metres) with a fading trail, and alerts highlighted where they
+ * happened.
  */
 import { trackColor } from './skeleton.js';
+import { LINK_STYLE, type LinkState, type LinkStatus } from './links.js';
 import type { AlertMessage, Config, PoseFrame, Severity } from './types.js';
 
 /** How long a trail reaches back, and how long a track unseen keeps it. */
@@ -80,8 +83,10 @@ export class FloorPlan {
    * @param cfg the configuration (site, view, zones)
    * @param frame the latest frame, if any
    * @param now performance.now()
+   * @param links the links as the status last reported them; undefined while not reported
+   * @returns the site's links as drawn
    */
-  draw(ctx: CanvasRenderingContext2D, w: number, hgt: number, cfg: Config, frame: PoseFrame | undefined, now: number): void {
+  draw(ctx: CanvasRenderingContext2D, w: number, hgt: number, cfg: Config, frame: PoseFrame | undefined, now: number, links?: readonly LinkStatus[]): DrawnLink[] {
     const site = cfg.environment.site;
     const s = Math.max(1, Math.min((w - 2 * MARGIN_PX) / site.room_width, (hgt - 2 * MARGIN_PX) / site.room_depth));
     const ox = (w - site.room_width * s) / 2;
@@ -137,21 +142,8 @@ export class FloorPlan {
     ctx.lineTo(X(v.x + reach * Math.cos(axis - half)), Y(v.y + reach * Math.sin(axis - half)));
     ctx.closePath();
     ctx.fill();
-    marker(ctx, X(v.x), Y(v.y), '#d2a8ff', 'camera', 'square', true);
-    // The radios: each receiver's link to the transmitter as a thin line, then the radios as diamonds named by id.
-    const tx = site.radios.find((r) => r.role === 'tx');
-    if (tx) {
-      ctx.strokeStyle = 'rgba(63,185,80,0.35)';
-      ctx.lineWidth = 1;
-      for (const r of site.radios) {
-        if (r.role !== 'rx') continue;
-        ctx.beginPath();
-        ctx.moveTo(X(tx.x), Y(tx.y));
-        ctx.lineTo(X(r.x), Y(r.y));
-        ctx.stroke();
-      }
-    }
-    for (const r of site.radios) marker(ctx, X(r.x), Y(r.y), '#3fb950', r.id, 'diamond');
+    marker(ctx, X(v.x), Y(v.y), '#d2a8ff', 'camera', true);
+    const drawn = drawSite(ctx, w, site.radios, links, X, Y, s);
 
     for (const [id, trail] of this.trails) {
       ctx.lineWidth = 2;
@@ -189,7 +181,131 @@ export class FloorPlan {
       ctx.fillStyle = '#8b949e';
       ctx.fillText('site not measured: the default room', 6, hgt - 8);
     }
+    return drawn;
   }
+}
+
+/** A link of the site as the plan drew it: its state, or `unreported` while the status gives none. */
+export interface DrawnLink {
+  id: string;
+  state: LinkState | 'unreported';
+  primary: boolean;
+}
+
+/** Half the angle of the wedge that shows where an array faces, and its reach (metres). */
+const FACING_HALF_RAD = Math.PI / 3;
+const FACING_REACH_M = 0.55;
+const RADIO_COLOR = '#e6edf3';
+
+/**
+ * The radios and their links: each link a line from the transmitter to its receiver in the colour
+ * of its state (solid when live, dashed otherwise; the primary with a halo), each array's facing
+ * as a wedge with an arrow, the transmitter a ringed circle and each receiver a diamond, each
+ * named by its id.
+ * A link the status does not report (an older service, or no session) is a thin faint line.
+ */
+function drawSite(
+  ctx: CanvasRenderingContext2D,
+  w: number,
+  radios: Config['environment']['site']['radios'],
+  links: readonly LinkStatus[] | undefined,
+  X: (x: number) => number,
+  Y: (y: number) => number,
+  scale: number,
+): DrawnLink[] {
+  const drawn: DrawnLink[] = [];
+  const byId = new Map((links ?? []).map((l) => [l.link_id, l]));
+  const tx = radios.find((r) => r.role === 'tx');
+  for (const rx of tx ? radios.filter((r) => r.role === 'rx') : []) {
+    const id = `${tx!.id}-${rx.id}`;
+    const l = byId.get(id);
+    const x0 = X(tx!.x);
+    const y0 = Y(tx!.y);
+    const x1 = X(rx.x);
+    const y1 = Y(rx.y);
+    drawn.push({ id, state: l?.state ?? 'unreported', primary: l?.primary ?? false });
+    if (!l) {
+      ctx.strokeStyle = 'rgba(139,148,158,0.35)';
+      ctx.lineWidth = 1;
+      ctx.setLineDash([]);
+      line(ctx, x0, y0, x1, y1);
+      continue;
+    }
+    const style = LINK_STYLE[l.state];
+    if (l.primary) {
+      ctx.strokeStyle = withAlpha(style.color, 0.22);
+      ctx.lineWidth = 9;
+      ctx.setLineDash([]);
+      line(ctx, x0, y0, x1, y1);
+    }
+    ctx.strokeStyle = style.color;
+    ctx.lineWidth = l.primary ? 3 : 2.5;
+    ctx.setLineDash(style.dash);
+    line(ctx, x0, y0, x1, y1);
+  }
+  ctx.setLineDash([]);
+
+  for (const r of radios) {
+    const x = X(r.x);
+    const y = Y(r.y);
+    // Room angles turn from +x towards +y; on the screen +y is up, so the angle changes sign.
+    const a = (-r.yaw_deg * Math.PI) / 180;
+    const reach = FACING_REACH_M * scale;
+    ctx.fillStyle = 'rgba(230,237,243,0.09)';
+    ctx.strokeStyle = 'rgba(230,237,243,0.3)';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.moveTo(x, y);
+    ctx.arc(x, y, reach, a - FACING_HALF_RAD, a + FACING_HALF_RAD);
+    ctx.closePath();
+    ctx.fill();
+    ctx.stroke();
+    // The arrow along the array's broadside.
+    const ex = x + 0.8 * reach * Math.cos(a);
+    const ey = y + 0.8 * reach * Math.sin(a);
+    ctx.strokeStyle = RADIO_COLOR;
+    ctx.lineWidth = 1.5;
+    line(ctx, x, y, ex, ey);
+    ctx.fillStyle = RADIO_COLOR;
+    ctx.beginPath();
+    ctx.moveTo(ex + 6 * Math.cos(a), ey + 6 * Math.sin(a));
+    ctx.lineTo(ex + 4 * Math.cos(a + Math.PI / 2), ey + 4 * Math.sin(a + Math.PI / 2));
+    ctx.lineTo(ex + 4 * Math.cos(a - Math.PI / 2), ey + 4 * Math.sin(a - Math.PI / 2));
+    ctx.closePath();
+    ctx.fill();
+
+    ctx.beginPath();
+    if (r.role === 'tx') {
+      ctx.arc(x, y, 6, 0, Math.PI * 2);
+      ctx.fill();
+      ctx.strokeStyle = RADIO_COLOR;
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.arc(x, y, 10, 0, Math.PI * 2);
+      ctx.stroke();
+    } else {
+      ctx.moveTo(x, y - 7);
+      ctx.lineTo(x + 7, y);
+      ctx.lineTo(x, y + 7);
+      ctx.lineTo(x - 7, y);
+      ctx.closePath();
+      ctx.fill();
+    }
+    // The name behind an array that faces right (the room is on that side), else on its right.
+    const label = r.id;
+    const tw = ctx.measureText(label).width;
+    const left = Math.cos(a) > 0.5;
+    ctx.fillStyle = RADIO_COLOR;
+    ctx.fillText(label, clamp(left ? x - 13 - tw : x + 13, 2, w - tw - 2), y + 4);
+  }
+  return drawn;
+}
+
+function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number, y1: number): void {
+  ctx.beginPath();
+  ctx.moveTo(x0, y0);
+  ctx.lineTo(x1, y1);
+  ctx.stroke();
 }
 
 function clamp(v: number, lo: number, hi: number): number {
@@ -202,11 +318,10 @@ function withAlpha(hex: string, alpha: number): string {
   return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${clamp(alpha, 0, 1)})`;
 }
 
-function marker(ctx: CanvasRenderingContext2D, x: number, y: number, color: string, label: string, shape: 'square' | 'diamond', labelLeft = false): void {
+function marker(ctx: CanvasRenderingContext2D, x: number, y: number, color: string, label: string, labelLeft = false): void {
   ctx.fillStyle = color;
   ctx.beginPath();
-  if (shape === 'square') ctx.rect(x - 5, y - 5, 10, 10);
-  else (ctx.moveTo(x, y - 7), ctx.lineTo(x + 7, y), ctx.lineTo(x, y + 7), ctx.lineTo(x - 7, y), ctx.closePath());
+  ctx.rect(x - 5, y - 5, 10, 10);
   ctx.fill();
   ctx.fillStyle = '#e6edf3';
   ctx.fillText(label, labelLeft ? x - 9 - ctx.measureText(label).width : x + 9, y + 4);

@@ -7,8 +7,9 @@
  * the device pixel ratio), so the drawing stays sharp however large the layout makes it.
  */
 import { ViewCamera } from './camera.js';
-import { h } from './dom.js';
+import { h, replace } from './dom.js';
 import { FloorPlan } from './floorplan.js';
+import { lastPacketAge, type LinkReading } from './links.js';
 import { drawPerson } from './skeleton.js';
 import type { PoseStream } from './stream.js';
 import type { AlertMessage, Config } from './types.js';
@@ -36,11 +37,20 @@ export class LiveView {
   private cssScale = 1;
   /** What to say on the view while no frame is shown. */
   private waiting = 'Connecting…';
+  /** The links as the status last reported them; undefined while it does not. */
+  private links: LinkReading | undefined;
+  /** Under the floor plan: each link's state (the legend), and the radios in words. */
+  private readonly linkList: HTMLUListElement;
+  private readonly radioList: HTMLUListElement;
+  private readonly linkCount: HTMLElement;
 
   constructor(private readonly stream: PoseStream) {
     this.view = h('canvas', { id: 'view', class: 'view', 'aria-label': 'Skeletons in the reference view' });
-    this.floor = h('canvas', { id: 'floor', class: 'floor', 'aria-label': 'Floor plan' });
+    this.floor = h('canvas', { id: 'floor', class: 'floor', 'aria-label': 'Floor plan', 'aria-describedby': 'floor-radios floor-links' });
     this.viewCount = h('span', { id: 'view-count', class: 'muted' });
+    this.linkCount = h('span', { id: 'link-count', class: 'muted' });
+    this.linkList = h('ul', { id: 'floor-links', class: 'link-legend', 'aria-label': 'Links' });
+    this.radioList = h('ul', { id: 'floor-radios', class: 'sr-only', 'aria-label': 'Radios' });
     this.element = h(
       'div',
       { class: 'live' },
@@ -52,7 +62,7 @@ export class LiveView {
         // Said once, where it is seen: what the skeleton is, and what the label is.
         h('p', { class: 'note', text: 'Skeletons are drawn from the keypoints the service sends. The activity in each label comes from a separate classifier and can disagree with the drawn posture.' }),
       ),
-      h('figure', { class: 'panel floor-panel' }, h('figcaption', { text: 'Floor plan' }), this.floor),
+      h('figure', { class: 'panel floor-panel' }, h('figcaption', {}, 'Floor plan ', this.linkCount), this.floor, this.linkList, this.radioList),
     );
     new ResizeObserver(() => {
       const r = this.floor.getBoundingClientRect();
@@ -96,6 +106,48 @@ export class LiveView {
     this.fitView();
     this.camera = new ViewCamera(v);
     this.dirty = true;
+    const deg = (d: number) => `${Math.round(d)}\u00b0`;
+    replace(
+      this.radioList,
+      ...cfg.environment.site.radios.map((r) =>
+        h('li', { 'data-radio': r.id, 'data-role': r.role, text: `${r.id}: ${r.role === 'tx' ? 'transmitter' : 'receiver'} at ${r.x} m, ${r.y} m, facing ${deg(r.yaw_deg)}, ${r.antennas} antennas` }),
+      ),
+    );
+    this.renderLinks();
+  }
+
+  /**
+   * The links as a status answer gave them (each state drawn on the plan and listed under it).
+   * @param reading the links and the answer's time; undefined when the service does not report links
+   */
+  setLinks(reading: LinkReading | undefined): void {
+    // Answers can arrive out of order (the live tab's reads and the System tab's): keep the newest.
+    if (reading && this.links && reading.at < this.links.at) return;
+    this.links = reading;
+    this.dirty = true;
+    this.renderLinks();
+  }
+
+  /** The legend under the plan: one entry per reported link, in the service's order. */
+  private renderLinks(): void {
+    const r = this.links;
+    const links = r?.links ?? [];
+    replace(
+      this.linkList,
+      ...links.map((l) =>
+        h(
+          'li',
+          { 'data-link': l.link_id, 'data-state': l.state, 'data-primary': String(l.primary), title: l.reason || `last packet ${lastPacketAge(l, r!.at)}` },
+          h('span', { class: `swatch link-${l.state}${l.primary ? ' primary' : ''}`, 'aria-hidden': 'true' }),
+          `${l.link_id} `,
+          h('span', { class: `link-word link-${l.state}`, text: l.state }),
+          l.primary ? h('span', { class: 'muted', text: ' \u2605 primary' }) : null,
+        ),
+      ),
+    );
+    this.linkList.dataset.at = r?.at ?? '';
+    const live = links.filter((l) => l.state === 'live').length;
+    this.linkCount.textContent = links.length ? `\u00b7 ${live} of ${links.length} links live` : '';
   }
 
   /** Says why no frame is shown (connecting, system stopped, ...). */
@@ -204,6 +256,14 @@ export class LiveView {
     }
     const ctx = this.floor.getContext('2d')!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    this.plan.draw(ctx, w, hgt, this.config!, this.stream.latest, now);
+    const drawn = this.plan.draw(ctx, w, hgt, this.config!, this.stream.latest, now, this.links?.links);
+    // What the plan shows, for tests and tools: the radios, each link with the state it is drawn in,
+    // and the time of the status answer those states come from.
+    const radios = this.config!.environment.site.radios.map((r) => `${r.id}:${r.role}`).join(' ');
+    const links = drawn.map((l) => `${l.id}:${l.state}${l.primary ? ':primary' : ''}`).join(' ');
+    if (this.floor.dataset.radios !== radios) this.floor.dataset.radios = radios;
+    if (this.floor.dataset.links !== links) this.floor.dataset.links = links;
+    const at = this.links?.at ?? '';
+    if (this.floor.dataset.linksAt !== at) this.floor.dataset.linksAt = at;
   }
 }

@@ -12,12 +12,15 @@ import { h, num, replace } from './dom.js';
 import { LiveView, STALE_MS } from './live.js';
 import { Session } from './session.js';
 import { PoseStream, type StreamState } from './stream.js';
+import { readLinks } from './links.js';
 import { SystemPanel } from './system.js';
 import type { AlertMessage, Config } from './types.js';
 
 const root = document.getElementById('root')!;
 /** How often the header's figures are rewritten (not per animation frame: text costs layout). */
 const STATS_MS = 500;
+/** How often the live tab reads the links' states (`GET /system/status`, the health limit: 10000 an hour). */
+const LINKS_POLL_MS = 5000;
 /** At most one configuration reload per this long (the configuration rate limit is 50 an hour). */
 const CONFIG_RELOAD_MS = 30_000;
 
@@ -41,12 +44,16 @@ class App {
   private raf = 0;
   private statsTimer: ReturnType<typeof setInterval> | undefined;
   private configTimer: ReturnType<typeof setTimeout> | undefined;
+  private linksTimer: ReturnType<typeof setTimeout> | undefined;
+  private running = false;
 
   constructor(private readonly session: Session) {
     this.stream = new PoseStream({
       token: () => session.wsToken(),
       onAlert: (a) => this.onAlert(a),
       onStatus: (s) => {
+        // A new state changes the links (none while stopped): read them at once.
+        if (s.state !== this.systemState && this.tab === 'live') void this.pollLinks();
         this.systemState = s.state;
         this.system.pushedState(s.state);
       },
@@ -63,7 +70,8 @@ class App {
       },
     });
     this.live = new LiveView(this.stream);
-    this.system = new SystemPanel(session, new ConfigForm(session.api, (c) => this.setConfig(c as unknown as Config)));
+    // The system panel's status reads keep the floor plan's links current while it is shown.
+    this.system = new SystemPanel(session, new ConfigForm(session.api, (c) => this.setConfig(c as unknown as Config)), (r) => this.live.setLinks(r));
     this.analytics = new AnalyticsPanel(session.api);
     session.onEnd = (reason) => {
       this.stop();
@@ -105,6 +113,7 @@ class App {
       this.alerts.banner,
       main,
     );
+    this.running = true;
     this.show(this.tab);
     this.stream.start();
     const loop = (t: number) => {
@@ -118,10 +127,12 @@ class App {
   }
 
   stop(): void {
+    this.running = false;
     this.stream.stop();
     cancelAnimationFrame(this.raf);
     clearInterval(this.statsTimer);
     clearTimeout(this.configTimer);
+    clearTimeout(this.linksTimer);
     this.system.hide();
     this.analytics.hide();
   }
@@ -136,8 +147,28 @@ class App {
     }
     if (tab === 'system') this.system.show();
     else this.system.hide();
+    if (tab === 'live') void this.pollLinks();
+    else clearTimeout(this.linksTimer);
     if (tab === 'analytics') this.analytics.show();
     else this.analytics.hide();
+  }
+
+  /** Reads the links' states for the floor plan, then again every few seconds while the live tab is shown. */
+  private async pollLinks(): Promise<void> {
+    clearTimeout(this.linksTimer);
+    try {
+      const r = await this.session.api.request('GET', 'system/status');
+      const links = readLinks(r.data);
+      this.live.setLinks(links ? { links, at: r.timestamp ?? new Date().toISOString() } : undefined);
+    } catch (e) {
+      if (!this.running) return;
+      // Unknown states are not drawn as if they were the last ones known.
+      this.live.setLinks(undefined);
+      console.warn(describeError(e, 'Reading the links'));
+    }
+    // One timer, however many reads were under way (a tab switch and a new state at once).
+    clearTimeout(this.linksTimer);
+    if (this.tab === 'live' && this.running) this.linksTimer = setTimeout(() => void this.pollLinks(), LINKS_POLL_MS);
   }
 
   private async loadConfig(): Promise<void> {

@@ -2,11 +2,13 @@
  * The system panel: the status and components of `GET /system/status` (Form B), the start, stop
  * and restart controls (`POST /system/start|stop|restart`; operators and admins, disabled with a
  * note for viewers, and switched by the state the system is in), and the configuration form.
- * While shown it polls the status every few seconds, faster while a transition runs.
+ * While shown it polls the status every few seconds, faster while a transition runs. The links of
+ * the site (docs/service.md "Links") get a table of their own.
  */
 import { describeError } from './api.js';
 import type { ConfigForm } from './configForm.js';
-import { dateTime, duration, h, num, replace } from './dom.js';
+import { clock, dateTime, duration, h, num, replace } from './dom.js';
+import { lastPacketAge, lossPercent, readLinks, type LinkReading, type LinkStatus } from './links.js';
 import type { Session } from './session.js';
 
 const POLL_MS = 5000;
@@ -84,9 +86,15 @@ export class SystemPanel {
   private busy = false;
   private formLoaded = false;
 
+  /**
+   * @param session the signed-in session
+   * @param config the configuration form shown beside the status
+   * @param onLinks told the links of each status read (undefined when the service reports none)
+   */
   constructor(
     private readonly session: Session,
     readonly config: ConfigForm,
+    private readonly onLinks: (r: LinkReading | undefined) => void = () => undefined,
   ) {
     const button = (a: Action, label: string) => h('button', { type: 'button', 'data-action': a, onclick: () => void this.act(a) }, label);
     this.buttons = { start: button('start', 'Start'), stop: button('stop', 'Stop'), restart: button('restart', 'Restart') };
@@ -156,14 +164,19 @@ export class SystemPanel {
     clearTimeout(this.timer);
     try {
       const r = await this.session.api.request<Status>('GET', 'system/status');
-      this.render(r.data);
+      const links = readLinks(r.data);
+      const reading = links ? { links, at: r.timestamp ?? new Date().toISOString() } : undefined;
+      this.render(r.data, reading);
+      // Which answer the panel shows (the service's time of it), for tests and tools.
+      this.details.dataset.at = r.timestamp ?? '';
+      this.onLinks(reading);
     } catch (e) {
       this.message.textContent = describeError(e, 'Reading the system status');
     }
     if (this.visible) this.timer = setTimeout(() => void this.poll(), MOVING.has(this.current) ? FAST_POLL_MS : POLL_MS);
   }
 
-  private render(s: Status): void {
+  private render(s: Status, links: LinkReading | undefined): void {
     this.setState(s.status);
     const row = (k: string, v: unknown) => h('tr', {}, h('th', { text: k }), h('td', { text: typeof v === 'number' ? num(v, 2) : String(v ?? '-') }));
     const perf = Object.entries(s.performance ?? {}).map(([k, v]) => {
@@ -172,6 +185,8 @@ export class SystemPanel {
     });
     const comps = Object.entries(s.components ?? {}).map(([name, c]) => {
       const { status, ...rest } = c;
+      // The links have their own table.
+      if (Array.isArray(rest.links)) delete rest.links;
       return h(
         'tr',
         { 'data-component': name },
@@ -193,6 +208,7 @@ export class SystemPanel {
       ),
       h('h3', { text: 'Components' }),
       h('table', { class: 'components' }, ...comps),
+      links ? linksTable(links, s.status) : null,
       s.steps?.length
         ? h('p', { class: 'muted', text: `Last transition: ${s.steps.map((t) => `${t.step} ${t.status}${t.duration_ms !== undefined ? ` (${num(t.duration_ms, 0)} ms)` : ''}`).join(', ')}` })
         : null,
@@ -218,4 +234,50 @@ export class SystemPanel {
       void this.poll();
     }
   }
+}
+
+/**
+ * The links of a status answer as a table: state (and why it is not live), rate, loss, last
+ * packet (how long before the answer), lag behind the primary, the layout of the last frame, and
+ * which link the model reads.
+ * @param r the links and the answer's time
+ * @param state the system's state (no session runs, no links are listed)
+ */
+function linksTable(r: LinkReading, state: string): HTMLElement {
+  const head = h('h3', { text: 'Links' });
+  if (!r.links.length)
+    return h('div', { class: 'links-block' }, head, h('p', { id: 'links-none', class: 'muted', 'data-at': r.at, text: state === 'running' ? 'No link has reported yet.' : `None: the system is ${state}, no session runs.` }));
+  // Each link's row, and under it, when it is not live, why (the service's words).
+  const rows = (l: LinkStatus) => [
+    h(
+      'tr',
+      { 'data-link': l.link_id, 'data-state': l.state },
+      h('th', { 'data-col': 'link', text: l.link_id }),
+      h('td', { 'data-col': 'state' }, h('span', { class: `link-word link-${l.state}`, text: l.state })),
+      h('td', { 'data-col': 'rate', class: 'num', text: num(l.rate_hz, 1) }),
+      h('td', { 'data-col': 'loss', class: 'num', text: lossPercent(l) }),
+      h('td', { 'data-col': 'last', text: lastPacketAge(l, r.at) }),
+      h('td', { 'data-col': 'lag', class: 'num', text: num(l.lag_ms, 1) }),
+      h('td', { 'data-col': 'layout', text: l.layout ?? '-' }),
+      h('td', { 'data-col': 'primary', text: l.primary ? '\u2605' : '' }),
+    ),
+    l.reason ? h('tr', { class: 'reason', 'data-reason-of': l.link_id }, h('td', { colspan: 8, class: 'muted', text: l.reason })) : null,
+  ];
+  const th = (t: string, num = false) => h('th', { scope: 'col', text: t, class: num ? 'num' : undefined });
+  return h(
+    'div',
+    { class: 'links-block' },
+    head,
+    h(
+      'div',
+      { class: 'table-scroll' },
+      h(
+        'table',
+        { id: 'links-table', class: 'links', 'data-at': r.at },
+        h('caption', { class: 'muted', text: `As of ${clock(r.at)}; rate and loss over the last 5 s; \u2605 the primary link, the one the model reads.` }),
+        h('thead', {}, h('tr', {}, th('link'), th('state'), th('rate (Hz)', true), th('loss (%)', true), th('last packet'), th('lag (ms)', true), th('layout'), th('primary'))),
+        h('tbody', {}, ...r.links.flatMap(rows)),
+      ),
+    ),
+  );
 }
