@@ -523,14 +523,14 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
   hardware: group('CSI source and radio layout', {
     source: {
       type: 'string',
-      default: 'sim',
+      default: 'sim?realism=room',
       minLength: 1,
       maxLength: 4096,
       pattern: '^\\s*(sim([:?]\\S*)?|stdin(\\?\\S*)?|-|file:.+|(udp://\\S+|mqtts?://\\S+|file:\\S+)(\\s+(udp://\\S+|mqtts?://\\S+|file:\\S+))*)\\s*$',
       patternHint:
         'a source URI (sim[?...], file:PATH, udp://HOST:PORT?format=F, mqtt(s)://... or stdin), or several file:, udp:// or mqtt(s):// URIs separated by white space (one per link: link=RX)',
       description:
-        'Where CSI comes from (the --source URI); the built-in simulator by default. Several receivers: several URIs separated by white space, each naming its link (link=RX). A password in an mqtt:// URI is shown as ***',
+        'Where CSI comes from (the --source URI); by default the built-in simulator in a room a real one would recognise (sim?realism=room: clutter, second-order reflections, shadowing, drifting chains and clocks; docs/simulator.md), every link of environment.site. Several receivers: several URIs separated by white space, each naming its link (link=RX). A password in an mqtt:// URI is shown as ***',
       restart: true,
       secret: 'url-password',
     },
