@@ -88,7 +88,7 @@ function looksLikeJwt(s: string): boolean {
  * const { generatedAdminPassword } = await auth.init({ dataDir: './data' });
  * if (generatedAdminPassword) console.log(`admin password: ${generatedAdminPassword}`);
  * const pair = await auth.login('admin', password);
- * const r = await auth.authenticate({ authorization: `Bearer ${pair!.accessToken}` });
+ * const r = auth.authenticate({ authorization: `Bearer ${pair!.accessToken}` });
  */
 export class Authenticator {
   private state:
@@ -194,16 +194,18 @@ export class Authenticator {
    * Authenticates a request. The first credential present decides, in this order:
    * `Authorization: Bearer` (a JWT, or an API key), `X-API-Key`, `?token=` (a JWT or an API key).
    * A bad credential is never rescued by another one.
+   * Synchronous, so that the WebSocket upgrade is answered inside the upgrade handler (see
+   * `PoseSocket`).
    * @param creds header and query values as received
    * @returns the principal, or why authentication failed; never throws
    */
-  async authenticate(creds: Credentials): Promise<AuthResult> {
-    const r = await this.check(creds);
+  authenticate(creds: Credentials): AuthResult {
+    const r = this.check(creds);
     if (!r.ok) this.failures[r.reason] = (this.failures[r.reason] ?? 0) + 1;
     return r;
   }
 
-  private async check(creds: Credentials): Promise<AuthResult> {
+  private check(creds: Credentials): AuthResult {
     if (creds.authorization) {
       const m = BEARER.exec(creds.authorization);
       if (!m) return { ok: false, reason: 'unsupported_auth_scheme' };
@@ -214,10 +216,10 @@ export class Authenticator {
     return { ok: false, reason: 'missing_credentials' };
   }
 
-  private async bearer(token: string): Promise<AuthResult> {
+  private bearer(token: string): AuthResult {
     if (!looksLikeJwt(token)) return this.apiKey(token);
     const { tokens, users } = this.s;
-    const v = await tokens.verify(token);
+    const v = tokens.verify(token);
     if (!v.ok) return v;
     // On every use, cached tokens too: a password change ends the tokens issued before it.
     const gen = users.generation(v.claims.sub);

@@ -1,5 +1,5 @@
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
-import { decodeProtectedHeader, errors, jwtVerify, SignJWT, type CryptoKey } from 'jose';
+import { createHash, createHmac, randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
+import { decodeProtectedHeader, SignJWT, type CryptoKey, type ProtectedHeaderParameters } from 'jose';
 import { isRole, type Role } from './roles.js';
 
 /**
@@ -10,9 +10,11 @@ import { isRole, type Role } from './roles.js';
  * the secret kept in the data directory (secret.ts). Their header names the secret by `kid`, a
  * short fingerprint of it, so that a token of another secret is told apart from a forged one:
  * `signed_by_previous_secret` rather than `bad_signature`.
- * Verification with jose costs about 200 us, so verified tokens are cached: a repeated token costs
- * a Map lookup. Cache entries die at the token's `exp`, and every hit also consults the denylist,
- * so a revoked token is refused even while cached.
+ * Verification is synchronous (HMAC-SHA256 with node:crypto, the claims checked as jose's
+ * `jwtVerify` checks them), so that the WebSocket upgrade can be answered inside uWebSockets.js's
+ * upgrade handler (see `PoseSocket`). Verified tokens are cached all the same: a repeated token
+ * costs a Map lookup. Cache entries die at the token's `exp`, and every hit also consults the
+ * denylist, so a revoked token is refused even while cached.
  *
  * Refresh tokens are opaque (`csr_` + 32 random bytes), kept in memory only as a SHA-256, valid
  * 30 days, single-use: {@link TokenService.refresh} consumes one and returns a new pair. The
@@ -115,6 +117,10 @@ const MAX_TOKEN_LENGTH = 4096;
 /** A token issued further in the future than this was not issued by this clock. */
 const IAT_SKEW_SECONDS = 60;
 const SWEEP_MS = 60_000;
+/** The claims every access token carries (jose's `requiredClaims`, checked in its order). */
+const REQUIRED_CLAIMS = ['jti', 'exp', 'iat', 'sub'] as const;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 interface Family {
   sub: string;
@@ -162,7 +168,10 @@ export class TokenService {
   readonly refreshTtl: number;
   /** The `kid` of this service's secret, in the header of every token it signs. */
   readonly kid: string;
+  /** Signs (jose). */
   private readonly key: Promise<CryptoKey>;
+  /** Verifies (node:crypto, synchronously). */
+  private readonly secret: Buffer;
   private readonly now: () => number;
   private readonly cacheSize: number;
   /** Verified tokens in least-recently-used order (Map keeps insertion order). */
@@ -193,8 +202,9 @@ export class TokenService {
       throw new TokenConfigError(`CSIPOSE_JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes (got ${secret.length})`);
     }
     this.kid = keyId(secret);
-    // Imported once: jose would otherwise import a raw Uint8Array key on every sign and verify.
-    this.key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    this.secret = Buffer.from(secret);
+    // Imported once: jose would otherwise import a raw Uint8Array key on every sign.
+    this.key = webcrypto.subtle.importKey('raw', secret, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
     // An unhandled rejection here would surface only at first use; importKey does not fail for HMAC.
     this.key.catch(() => undefined);
   }
@@ -215,10 +225,11 @@ export class TokenService {
    * Verifies an access token: HS256 only, `kid` (when present) naming our secret, signature, `exp`,
    * `nbf`, claims, denylist. A token seen before (and still valid) is answered from the cache
    * without a signature check. The `gen` claim is returned, not judged: the caller knows users.
+   * Synchronous: nothing in it waits.
    * @param token the compact JWT
    * @returns its claims, or the reason it was refused; never throws
    */
-  async verify(token: string): Promise<VerifyResult> {
+  verify(token: string): VerifyResult {
     if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) {
       return { ok: false, reason: 'malformed_token' };
     }
@@ -240,32 +251,23 @@ export class TokenService {
     }
     this.misses++;
     if (token.split('.').length !== 3) return { ok: false, reason: 'malformed_token' };
-    let alg: unknown;
-    let kid: unknown;
+    let header: ProtectedHeaderParameters;
     try {
-      ({ alg, kid } = decodeProtectedHeader(token));
+      header = decodeProtectedHeader(token);
     } catch {
       return { ok: false, reason: 'malformed_token' };
     }
+    const { alg, kid } = header as { alg: unknown; kid: unknown };
     if (typeof alg !== 'string') return { ok: false, reason: 'malformed_token' };
-    // Refused before jose sees it, whatever its case: `none` is the classic forgery.
+    // Refused first, whatever its case: `none` is the classic forgery.
     if (alg.toLowerCase() === 'none') return { ok: false, reason: 'alg_none' };
     if (alg !== 'HS256') return { ok: false, reason: 'alg_not_allowed' };
     if (kid !== undefined && typeof kid !== 'string') return { ok: false, reason: 'malformed_token' };
     // Only a reason: such a token is refused either way, its signature cannot be checked.
     if (kid !== undefined && kid !== this.kid) return { ok: false, reason: 'signed_by_previous_secret' };
-    let payload: Record<string, unknown>;
-    try {
-      const r = await jwtVerify(token, await this.key, {
-        algorithms: ['HS256'],
-        currentDate: new Date(nowMs),
-        requiredClaims: ['sub', 'iat', 'exp', 'jti'],
-      });
-      payload = r.payload as Record<string, unknown>;
-    } catch (e) {
-      return { ok: false, reason: joseReason(e) };
-    }
-    const { sub, role, iat, exp, jti, gen } = payload;
+    const verified = this.signedClaims(token, header, Math.floor(nowMs / 1000));
+    if (!verified.ok) return verified;
+    const { sub, role, iat, exp, jti, gen } = verified.payload;
     if (
       (gen !== undefined && (typeof gen !== 'string' || !gen)) ||
       typeof sub !== 'string' ||
@@ -287,6 +289,48 @@ export class TokenService {
     }
     this.cache.set(token, claims);
     return { ok: true, claims };
+  }
+
+  /**
+   * What jose's `jwtVerify` checks of an HS256 token whose header is already known to be ours:
+   * the signature (constant-time), the claims set being a JSON object, the required claims, and
+   * `iat`, `nbf` and `exp` as numbers with `nbf` passed and `exp` not, in jose's order and with the
+   * reasons its errors were mapped to.
+   * @param token the compact JWT (three parts)
+   * @param header its protected header
+   * @param now seconds since the epoch
+   * @returns the claims set, or why the token is refused
+   */
+  private signedClaims(
+    token: string,
+    header: ProtectedHeaderParameters,
+    now: number,
+  ): { ok: true; payload: Record<string, unknown> } | { ok: false; reason: TokenFailure } {
+    const [h, p, s] = token.split('.') as [string, string, string];
+    // jose refuses the header parameters it would have to understand: none of ours carries them.
+    if (header.crit !== undefined || header.b64 !== undefined) return { ok: false, reason: 'malformed_token' };
+    if (!BASE64URL.test(s)) return { ok: false, reason: 'malformed_token' };
+    const expected = createHmac('sha256', this.secret).update(`${h}.${p}`).digest();
+    const given = Buffer.from(s, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+    let payload: unknown;
+    try {
+      if (!BASE64URL.test(p)) throw new Error('not base64url');
+      payload = JSON.parse(strictUtf8.decode(Buffer.from(p, 'base64url')));
+    } catch {
+      return { ok: false, reason: 'malformed_token' };
+    }
+    if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return { ok: false, reason: 'malformed_token' };
+    const claims = payload as Record<string, unknown>;
+    for (const c of REQUIRED_CLAIMS) if (!Object.hasOwn(claims, c)) return { ok: false, reason: 'invalid_claims' };
+    if (typeof claims.iat !== 'number') return { ok: false, reason: 'invalid_claims' };
+    if (claims.nbf !== undefined) {
+      if (typeof claims.nbf !== 'number') return { ok: false, reason: 'invalid_claims' };
+      if (claims.nbf > now) return { ok: false, reason: 'not_yet_valid' };
+    }
+    if (typeof claims.exp !== 'number') return { ok: false, reason: 'invalid_claims' };
+    if (claims.exp <= now) return { ok: false, reason: 'expired' };
+    return { ok: true, payload: claims };
   }
 
   /**
@@ -352,7 +396,7 @@ export class TokenService {
       this.revokeFamily(rec.family);
       return 'refresh';
     }
-    const v = await this.verify(token);
+    const v = this.verify(token);
     if (v.ok) {
       this.denied.set(v.claims.jti, v.claims.exp);
       this.cache.delete(token);
@@ -406,14 +450,4 @@ export class TokenService {
     for (const [jti, exp] of this.denied) if (exp <= nowS) this.denied.delete(jti);
     for (const [h, r] of this.refreshTokens) if (r.expiresAt <= nowMs) this.refreshTokens.delete(h);
   }
-}
-
-function joseReason(e: unknown): TokenFailure {
-  if (e instanceof errors.JWTExpired) return 'expired';
-  if (e instanceof errors.JWTClaimValidationFailed) {
-    return e.claim === 'nbf' && e.reason === 'check_failed' ? 'not_yet_valid' : 'invalid_claims';
-  }
-  if (e instanceof errors.JWSSignatureVerificationFailed) return 'bad_signature';
-  if (e instanceof errors.JOSEAlgNotAllowed) return 'alg_not_allowed';
-  return 'malformed_token';
 }

@@ -125,8 +125,8 @@ describe('Authenticator', () => {
     expect(existsSync(join(tmp.dir, 'users.json'))).toBe(false);
   });
 
-  it('refuses use before init', async () => {
+  it('refuses use before init', () => {
     const auth = new Authenticator();
-    await expect(auth.authenticate({ apiKey: 'x' })).rejects.toThrow(/init/);
+    expect(() => auth.authenticate({ apiKey: 'x' })).toThrow(/init/);
   });
 });

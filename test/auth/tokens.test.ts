@@ -71,6 +71,14 @@ describe('TokenService', () => {
       ['malformed_token', ''],
       ['malformed_token', 'a.b.c'],
       ['malformed_token', `${h}.${p}`],
+      ['malformed_token', `${h}.${p}.${sig}*`],
+      // A critical header parameter nobody here understands (jose refuses it too).
+      [
+        'malformed_token',
+        await new CompactSign(new TextEncoder().encode(JSON.stringify(good)))
+          .setProtectedHeader({ alg: 'HS256', crit: ['x-extension'], 'x-extension': 1 })
+          .sign(KEY, { crit: { 'x-extension': true } }),
+      ],
       ['malformed_token', await new CompactSign(new TextEncoder().encode('not a claims set')).setProtectedHeader({ alg: 'HS256' }).sign(KEY)],
       ['malformed_token', 'x'.repeat(100_000)],
     ];

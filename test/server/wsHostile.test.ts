@@ -6,7 +6,7 @@
  * have leaked no per-IP connection slot.
  *
  * No real input is known to make the upgrade handler throw once it is guarded (authentication
- * and the rate limiter are asynchronous and in memory; uWS routes a request without a 24-character
+ * and the rate limiter run in memory; uWS routes a request without a 24-character
  * key to REST), so the guard is covered by the burst rather than by a forced throw.
  */
 import { randomBytes } from 'node:crypto';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { Subscription } from 'rxjs';
 import { ApiError, REASON } from '../../errors.js';
-import type { AuthResult, Credentials } from '../../auth/authenticator.js';
+import type { Credentials, Principal } from '../../auth/authenticator.js';
 import type { ServiceFace } from '../../service/face.js';
 import { renderStatusMessage } from '../../service/status.js';
 import { attachOutlet } from '../../service/outlet.js';
@@ -141,7 +141,7 @@ export class PoseSocket {
         if (!e.config.streaming.websocket_enabled) this.closeAll(GOING_AWAY, 'streaming.websocket_enabled is false');
       }, fail('config')),
     );
-    this.timers.push(setInterval(() => this.fanout.sweep(), SWEEP_MS), setInterval(() => void this.recheckAuth(), AUTH_RECHECK_MS));
+    this.timers.push(setInterval(() => this.fanout.sweep(), SWEEP_MS), setInterval(() => this.recheckAuth(), AUTH_RECHECK_MS));
     for (const t of this.timers) t.unref();
     this.unreport = svc.report('websocket', () => this.report());
   }
@@ -160,9 +160,9 @@ export class PoseSocket {
   }
 
   /**
-   * The upgrade handler. Everything it runs, synchronously or once authentication has answered, is
-   * guarded: an unexpected throw is answered 500 SYSTEM_ERROR ({@link fail}) instead of reaching
-   * uWS, where it would end the process.
+   * The upgrade handler. Everything it runs, synchronously or once a refusal's rate limit has
+   * answered, is guarded: an unexpected throw is answered 500 SYSTEM_ERROR ({@link fail}) instead of
+   * reaching uWS, where it would end the process.
    */
   private upgrade(res: uWS.HttpResponse, req: uWS.HttpRequest, context: uWS.us_socket_context_t): void {
     const u: Pending = { res, ip: '', formHeader: '', aborted: false, holding: false };
@@ -176,7 +176,8 @@ export class PoseSocket {
   /**
    * Reads the upgrade request (`req` dies with the callback), refuses it at once when it must be
    * (undecodable query 400, streaming off 503, too many connections 429), else takes a connection
-   * slot of its address and hands over to {@link admit} once authentication has answered.
+   * slot of its address, authenticates (synchronously) and hands over to {@link admit} before
+   * returning; refused credentials wait for the rate limiter ({@link refuseAuth}).
    */
   private startUpgrade(u: Pending, req: uWS.HttpRequest, context: uWS.us_socket_context_t): void {
     const { res } = u;
@@ -227,29 +228,36 @@ export class PoseSocket {
     // Counted from now: concurrent upgrades from one IP cannot pass the limit together.
     this.perIp.set(u.ip, open + 1);
     u.holding = true;
-    const authenticated = credentials.authorization || credentials.apiKey || credentials.queryToken ? this.svc.auth.authenticate(credentials) : undefined;
-    void Promise.resolve(authenticated)
-      .then((r) => this.admit(u, r, credentials, { key, protocol, extensions, context }))
-      .catch((e: unknown) => this.fail(u, e));
-  }
-
-  /** Upgrades an authenticated request; refuses the others ({@link refuseAuth}). */
-  private async admit(
-    u: Pending,
-    r: AuthResult | undefined,
-    credentials: Credentials,
-    h: { key: string; protocol: string; extensions: string; context: uWS.us_socket_context_t },
-  ): Promise<void> {
-    if (u.aborted) return;
-    if (!r || !r.ok) {
-      this.stats.refusedAuth++;
-      await this.refuseAuth(u, r ? r.reason : undefined);
+    const r = credentials.authorization || credentials.apiKey || credentials.queryToken ? this.svc.auth.authenticate(credentials) : undefined;
+    if (r?.ok) {
+      this.admit(u, r.principal, credentials, { key, protocol, extensions, context });
       return;
     }
+    this.stats.refusedAuth++;
+    this.refuseAuth(u, r ? r.reason : undefined).catch((e: unknown) => this.fail(u, e));
+  }
+
+  /**
+   * Upgrades an authenticated request. Only ever from inside the upgrade handler: the
+   * uWebSockets.js build we run (v20.51, `@based/uws` 6.0.1) can drop a connection upgraded later.
+   * `res.upgrade` inside `res.cork`, as an upgrade made after the handler has returned must be,
+   * keeps the socket's address (its memory is shrunk in place), so `cork` takes the WebSocket for the
+   * HTTP response it was and runs its connection-close check on it, reading the response state from
+   * memory the upgrade has just freed: whatever was written there decides, and one time in four or
+   * so the new connection was closed right after `open`, without a close frame (1006). Inside the
+   * handler the socket is already corked and uWS's parser is told of the upgrade. (Fixed upstream in
+   * uWebSockets v20.79.0: "Fix cork() closing a WebSocket that was upgraded asynchronously".)
+   */
+  private admit(
+    u: Pending,
+    principal: Principal,
+    credentials: Credentials,
+    h: { key: string; protocol: string; extensions: string; context: uWS.us_socket_context_t },
+  ): void {
     const client: Client = {
       id: `ws_${clientPrefix}${(++clientSeq).toString(36)}`,
       ip: u.ip,
-      account: `${r.principal.kind}:${r.principal.id}`,
+      account: `${principal.kind}:${principal.id}`,
       form: pickForm(u.formHeader, this.opts.form()),
       credentials,
       subs: new Map(),
@@ -259,7 +267,7 @@ export class PoseSocket {
       closing: undefined,
       closed: false,
     };
-    u.res.cork(() => u.res.upgrade(client, h.key, h.protocol, h.extensions, h.context));
+    u.res.upgrade(client, h.key, h.protocol, h.extensions, h.context);
     // The connection holds the slot now; `closed` gives it back.
     u.holding = false;
   }
@@ -412,7 +420,7 @@ export class PoseSocket {
   }
 
   /** Checks every distinct credential of the open connections again; closes those no longer valid. */
-  private async recheckAuth(): Promise<void> {
+  private recheckAuth(): void {
     const byCredential = new Map<string, { creds: Credentials; sockets: Socket[] }>();
     for (const ws of this.fanout.all()) {
       const c = ws.getUserData();
@@ -422,7 +430,7 @@ export class PoseSocket {
       else byCredential.set(k, { creds: c.credentials, sockets: [ws] });
     }
     for (const { creds, sockets } of byCredential.values()) {
-      const r = await this.svc.auth.authenticate(creds);
+      const r = this.svc.auth.authenticate(creds);
       if (r.ok) continue;
       for (const ws of sockets) {
         if (ws.getUserData().closed) continue;
