@@ -1,17 +1,24 @@
 /**
  * `npm run bench:accuracy [-- --json] [-- --quick] [-- --model PATH] [-- --split val] [-- --oracle]
- * [-- --setting unseen|room|both] [-- --no-site]`: how well the whole pose system does, in the two
- * settings of issue 11, each beside its trivial baseline.
+ * [-- --no-oracle] [-- --setting unseen|unseen1|room|all] [-- --no-site] [-- --markdown FILE]`: how well the whole pose
+ * system does, in the three settings of DECISIONS "Benchmark output" (third round), each beside
+ * its trivial baseline and the oracle (the ground truth through the same pipeline,
+ * `bench/oracle.ts`; run on the same streams unless `--no-oracle`).
  *
  * What runs: the simulator feeds CSI frames at full speed into the service's own live pipeline
  * (`livePipeline`: sanitise, window, features with the model's history, ONNX inference through
  * onnxruntime-node in the model's worker thread, tracking, activity, alerts) with the service's
  * default live settings, each scenario's room camera as `environment.view` and its receiver as
- * `environment.site.receiver_x/_y`. Every pose frame is scored against the simulator's ground truth
+ * the first receiver of `environment.site.radios`. Every pose frame is scored against the simulator's ground truth
  * of its window's last CSI frame (`bench/accuracy/score.ts`).
  *
- * - `unseen` (a room never trained on, site given): the TEST split of the training recipe, every
- *   scenario in a held-out room and antenna layout of its own: pose scenarios and scripted falls.
+ * - `unseen1` (a room never trained on, site given, one link): the TEST split of the training
+ *   recipe, every scenario in a held-out room and antenna layout of its own: pose scenarios and
+ *   scripted falls with hard negatives (lie-downs, sit-downs, bends; FULL: 105 falls, 152 hard negatives).
+ * - `unseen` (the same, 1 TX + 3 RX): the same scenarios in a site of three receivers
+ *   (`recipeRadios`), every link's frames fed; the `links` stage passes the primary link on to
+ *   the one-link model. Skipped, with the reason in the report, while the simulator or pipeline
+ *   cannot carry several links (`multiLinkSupport`).
  * - `room` (the same room after calibration): one held-out room with an Intel 5300 layout. An
  *   installer's 15 minutes (QUICK: 2) are recorded there as four sessions: the empty room, 1, 2 and 3 people,
  *   each an Intel 5300 capture and a labels file from the truth through the room's camera (the
@@ -33,7 +40,7 @@
  * is the mean of the oracle's own truth (every person of every scored window): a check of the
  * harness, not a model. The scores are on SIMULATED data; real CSI will score lower.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
@@ -46,13 +53,33 @@ import type { ProgressStream } from '../src/training/progress.js';
 import { makeRecipes, type ScenarioRecipe } from '../src/training/recipe.js';
 import type { LiveParams } from '../pipelines/settings.js';
 import { argValue, fixed } from './lib.js';
-import { benchRecipes, defaultLiveParams, FULL_PLAN, planSettings, planStreams, QUICK_PLAN, roomRecipes, SETTINGS, type AccuracyPlan, type Setting } from './accuracy/plan.js';
+import {
+  askedSettings,
+  benchRecipes,
+  defaultLiveParams,
+  FULL_PLAN,
+  multiLinkSupport,
+  planSettings,
+  planStreams,
+  QUICK_PLAN,
+  roomRecipes,
+  SETTINGS,
+  type AccuracyPlan,
+  type Setting,
+  type SettingStreams,
+} from './accuracy/plan.js';
 import { json, markdown, resultsOf, type AccuracyReport, type RoomRun, type SettingRun } from './accuracy/report.js';
 import { calibrateRoom } from './accuracy/room.js';
 import { runFallScenarios, runPoseScenarios, type SettingContext } from './accuracy/score.js';
+import type { LiveOracle } from './oracle.js';
 
 export {
+  askedSettings,
   benchRecipes,
+  BENCH_ROLE_ROTATION,
+  multiLinkSupport,
+  recipeRadios,
+  simulatorBends,
   defaultLiveParams,
   fallSimOptions,
   FULL_PLAN,
@@ -65,7 +92,7 @@ export {
   type RoomPlan,
   type Setting,
 } from './accuracy/plan.js';
-export { json, markdown, type AccuracyReport } from './accuracy/report.js';
+export { json, markdown, NEXT_TARGETS, type AccuracyReport } from './accuracy/report.js';
 
 /** How `runAccuracy` runs. */
 export interface AccuracyOptions {
@@ -77,6 +104,11 @@ export interface AccuracyOptions {
   meanPoseSource?: string;
   /** The model is the oracle: the room setting scores it directly. */
   oracle?: boolean;
+  /**
+   * The oracle, run on every setting's streams beside the model (in the same pass: `liveOracle`,
+   * or an `oracleRunner` of the same plan); absent: no oracle figures.
+   */
+  oracleModel?: PoseRunner;
   /** Called with a line after each scenario and step. */
   progress?: (msg: string) => void;
   /** calibrate's progress bar (default: nowhere). */
@@ -87,12 +119,17 @@ export interface AccuracyOptions {
 
 const silent: ProgressStream = { write: () => true };
 
-async function runSetting(ctx: SettingContext, streams: ReturnType<typeof planStreams>['unseen']): Promise<SettingRun> {
+/** Runs a setting's streams once, every model of `ctx` a lane on the same frames; one run per model. */
+async function runSetting(ctx: SettingContext, streams: SettingStreams): Promise<SettingRun[]> {
   const t0 = performance.now();
   const pose = await runPoseScenarios(ctx, streams.pose);
   const falls = await runFallScenarios(ctx, streams.fall);
-  return { pose, falls, seconds: (performance.now() - t0) / 1000 };
+  const seconds = (performance.now() - t0) / 1000;
+  return pose.map((p, m) => ({ pose: p, falls: falls[m]!, seconds }));
 }
+
+/** An oracle that indexes the windows of the streams as they are fed (`liveOracle`). */
+const observing = (m: PoseRunner | undefined): m is LiveOracle => typeof (m as Partial<LiveOracle> | undefined)?.observe === 'function';
 
 /**
  * Runs the accuracy benchmark on a loaded model (the caller loads and releases it).
@@ -105,34 +142,57 @@ async function runSetting(ctx: SettingContext, streams: ReturnType<typeof planSt
 export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: AccuracyOptions): Promise<AccuracyReport> {
   if (model.contract !== 2) throw new Error(`${opts.modelPath}: a contract v1 model (${model.metadata.csipose_contract}); the benchmark scores v2 models (skeletons in metres): train one with npm run train`);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const settings = opts.settings ?? defaultLiveParams();
   const progress = opts.progress ?? (() => undefined);
   const oracle = opts.oracle === true;
   const streams = planStreams(plan);
   const run = planSettings(plan);
-  const ctx = (m: PoseRunner, siteKnown: boolean, label: string): SettingContext => ({ model: m, settings, siteKnown, mean: opts.meanPose, progress, label });
-  const unseen = run.includes('unseen') ? await runSetting(ctx(model, plan.site !== false, 'unseen'), streams.unseen) : null;
+  // The oracle runs beside the model (not when it is the model).
+  const extra = opts.oracleModel && !oracle ? opts.oracleModel : undefined;
+  const ctx = (models: PoseRunner[], siteKnown: boolean, label: string): SettingContext => ({
+    models,
+    settings,
+    siteKnown,
+    mean: opts.meanPose,
+    progress,
+    label,
+    ...(observing(extra) ? { observe: (s, open) => extra.observe(s, open) } : {}),
+  });
+  const lanes = (m: PoseRunner) => (extra ? [m, extra] : [m]);
+  const siteKnown = plan.site !== false;
+  const oracleRuns: Partial<Record<Setting, SettingRun>> | null = extra ? {} : null;
+  const unseenRuns = run.includes('unseen') ? await runSetting(ctx(lanes(model), siteKnown, 'unseen'), streams.unseen) : null;
+  const unseen1Runs = run.includes('unseen1') ? await runSetting(ctx(lanes(model), siteKnown, 'unseen1'), streams.unseen1) : null;
+  if (oracleRuns && unseenRuns) oracleRuns.unseen = unseenRuns[1]!;
+  if (oracleRuns && unseen1Runs) oracleRuns.unseen1 = unseen1Runs[1]!;
+  const unseen = unseenRuns?.[0] ?? null;
+  const unseen1 = unseen1Runs?.[0] ?? null;
+  const skipped: Partial<Record<Setting, string>> = {};
+  if (askedSettings(plan).includes('unseen') && !run.includes('unseen')) skipped.unseen = `three receivers need ${multiLinkSupport().missing.join(' and ')}`;
   let room: RoomRun | null = null;
   if (run.includes('room')) {
     const r0 = performance.now();
     const rooms = roomRecipes(plan);
     if (oracle) {
-      const s = await runSetting(ctx(model, true, 'room (oracle)'), streams.room);
-      room = { ...s, room: rooms.room, calibration: null, uncalibrated: null };
+      const [s] = await runSetting(ctx([model], true, 'room (oracle)'), streams.room);
+      room = { ...s!, room: rooms.room, calibration: null, uncalibrated: null };
     } else {
       const dir = await mkdtemp(join(tmpdir(), 'csipose-accuracy-'));
       try {
         const calibration = await calibrateRoom(opts.modelPath, rooms, dir, plan.room.calibrationEpochs, opts.calibrationProgress ?? silent, progress);
         progress(`room: calibrated in ${calibration.result.seconds.toFixed(1)} s (${calibration.result.rows.train} windows)`);
         const roomModel = await PoseModel.load(calibration.result.out, { featureDim: FEATURE_DIM });
-        let calibrated: SettingRun;
+        // The room model, the model as it came and the oracle on one pass of the later sessions.
+        let runs: SettingRun[];
         try {
-          calibrated = await runSetting(ctx(roomModel, true, 'room, calibrated'), streams.room);
+          runs = await runSetting(ctx([roomModel, ...lanes(model)], true, 'room (calibrated / uncalibrated' + (extra ? ' / oracle)' : ')')), streams.room);
         } finally {
           await roomModel.release();
         }
-        const uncalibrated = await runSetting(ctx(model, true, 'room, uncalibrated'), streams.room);
-        room = { ...calibrated, seconds: (performance.now() - r0) / 1000, room: rooms.room, calibration, uncalibrated };
+        const [calibrated, uncalibrated, oracleRoom] = runs;
+        if (oracleRuns && oracleRoom) oracleRuns.room = oracleRoom;
+        room = { ...calibrated!, seconds: (performance.now() - r0) / 1000, room: rooms.room, calibration, uncalibrated: uncalibrated! };
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
@@ -151,8 +211,12 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: A
     meanPose: opts.meanPose,
     meanPoseSource: opts.meanPoseSource ?? 'the mean pose of the model\'s training report',
     unseen,
+    unseen1,
     room,
+    oracleRuns,
+    skipped,
     seconds: (performance.now() - t0) / 1000,
+    cpuSeconds: ((c) => (c.user + c.system) / 1e6)(process.cpuUsage(cpu0)),
     results: [],
   };
   report.results = resultsOf(report);
@@ -178,7 +242,7 @@ export function meanPoseOf(report: unknown): MeanPose | null {
 export function planRecipes(plan: AccuracyPlan): ScenarioRecipe[] {
   const run = planSettings(plan);
   const out: ScenarioRecipe[] = [];
-  if (run.includes('unseen')) {
+  if (run.includes('unseen') || run.includes('unseen1')) {
     const u = benchRecipes(plan);
     out.push(...u.pose, ...u.fall);
   }
@@ -241,9 +305,10 @@ export function checkSidecar(report: unknown, scenarios: readonly ScenarioRecipe
 }
 
 function parseSetting(v: string | undefined): readonly Setting[] {
-  if (v === undefined || v === 'both') return SETTINGS;
-  if (v === 'unseen' || v === 'room') return [v];
-  throw new Error(`--setting must be unseen, room or both, got ${v}`);
+  if (v === undefined || v === 'all') return SETTINGS;
+  const want = v.split(',');
+  if (want.every((s): s is Setting => (SETTINGS as readonly string[]).includes(s))) return want;
+  throw new Error(`--setting must be unseen, unseen1, room (comma-separated) or all, got ${v}`);
 }
 
 async function main(): Promise<void> {
@@ -277,13 +342,22 @@ async function main(): Promise<void> {
     if (!mean) throw new Error(`${sidecar} has no mean_pose (51 offsets and pelvis_z): the trivial baseline's pose comes from the training report of a v2 model (npm run train writes it); retrain, or run --oracle`);
     check = checkSidecar(sideReport, planRecipes(plan));
     if (check.sharedSeeds > 0) throw new Error(`${check.sharedSeeds} benchmark scenarios share a simulator seed with the model's training scenarios`);
+    let oracleModel: PoseRunner | undefined;
+    if (!process.argv.includes('--no-oracle')) {
+      // It indexes each stream's windows as the benchmark feeds them: no pass of its own.
+      const { liveOracle } = await import('./oracle.js');
+      oracleModel = liveOracle();
+    }
     const model = await PoseModel.load(modelPath, { featureDim: FEATURE_DIM });
     try {
-      report = await runAccuracy(plan, model, { modelPath, meanPose: mean, progress, calibrationProgress: process.stderr });
+      report = await runAccuracy(plan, model, { modelPath, meanPose: mean, progress, calibrationProgress: process.stderr, ...(oracleModel ? { oracleModel } : {}) });
     } finally {
       await model.release();
     }
   }
+  // --markdown FILE: the tables to a file besides the JSON on stdout (one run, both forms).
+  const mdFile = argValue('--markdown');
+  if (mdFile) writeFileSync(mdFile, markdown(report));
   if (asJson) {
     process.stdout.write(json(report));
     return;

@@ -10,6 +10,8 @@ export interface BenchResult {
   /** Relative spread of the rounds: (max - min) / median. */
   spread?: number;
   note?: string;
+  /** 95 % interval of the figure, [lo, hi], where the benchmark gives one (its note says how). */
+  ci95?: [number, number];
 }
 
 export interface MeasureOptions {

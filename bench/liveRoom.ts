@@ -1,124 +1,153 @@
 /**
- * `npm run bench:room [-- --json] [-- --falls 10,20,30]`: the default room as a subscriber sees it.
+ * `npm run bench:room [-- --json] [-- --small | --hours H] [-- --speed N] [-- --jobs J]
+ * [-- --realism room|ideal] [-- --watch M]`: what a subscriber of the real service sees over hours
+ * of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
  *
- * For each scripted fall time S (default 10, 15, ..., 45 s) the real service runs in its own
- * process (`csipose serve --port 0 --source "sim?fall=S"`, the embedded defaults and the shipped
- * model), and a `/ws/pose` client subscribed to `pose_updates` and `alerts` records, for S + 14 s:
- * - the reported count of every frame (changes per minute; nobody enters or leaves the room),
- * - the distinct track ids,
- * - every `high` fall alert: the one whose `fall_time` lies in [S - 1, S + 5] s is the scripted
- *   fall's, its delay measured from S; the others are false alarms.
- * S counts from the service's `system running` log line, when the simulated source starts (to
- * about 0.1 s). The runs go in parallel (each paced by the simulator's clock, not by the CPU).
+ * What runs (bench/room/*):
+ * - plan.ts: sessions of 10 minutes going round four rooms (the default room as `npm start`
+ *   simulates it and three held-out TEST rooms of other sizes and antenna layouts, Intel 5300
+ *   3 x 3 x 30) and 1, 2 and 3 people; 12 sessions, 2 simulated hours, by default. The simulator's
+ *   realism is `room` (clutter, drifting chains, a wandering static channel: docs/simulator.md).
+ * - life.ts: every person lives a script: walks, pauses, sit-downs, deliberate lie-downs, bends
+ *   (when the simulator has them), falls from standing and forward mid-walk, getting up again.
+ * - capture.ts: each session simulated once (worker threads), written as an Intel 5300 capture,
+ *   its ground truth kept at the end of every window.
+ * - session.ts: per session the real `csipose serve` (its own process, the shipped model, the
+ *   room's view and site as its configuration) replays the capture (`file:PATH?speed=N`) while a
+ *   `/ws/pose` client subscribed before the start records every pose update (Form A) and every
+ *   `high` fall alert; `--jobs` sessions at a time.
+ * - score.ts and report.ts: the figures and their 95 % intervals.
+ *
+ * `--speed N` replays at N times real time (default 10). The service must keep up: windows that
+ * inference dropped and pose frames the WebSocket dropped are read back from the service; a session
+ * that lost any is replayed at half the speed (down to 1x), and what is finally missing is printed
+ * (`room.service.windows_seen`), never filled in.
  *
  * `--watch M` (minutes) adds one run of the default room exactly as `npm start` makes it (`sim`,
  * nothing scripted), watched for M minutes: its true falls come from the simulator's own ground
  * truth (the same stream, simulated apart at full speed), each `high` fall alert is matched to a
  * true fall starting within 1 s before to 5 s after its `fall_time`, once; every other one is a
- * false alarm. That is the false-alarm rate a subscriber lives with.
- *
- * Names (DECISIONS "Benchmark output", more names welcome): `live_room.falls_within_3s`,
- * `live_room.falls_alerted`, `live_room.falls_scripted`, `live_room.fall_alert_delay_s` (mean over
- * alerted falls), `live_room.false_fall_alerts_per_min`, `live_room.count_changes_per_min`,
- * `live_room.track_ids_per_min`.
+ * false alarm. Names `live_room.watch.*`.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { CsiSimulator } from '../src/sim/simulator.js';
 import { argValue, printResults, type BenchResult } from './lib.js';
+import { captureInWorker, type SessionCapture } from './room/capture.js';
+import { FULL_ROOM_PLAN, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan, type SessionSpec } from './room/plan.js';
+import { roomResults } from './room/report.js';
+import { scoreSession, type SessionScore } from './room/score.js';
+import { complete, runSession } from './room/session.js';
 import { startServe, stopServe, type ServeProcess } from './serve.js';
 
-const PASSWORD = 'bench-room-password-1';
-/** Observation after the scripted fall, s. */
-const AFTER_S = 14;
-/** A fall alert belongs to the scripted fall when its fall_time lies this close to it, s. */
-const OWN_FALL = { before: 1, after: 5 };
+/** Default replay speed (x real time); a session the service does not keep up with is replayed at half the speed, down to MIN_SPEED. */
+export const DEFAULT_SPEED = 10;
+export const MIN_SPEED = 1;
 
-interface RoomRun {
-  fallAt: number;
-  /** Seconds from the scripted fall to its high alert; null when none came. */
-  delay: number | null;
-  falseAlerts: number;
-  frames: number;
-  countChanges: number;
-  trackIds: number;
-  seconds: number;
+/** Options of {@link runRoomBench}. */
+export interface RoomBenchOptions {
+  plan: RoomBenchPlan;
+  speed: number;
+  /** Sessions at a time (captures and replays). */
+  jobs: number;
+  /** Progress lines. */
+  log?: (line: string) => void;
+  /** Keep the captures' folder (its path is logged). */
+  keep?: boolean;
 }
+
+/** What {@link runRoomBench} returns. */
+export interface RoomBenchRun {
+  sessions: SessionSpec[];
+  scores: SessionScore[];
+  results: BenchResult[];
+  /** Wall seconds: simulating and writing the captures, replaying them through the service. */
+  wall: { capture: number; replay: number };
+}
+
+/** Runs `fn` over `items` with at most `jobs` at a time, results in item order. */
+async function pool<T, R>(items: readonly T[], jobs: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(jobs, items.length)) }, worker));
+  return out;
+}
+
+/**
+ * The live-room benchmark: simulates the plan's sessions, replays each through the real service
+ * and scores what its subscriber saw.
+ * @param o plan, speed, parallel jobs
+ * @returns the sessions, their scores and the `room.*` results
+ */
+export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
+  const log = o.log ?? (() => undefined);
+  const sessions = planSessions(o.plan);
+  const dir = mkdtempSync(join(tmpdir(), 'csipose-room-captures-'));
+  try {
+    let t0 = Date.now();
+    const caps: SessionCapture[] = await pool(sessions, o.jobs, async (s) => {
+      const c = await captureInWorker(s, dir);
+      log(`${s.id} ${s.room.name} ${s.people} people: ${c.truth.frames} frames, ${c.truth.falls.length} falls, ${c.truth.lieDowns} lie-downs, ${c.truth.sitDowns} sit-downs, ${c.truth.bends} bends`);
+      return c;
+    });
+    const capture = (Date.now() - t0) / 1000;
+    t0 = Date.now();
+    const scores = await pool(sessions, o.jobs, async (s, i) => {
+      const windows = caps[i]!.truth.windows;
+      let speed = o.speed;
+      let seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
+      // A service that fell behind dropped windows: replay slower until it keeps up.
+      while (!complete(seen, windows) && speed > MIN_SPEED) {
+        log(`${s.id}: ${seen.received} of ${windows} windows seen at ${speed}x (${seen.droppedWindows} dropped by inference, ${seen.wsDropped} by the WebSocket): again at ${speed / 2}x`);
+        speed = Math.max(MIN_SPEED, speed / 2);
+        seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
+      }
+      const sc = scoreSession(caps[i]!.truth, seen);
+      log(
+        `${s.id} scored: ${sc.countRight}/${sc.framesScored} count right, ${sc.trackIds} ids, falls ${sc.fallsAlerted3s}/${sc.fallsScored} in 3 s, ` +
+          `${sc.falseFallAlerts} false alerts, ${seen.received}/${caps[i]!.truth.windows} windows seen (${seen.droppedWindows} dropped by inference, ${seen.wsDropped} by the WebSocket) in ${seen.wallSeconds.toFixed(0)} s`,
+      );
+      return sc;
+    });
+    const replay = (Date.now() - t0) / 1000;
+    const rooms = [...new Set(sessions.map((s) => `${s.room.name} ${s.room.recipe.room.width.toFixed(1)} x ${s.room.recipe.room.depth.toFixed(1)} m`))].join(', ');
+    const context =
+      `real csipose serve over /ws/pose, ${sessions.length} sessions of ${o.plan.sessionMinutes} min in ${rooms}; people ${o.plan.people.join(', ')}; ` +
+      `realism ${o.plan.realism}; replayed at ${[...new Set(scores.map((x) => x.service.speed))].sort((a, b) => b - a).join(' / ')}x, ${o.jobs} at a time; wall ${(capture + replay).toFixed(0)} s (simulate ${capture.toFixed(0)} s, replay ${replay.toFixed(0)} s)`;
+    return { sessions, scores, results: roomResults(scores, context), wall: { capture, replay } };
+  } finally {
+    if (o.keep) log(`captures kept in ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// --watch: the default room as npm start makes it
+
+const PASSWORD = 'bench-room-password-1';
+/** A fall alert belongs to a true fall when its fall_time lies this close to it, s. */
+const OWN_FALL = { before: 1, after: 5 };
 
 /** Epoch ms of the service's `system running` log line (its own timestamp), read from its stderr. */
 function runningSince(svc: ServeProcess): Promise<number> {
   return new Promise((resolve, reject) => {
     let out = '';
     svc.proc.stderr!.on('data', (c: Buffer) => {
-      out += c.toString();
+      out = (out + c.toString()).slice(-20_000);
       const t = /^(\S+) info system running/m.exec(out)?.[1];
       if (t) resolve(Date.parse(t));
     });
     svc.proc.once('exit', (code) => reject(new Error(`csipose serve exited (${code}) before running:\n${out}`)));
   });
-}
-
-/** A message of /ws/pose as the room runs read it. */
-interface RoomMessage {
-  type: string;
-  /** Its `timestamp`, epoch ms. */
-  t: number;
-  persons: Array<{ person_id: number }>;
-  /** A fall alert's `fall_time` (epoch ms), else `t`. */
-  fallTime: number;
-}
-
-/**
- * Runs `csipose serve --source SOURCE` (the embedded defaults and the shipped model) and reads it
- * as a subscriber: pose updates without keypoints and `high` fall alerts over /ws/pose, each handed
- * to `on` with the epoch ms at which the system started running, until `seconds` after that.
- */
-async function watchServe(source: string, prefix: string, seconds: number, on: (m: RoomMessage, running: number) => void): Promise<number> {
-  const svc = await startServe(() => ['--source', source], { CSIPOSE_ADMIN_PASSWORD: PASSWORD }, prefix, 'pipe');
-  try {
-    const running = await runningSince(svc);
-    const r = await fetch(`${svc.base}/api/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
-    const token = ((await r.json()) as { data: { access_token: string } }).data.access_token;
-    const ws = new WebSocket(`${svc.base.replace(/^http/, 'ws')}/ws/pose?token=${token}`);
-    ws.on('open', () => {
-      ws.send(JSON.stringify({ type: 'subscribe', channel: 'pose_updates', filters: { include_keypoints: false } }));
-      ws.send(JSON.stringify({ type: 'subscribe', channel: 'alerts', filters: { alert_types: ['fall_detection'], severity: ['high'] } }));
-    });
-    ws.on('message', (m) => {
-      const o = JSON.parse(String(m)) as { type: string; timestamp: string; data?: { persons?: Array<{ person_id: number }>; metadata?: { fall_time?: number } } };
-      const t = Date.parse(o.timestamp);
-      on({ type: o.type, t, persons: o.data?.persons ?? [], fallTime: o.data?.metadata?.fall_time ?? t }, running);
-    });
-    await new Promise((res) => setTimeout(res, Math.max(0, running + seconds * 1000 - Date.now())));
-    ws.close();
-    return running;
-  } finally {
-    await stopServe(svc);
-  }
-}
-
-async function runRoom(fallAt: number): Promise<RoomRun> {
-  const run: RoomRun = { fallAt, delay: null, falseAlerts: 0, frames: 0, countChanges: 0, trackIds: 0, seconds: 0 };
-  const ids = new Set<number>();
-  let last = -1;
-  let first = 0;
-  let lastT = 0;
-  await watchServe(`sim?fall=${fallAt}`, 'csipose-room-', fallAt + AFTER_S, (m, running) => {
-    const fall = running + fallAt * 1000;
-    if (m.type === 'pose_update') {
-      run.frames++;
-      if (last >= 0 && m.persons.length !== last) run.countChanges++;
-      last = m.persons.length;
-      for (const p of m.persons) ids.add(p.person_id);
-      first ||= m.t;
-      lastT = m.t;
-    } else if (m.type === 'alert') {
-      if (run.delay === null && m.fallTime >= fall - OWN_FALL.before * 1000 && m.fallTime <= fall + OWN_FALL.after * 1000) run.delay = (m.t - fall) / 1000;
-      else run.falseAlerts++;
-    }
-  });
-  run.trackIds = ids.size;
-  run.seconds = (lastT - first) / 1000;
-  return run;
 }
 
 /**
@@ -152,7 +181,6 @@ interface WatchRun {
   countRight: number;
   frames: number;
   trackIds: number;
-  /** Seconds from the start: the true falls, and the fall_time of every high fall alert. */
   fallTimes: number[];
   alertTimes: number[];
 }
@@ -163,73 +191,114 @@ async function watchRoom(minutes: number): Promise<WatchRun> {
   const matched = new Set<number>();
   const out: WatchRun = { minutes, trueFalls: falls.length, alerted: 0, within3s: 0, falseAlerts: 0, countRight: 0, frames: 0, trackIds: 0, fallTimes: falls, alertTimes: [] };
   const ids = new Set<number>();
-  await watchServe('sim', 'csipose-watch-', minutes * 60, (m, running) => {
-    if (m.type === 'pose_update') {
-      out.frames++;
-      // Nobody enters or leaves the default room: 2 people throughout.
-      if (m.persons.length === 2) out.countRight++;
-      for (const p of m.persons) ids.add(p.person_id);
-    } else if (m.type === 'alert') {
-      const ft = (m.fallTime - running) / 1000;
-      out.alertTimes.push(ft);
-      const i = falls.findIndex((f, k) => !matched.has(k) && ft >= f - OWN_FALL.before && ft <= f + OWN_FALL.after);
-      if (i < 0) {
-        out.falseAlerts++;
-        return;
+  const svc = await startServe(() => ['--source', 'sim'], { CSIPOSE_ADMIN_PASSWORD: PASSWORD }, 'csipose-watch-', 'pipe');
+  try {
+    const running = await runningSince(svc);
+    const r = await fetch(`${svc.base}/api/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+    const token = ((await r.json()) as { data: { access_token: string } }).data.access_token;
+    const ws = new WebSocket(`${svc.base.replace(/^http/, 'ws')}/ws/pose?token=${token}`);
+    ws.on('open', () => {
+      ws.send(JSON.stringify({ type: 'subscribe', channel: 'pose_updates', filters: { include_keypoints: false } }));
+      ws.send(JSON.stringify({ type: 'subscribe', channel: 'alerts', filters: { alert_types: ['fall_detection'], severity: ['high'] } }));
+    });
+    ws.on('message', (m) => {
+      const o = JSON.parse(String(m)) as { type: string; timestamp: string; data?: { persons?: Array<{ person_id: number }>; metadata?: { fall_time?: number } } };
+      const t = Date.parse(o.timestamp);
+      if (o.type === 'pose_update') {
+        const persons = o.data?.persons ?? [];
+        out.frames++;
+        // Nobody enters or leaves the default room: 2 people throughout.
+        if (persons.length === 2) out.countRight++;
+        for (const p of persons) ids.add(p.person_id);
+      } else if (o.type === 'alert') {
+        const ft = ((o.data?.metadata?.fall_time ?? t) - running) / 1000;
+        out.alertTimes.push(ft);
+        const i = falls.findIndex((f, k) => !matched.has(k) && ft >= f - OWN_FALL.before && ft <= f + OWN_FALL.after);
+        if (i < 0) {
+          out.falseAlerts++;
+          return;
+        }
+        matched.add(i);
+        out.alerted++;
+        if ((t - running) / 1000 - falls[i]! <= 3) out.within3s++;
       }
-      matched.add(i);
-      out.alerted++;
-      if ((m.t - running) / 1000 - falls[i]! <= 3) out.within3s++;
-    }
-  });
+    });
+    await new Promise((res) => setTimeout(res, Math.max(0, running + minutes * 60_000 - Date.now())));
+    ws.close();
+  } finally {
+    await stopServe(svc);
+  }
   out.trackIds = ids.size;
   return out;
 }
 
-async function main(): Promise<void> {
-  const json = process.argv.includes('--json');
-  const at = process.argv.indexOf('--falls');
-  const falls = at >= 0 ? process.argv[at + 1]!.split(',').map(Number) : [10, 15, 20, 25, 30, 35, 40, 45];
-  if (falls.some((s) => !(s >= 5 && s <= 600))) throw new Error('--falls: seconds between 5 and 600, comma-separated');
-  const watchMin = argValue('--watch') === undefined ? 0 : Number(argValue('--watch'));
-  if (!(watchMin >= 0 && watchMin <= 600)) throw new Error('--watch: minutes between 0 and 600');
-  const [runs, watch] = await Promise.all([Promise.all(falls.map((s) => runRoom(s))), watchMin > 0 ? watchRoom(watchMin) : undefined]);
-  if (!json) {
-    process.stderr.write('| fall at s | alert after s | false fall alerts | count changes | track ids | frames |\n|---:|---:|---:|---:|---:|---:|\n');
-    for (const r of runs) process.stderr.write(`| ${r.fallAt} | ${r.delay === null ? 'none' : r.delay.toFixed(2)} | ${r.falseAlerts} | ${r.countChanges} | ${r.trackIds} | ${r.frames} |\n`);
-  }
-  const minutes = runs.reduce((a, r) => a + r.seconds, 0) / 60;
-  const alerted = runs.filter((r) => r.delay !== null);
-  const note = `the default room (sim, 2 people), ${runs.length} runs with the fall at ${falls.join(', ')} s, each watched to 14 s after it over /ws/pose`;
-  const out: BenchResult[] = [
-    { name: 'live_room.falls_scripted', value: runs.length, unit: 'falls', n: runs.length, note },
-    { name: 'live_room.falls_alerted', value: alerted.length, unit: 'falls', n: runs.length, note: 'a high fall alert whose fall_time is within 1 s before to 5 s after the scripted fall' },
-    { name: 'live_room.falls_within_3s', value: alerted.filter((r) => r.delay! <= 3).length, unit: 'falls', n: runs.length, note: 'alert at most 3 s after the fall began (issue 11)' },
-    { name: 'live_room.fall_alert_delay_s', value: alerted.length ? alerted.reduce((a, r) => a + r.delay!, 0) / alerted.length : NaN, unit: 's', n: alerted.length, note: 'mean over alerted falls, from the scripted fall' },
-    { name: 'live_room.false_fall_alerts_per_min', value: runs.reduce((a, r) => a + r.falseAlerts, 0) / minutes, unit: 'per min', n: runs.length, note: `${runs.reduce((a, r) => a + r.falseAlerts, 0)} other high fall alerts in ${minutes.toFixed(1)} min` },
-    { name: 'live_room.count_changes_per_min', value: runs.reduce((a, r) => a + r.countChanges, 0) / minutes, unit: 'per min', n: runs.reduce((a, r) => a + r.frames, 0), note: 'the room always holds 2 people' },
-    { name: 'live_room.track_ids_per_min', value: runs.reduce((a, r) => a + r.trackIds, 0) / minutes, unit: 'per min', n: runs.length, note: 'distinct track ids seen, per minute of stream' },
+function watchResults(watch: WatchRun): BenchResult[] {
+  const wnote = `the default room as npm start makes it (sim, 2 people, nothing scripted), watched ${watch.minutes} min over /ws/pose; true falls from the simulator's ground truth`;
+  return [
+    { name: 'live_room.watch.true_falls', value: watch.trueFalls, unit: 'falls', n: watch.trueFalls, note: wnote },
+    { name: 'live_room.watch.falls_alerted', value: watch.alerted, unit: 'falls', n: watch.trueFalls, note: 'true falls with a high fall alert whose fall_time is within 1 s before to 5 s after the fall' },
+    { name: 'live_room.watch.falls_within_3s', value: watch.within3s, unit: 'falls', n: watch.trueFalls, note: 'alert at most 3 s after the true fall began' },
+    { name: 'live_room.watch.false_fall_alerts', value: watch.falseAlerts, unit: 'alerts', n: watch.alerted + watch.falseAlerts, note: 'high fall alerts matching no true fall' },
+    { name: 'live_room.watch.false_fall_alerts_per_hour', value: (watch.falseAlerts * 60) / watch.minutes, unit: 'per hour', n: watch.alerted + watch.falseAlerts, note: wnote },
+    { name: 'live_room.watch.count_right_share', value: watch.frames ? watch.countRight / watch.frames : NaN, unit: 'fraction', n: watch.frames, note: 'pose frames reporting exactly the 2 people in the room' },
+    { name: 'live_room.watch.track_ids', value: watch.trackIds, unit: 'ids', n: watch.frames, note: `distinct track ids for 2 people in ${watch.minutes} min` },
   ];
-  if (watch && !json) {
-    const s = (v: number[]): string => v.map((x) => x.toFixed(1)).join(', ') || 'none';
-    process.stderr.write(`watch: true falls at ${s(watch.fallTimes)} s; high fall alerts at ${s(watch.alertTimes)} s (fall_time, from the start)\n`);
-  }
-  if (watch) {
-    const wnote = `the default room as npm start makes it (sim, 2 people, nothing scripted), watched ${watch.minutes} min over /ws/pose; true falls from the simulator's ground truth`;
-    out.push(
-      { name: 'live_room.watch.true_falls', value: watch.trueFalls, unit: 'falls', n: watch.trueFalls, note: wnote },
-      { name: 'live_room.watch.falls_alerted', value: watch.alerted, unit: 'falls', n: watch.trueFalls, note: 'true falls with a high fall alert whose fall_time is within 1 s before to 5 s after the fall' },
-      { name: 'live_room.watch.falls_within_3s', value: watch.within3s, unit: 'falls', n: watch.trueFalls, note: 'alert at most 3 s after the true fall began' },
-      { name: 'live_room.watch.false_fall_alerts', value: watch.falseAlerts, unit: 'alerts', n: watch.alerted + watch.falseAlerts, note: 'high fall alerts matching no true fall' },
-      { name: 'live_room.watch.false_fall_alerts_per_hour', value: (watch.falseAlerts * 60) / watch.minutes, unit: 'per hour', n: watch.alerted + watch.falseAlerts, note: wnote },
-      { name: 'live_room.watch.count_right_share', value: watch.frames ? watch.countRight / watch.frames : NaN, unit: 'fraction', n: watch.frames, note: 'pose frames reporting exactly the 2 people in the room' },
-      { name: 'live_room.watch.track_ids', value: watch.trackIds, unit: 'ids', n: watch.frames, note: `distinct track ids for 2 people in ${watch.minutes} min` },
-    );
-  }
-  printResults(out, json);
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`bench:room failed: ${(e as Error).stack ?? String(e)}\n`);
-  process.exitCode = 1;
-});
+// ---------------------------------------------------------------------------------------------
+
+/** The plan the command line asks for. */
+function planFromArgs(): RoomBenchPlan {
+  const small = process.argv.includes('--small');
+  const base = small ? SMALL_ROOM_PLAN : FULL_ROOM_PLAN;
+  const plan: RoomBenchPlan = { ...base };
+  const hours = argValue('--hours');
+  if (hours !== undefined) {
+    const h = Number(hours);
+    if (!(h > 0 && h <= 24)) throw new Error('--hours: simulated hours, more than 0 and at most 24');
+    plan.hours = h;
+    // Short runs get shorter sessions, so that every people count still gets one.
+    plan.sessionMinutes = Math.min(FULL_ROOM_PLAN.sessionMinutes, Math.max(1, Math.round((h * 60) / 3)));
+  }
+  const realism = argValue('--realism');
+  if (realism !== undefined) {
+    if (realism !== 'room' && realism !== 'ideal') throw new Error('--realism: room or ideal');
+    plan.realism = realism;
+  }
+  return plan;
+}
+
+async function main(): Promise<void> {
+  const json = process.argv.includes('--json');
+  const speed = argValue('--speed') === undefined ? DEFAULT_SPEED : Number(argValue('--speed'));
+  if (!(speed > 0 && speed <= 1000)) throw new Error('--speed: replay speed, more than 0 and at most 1000');
+  const jobs = argValue('--jobs') === undefined ? 2 : Number(argValue('--jobs'));
+  if (!(Number.isInteger(jobs) && jobs >= 1 && jobs <= 16)) throw new Error('--jobs: 1 to 16');
+  const watchMin = argValue('--watch') === undefined ? 0 : Number(argValue('--watch'));
+  if (!(watchMin >= 0 && watchMin <= 600)) throw new Error('--watch: minutes between 0 and 600');
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const [run, watch] = await Promise.all([
+    runRoomBench({ plan: planFromArgs(), speed, jobs, log, keep: process.argv.includes('--keep') }),
+    watchMin > 0 ? watchRoom(watchMin) : undefined,
+  ]);
+  if (!json) {
+    process.stderr.write('\n| session | room | people | count right | track ids | falls alerted in 3 s | false fall alerts | activity events / true | windows seen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n');
+    for (const s of run.scores) {
+      process.stderr.write(
+        `| ${s.id} | ${s.room} | ${s.people} | ${((100 * s.countRight) / s.framesScored).toFixed(1)} % | ${s.trackIds} | ${s.fallsAlerted3s} / ${s.fallsScored} | ${s.falseFallAlerts} | ${s.activityEvents} / ${s.trueActivityChanges} | ${s.service.received} / ${s.service.windows} |\n`,
+      );
+    }
+    if (watch) {
+      const f = (v: number[]): string => v.map((x) => x.toFixed(1)).join(', ') || 'none';
+      process.stderr.write(`watch: true falls at ${f(watch.fallTimes)} s; high fall alerts at ${f(watch.alertTimes)} s (fall_time, from the start)\n`);
+    }
+  }
+  printResults([...run.results, ...(watch ? watchResults(watch) : [])], json);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`bench:room failed: ${(e as Error).stack ?? String(e)}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -1,13 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** Whether this module runs compiled (`dist/bench/`) or from source (`bench/`, under vitest). */
+const compiled = basename(resolve(here, '..')) === 'dist';
 /** The compiled command line and the repository, for benchmarks that run the service as users do. */
-export const cliPath = resolve(here, '../src/cli/main.js');
-export const repoRoot = resolve(here, '../..');
+export const repoRoot = compiled ? resolve(here, '../..') : resolve(here, '..');
+export const cliPath = join(repoRoot, 'dist/src/cli/main.js');
 
 /** A `csipose serve` process of a benchmark. */
 export interface ServeProcess {

@@ -14,6 +14,13 @@
  * - `walk_lie` (negative): walks to a spot and lies down deliberately, on the floor or a bed.
  * - `walk` (negative): walks between waypoints for the whole scenario.
  * - `sit_stand` (negative): walks, sits for 4-6 s, stands up and walks on.
+ * - `walk_bend` (negative): walks to a spot and bends down for 1.5-3 s (to pick something up),
+ *   then stands; the simulator's `bend` step. Not among the companions' default roles (older
+ *   scenario sets keep their people); the benchmark asks for it by name.
+ *
+ * Hard negatives are the deliberate moves that end low or fast like a fall: lying down, sitting
+ * down and bending (`HARD_NEGATIVE_ROLES`); each scripted person of such a role has the time the
+ * move begins (`negativeAt`), so that a false fall alert can be laid at its door.
  *
  * Every fall and lie-down is planned with room for the body (inside the walls, clear of the
  * others' paths): the simulator takes scripts as given and does not check that.
@@ -30,11 +37,13 @@ import { bodyDims, fallTravel, lyingReach, type BodyDims, type FallDirection } f
 import type { Rng } from '../../sim/rng.js';
 
 /** What a scripted person does (see the module comment). */
-export type FallRole = 'walk_fall' | 'stand_fall' | 'fall_get_up' | 'walk_sit' | 'walk_lie' | 'walk' | 'sit_stand';
+export type FallRole = 'walk_fall' | 'stand_fall' | 'fall_get_up' | 'walk_sit' | 'walk_lie' | 'walk' | 'sit_stand' | 'walk_bend';
 /** Roles with a true fall. */
 export const FALL_ROLES: readonly FallRole[] = ['walk_fall', 'stand_fall', 'fall_get_up'];
 /** Roles without one. */
 export const NEGATIVE_ROLES: readonly FallRole[] = ['walk_sit', 'walk_lie', 'walk', 'sit_stand'];
+/** Deliberate moves a careless detector takes for a fall (see the module comment). */
+export const HARD_NEGATIVE_ROLES: readonly FallRole[] = ['walk_lie', 'walk_sit', 'sit_stand', 'walk_bend'];
 /** Main roles of consecutive scenarios: half falls, half look-alikes, in a fixed rotation. */
 export const ROLE_ROTATION: readonly FallRole[] = ['walk_fall', 'walk_lie', 'stand_fall', 'walk_sit', 'fall_get_up', 'walk', 'walk_fall', 'sit_stand'];
 
@@ -44,6 +53,18 @@ export interface ScriptedPerson {
   spec: PersonSpec;
   /** Scheduled fall time, s (null for negatives). */
   fallAt: number | null;
+  /** When the hard negative move (lie, sit or bend down) is scheduled, s; null for other roles. */
+  negativeAt: number | null;
+}
+
+/** Seconds a bend lasts, bent down and back up (`walk_bend`), drawn from this range. */
+export const BEND_SECONDS: readonly [number, number] = [1.5, 3];
+
+/** The simulator's bend step (`{ at, action: 'bend', duration? }`, src/sim/scenario.ts). */
+interface BendStep {
+  at: number;
+  action: 'bend';
+  duration?: number;
 }
 
 /** Room extent, metres. */
@@ -210,7 +231,7 @@ function planPerson(role: FallRole, room: RoomExtent, sees: Sees, rng: Rng, plan
         ];
         if (role === 'fall_get_up') script.push({ at: round2(fallAt + duration + rng.uniform(7, 9)), action: 'stand' });
         plans.push({ spots: [[w.ax, w.ay], [fx, fy], land] });
-        return { role, fallAt, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
+        return { role, fallAt, negativeAt: null, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
       }
       case 'stand_fall': {
         const w = drawWalk(rng, room, 1.0, 2.5);
@@ -226,7 +247,7 @@ function planPerson(role: FallRole, room: RoomExtent, sees: Sees, rng: Rng, plan
           { at: fallAt, action: 'fall', direction: dir, duration: round2(rng.uniform(0.6, 1.2)) },
         ];
         plans.push({ spots: [[w.ax, w.ay], [w.bx, w.by], land] });
-        return { role, fallAt, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
+        return { role, fallAt, negativeAt: null, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
       }
       case 'walk_sit':
       case 'sit_stand':
@@ -252,7 +273,19 @@ function planPerson(role: FallRole, room: RoomExtent, sees: Sees, rng: Rng, plan
           spots.push(back);
         }
         plans.push({ spots });
-        return { role, fallAt: null, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
+        return { role, fallAt: null, negativeAt: at, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
+      }
+      case 'walk_bend': {
+        const w = drawWalk(rng, room, 1.5, 3.5);
+        if (!w || !walkSeen(sees, w.ax, w.ay, w.bx, w.by, height)) continue;
+        // Bent over, the head and hands reach about a torso ahead.
+        if (!corridorFits(room, sees, w.bx, w.by, w.heading, 0.3, d.torso + 0.3, 0.35) || !farFromOthers(plans, [[w.ax, w.ay], [w.bx, w.by]])) continue;
+        const at = round2(t0 + walkSeconds(w.length, speed) + rng.uniform(0.5, 2));
+        const bend: BendStep = { at, action: 'bend', duration: round2(rng.uniform(BEND_SECONDS[0], BEND_SECONDS[1])) };
+        // A step of the simulator's script (its ScriptStep union gains `bend` with it).
+        const script: ScriptStep[] = [{ at: t0, action: 'walk', to: { x: w.bx, y: w.by }, speed }, bend as unknown as ScriptStep];
+        plans.push({ spots: [[w.ax, w.ay], [w.bx, w.by]] });
+        return { role, fallAt: null, negativeAt: at, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
       }
       case 'walk': {
         const w = drawWalk(rng, room, 1.5, 3.5);
@@ -275,7 +308,7 @@ function planPerson(role: FallRole, room: RoomExtent, sees: Sees, rng: Rng, plan
         }
         if (!ok || !farFromOthers(plans, pts.slice(0, 2))) continue;
         plans.push({ spots: pts.slice(0, 2) });
-        return { role, fallAt: null, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
+        return { role, fallAt: null, negativeAt: null, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
       }
     }
   }
@@ -305,11 +338,19 @@ const round2 = (v: number) => Math.round(v * 100) / 100;
  * @param main the main person's role
  * @param companions number of extra people (0..3)
  * @param camera when given, everything happens in its view (see the module comment)
+ * @param companionRoles roles the companions are drawn from (default NEGATIVE_ROLES)
  * @returns the scripted people (at least one)
  * @throws RangeError when not even one person fits the room
  * @example fallScenarioPeople({ width: 4.6, depth: 6.6 }, new Rng(5), 'walk_fall', 1, new Camera(recipe.camera))
  */
-export function fallScenarioPeople(room: RoomExtent, rng: Rng, main: FallRole, companions: number, camera?: Camera): ScriptedPerson[] {
+export function fallScenarioPeople(
+  room: RoomExtent,
+  rng: Rng,
+  main: FallRole,
+  companions: number,
+  camera?: Camera,
+  companionRoles: readonly FallRole[] = NEGATIVE_ROLES,
+): ScriptedPerson[] {
   if (!(Number.isInteger(companions) && companions >= 0 && companions <= 3)) throw new RangeError(`fallScenarioPeople: companions must be 0..3, got ${companions}`);
   const plans: Plan[] = [];
   const out: ScriptedPerson[] = [];
@@ -324,7 +365,7 @@ export function fallScenarioPeople(room: RoomExtent, rng: Rng, main: FallRole, c
   }
   if (out.length === 0) throw new RangeError('fallScenarioPeople: the room has no place for a scripted person');
   for (let i = 0; i < companions; i++) {
-    const p = planPerson(rng.choice(NEGATIVE_ROLES), room, sees, rng, plans);
+    const p = planPerson(rng.choice(companionRoles), room, sees, rng, plans);
     if (p) out.push(p);
   }
   return out;
