@@ -1,6 +1,6 @@
 /**
  * `npm run bench:room [-- --json] [-- --small | --hours H] [-- --speed N] [-- --jobs J]
- * [-- --realism room|ideal] [-- --watch M]`: what a subscriber of the real service sees over hours
+ * [-- --realism room|ideal] [-- --no-oracle | --oracle-only] [-- --watch M]`: what a subscriber of the real service sees over hours
  * of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
  *
  * What runs (bench/room/*):
@@ -16,6 +16,11 @@
  *   room's view and site as its configuration) replays the capture (`file:PATH?speed=N`) while a
  *   `/ws/pose` client subscribed before the start records every pose update (Form A) and every
  *   `high` fall alert; `--jobs` sessions at a time.
+ * - oracle.ts: the same captures with the oracle for a model (the ground truth of every window as
+ *   the model's outputs, bench/oracle.ts) through the service's own live pipeline in-process, its
+ *   pose frames and alerts rendered as the WebSocket sends them: the same figures as
+ *   `room.oracle.*`, the ceiling that tracking, activity and alert rules reach. Part of every run
+ *   (cheap: no replay pacing, no process); `--no-oracle` skips it, `--oracle-only` runs only it.
  * - score.ts and report.ts: the figures and their 95 % intervals.
  *
  * `--speed N` replays at N times real time (default 10). The service must keep up: windows that
@@ -39,6 +44,7 @@ import { argValue, printResults, type BenchResult } from './lib.js';
 import { captureInWorker, type SessionCapture } from './room/capture.js';
 import { FULL_ROOM_PLAN, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan, type SessionSpec } from './room/plan.js';
 import { roomResults } from './room/report.js';
+import { runOracleSession } from './room/oracle.js';
 import { scoreSession, type SessionScore } from './room/score.js';
 import { complete, runSession } from './room/session.js';
 import { startServe, stopServe, type ServeProcess } from './serve.js';
@@ -57,15 +63,23 @@ export interface RoomBenchOptions {
   log?: (line: string) => void;
   /** Keep the captures' folder (its path is logged). */
   keep?: boolean;
+  /** Replay through the real service with the shipped model (default true). */
+  model?: boolean;
+  /** Run the oracle on the same captures (default true). */
+  oracle?: boolean;
 }
 
 /** What {@link runRoomBench} returns. */
 export interface RoomBenchRun {
   sessions: SessionSpec[];
+  /** The model's, through the real service (empty when `model` is false). */
   scores: SessionScore[];
+  /** The oracle's (null when `oracle` is false). */
+  oracleScores: SessionScore[] | null;
+  /** `room.*` (the model) and `room.oracle.*`. */
   results: BenchResult[];
-  /** Wall seconds: simulating and writing the captures, replaying them through the service. */
-  wall: { capture: number; replay: number };
+  /** Wall seconds: simulating and writing the captures, the oracle's pass, replaying them through the service. */
+  wall: { capture: number; oracle: number; replay: number };
 }
 
 /** Runs `fn` over `items` with at most `jobs` at a time, results in item order. */
@@ -84,12 +98,15 @@ async function pool<T, R>(items: readonly T[], jobs: number, fn: (t: T, i: numbe
 
 /**
  * The live-room benchmark: simulates the plan's sessions, replays each through the real service
- * and scores what its subscriber saw.
- * @param o plan, speed, parallel jobs
- * @returns the sessions, their scores and the `room.*` results
+ * and scores what its subscriber saw; runs the oracle on the same captures.
+ * @param o plan, speed, parallel jobs, which parts
+ * @returns the sessions, their scores and the `room.*` and `room.oracle.*` results
  */
 export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
   const log = o.log ?? (() => undefined);
+  const withModel = o.model ?? true;
+  const withOracle = o.oracle ?? true;
+  if (!withModel && !withOracle) throw new Error('runRoomBench: neither the model nor the oracle to run');
   const sessions = planSessions(o.plan);
   const dir = mkdtempSync(join(tmpdir(), 'csipose-room-captures-'));
   try {
@@ -101,7 +118,23 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
     });
     const capture = (Date.now() - t0) / 1000;
     t0 = Date.now();
-    const scores = await pool(sessions, o.jobs, async (s, i) => {
+    // Before the replays: the oracle's pass runs on this thread, which must be free to read the service's sockets.
+    let oracleScores: SessionScore[] | null = null;
+    if (withOracle) {
+      oracleScores = [];
+      for (const [i, s] of sessions.entries()) {
+        const seen = await runOracleSession(s, caps[i]!);
+        const sc = scoreSession(caps[i]!.truth, seen);
+        log(
+          `${s.id} oracle: ${sc.countRight}/${sc.framesScored} count right, ${sc.trackIds} ids, falls ${sc.fallsAlerted3s}/${sc.fallsScored} in 3 s, ` +
+            `${sc.falseFallAlerts} false alerts, ${seen.received}/${caps[i]!.truth.windows} windows in ${seen.wallSeconds.toFixed(0)} s`,
+        );
+        oracleScores.push(sc);
+      }
+    }
+    const oracle = (Date.now() - t0) / 1000;
+    t0 = Date.now();
+    const scores = await pool(withModel ? sessions : [], o.jobs, async (s, i) => {
       const windows = caps[i]!.truth.windows;
       let speed = o.speed;
       let seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
@@ -120,10 +153,21 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
     });
     const replay = (Date.now() - t0) / 1000;
     const rooms = [...new Set(sessions.map((s) => `${s.room.name} ${s.room.recipe.room.width.toFixed(1)} x ${s.room.recipe.room.depth.toFixed(1)} m`))].join(', ');
-    const context =
-      `real csipose serve over /ws/pose, ${sessions.length} sessions of ${o.plan.sessionMinutes} min in ${rooms}; people ${o.plan.people.join(', ')}; ` +
-      `realism ${o.plan.realism}; replayed at ${[...new Set(scores.map((x) => x.service.speed))].sort((a, b) => b - a).join(' / ')}x, ${o.jobs} at a time; wall ${(capture + replay).toFixed(0)} s (simulate ${capture.toFixed(0)} s, replay ${replay.toFixed(0)} s)`;
-    return { sessions, scores, results: roomResults(scores, context), wall: { capture, replay } };
+    const what = `${sessions.length} sessions of ${o.plan.sessionMinutes} min in ${rooms}; people ${o.plan.people.join(', ')}; realism ${o.plan.realism}`;
+    const results: BenchResult[] = [];
+    if (withModel) {
+      const context =
+        `real csipose serve over /ws/pose, ${what}; ` +
+        `replayed at ${[...new Set(scores.map((x) => x.service.speed))].sort((a, b) => b - a).join(' / ')}x, ${o.jobs} at a time; wall ${(capture + replay).toFixed(0)} s (simulate ${capture.toFixed(0)} s, replay ${replay.toFixed(0)} s)`;
+      results.push(...roomResults(scores, context));
+    }
+    if (oracleScores) {
+      const context =
+        `the oracle (each window's ground truth as the model's outputs, bench/oracle.ts) through the service's live pipeline in-process on the same captures, ` +
+        `rendered as /ws/pose sends them, ${what}; wall ${oracle.toFixed(0)} s`;
+      results.push(...roomResults(oracleScores, context, { prefix: 'room.oracle', inProcess: true }));
+    }
+    return { sessions, scores, oracleScores, results, wall: { capture, oracle, replay } };
   } finally {
     if (o.keep) log(`captures kept in ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
@@ -277,16 +321,24 @@ async function main(): Promise<void> {
   const watchMin = argValue('--watch') === undefined ? 0 : Number(argValue('--watch'));
   if (!(watchMin >= 0 && watchMin <= 600)) throw new Error('--watch: minutes between 0 and 600');
   const log = (line: string) => process.stderr.write(`${line}\n`);
+  const noOracle = process.argv.includes('--no-oracle');
+  const oracleOnly = process.argv.includes('--oracle-only');
+  if (noOracle && oracleOnly) throw new Error('--no-oracle and --oracle-only: one or the other');
   const [run, watch] = await Promise.all([
-    runRoomBench({ plan: planFromArgs(), speed, jobs, log, keep: process.argv.includes('--keep') }),
+    runRoomBench({ plan: planFromArgs(), speed, jobs, log, keep: process.argv.includes('--keep'), model: !oracleOnly, oracle: !noOracle }),
     watchMin > 0 ? watchRoom(watchMin) : undefined,
   ]);
   if (!json) {
-    process.stderr.write('\n| session | room | people | count right | track ids | falls alerted in 3 s | false fall alerts | activity events / true | windows seen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n');
-    for (const s of run.scores) {
-      process.stderr.write(
-        `| ${s.id} | ${s.room} | ${s.people} | ${((100 * s.countRight) / s.framesScored).toFixed(1)} % | ${s.trackIds} | ${s.fallsAlerted3s} / ${s.fallsScored} | ${s.falseFallAlerts} | ${s.activityEvents} / ${s.trueActivityChanges} | ${s.service.received} / ${s.service.windows} |\n`,
-      );
+    const parts: Array<[string, SessionScore[]]> = [];
+    if (run.scores.length) parts.push(['model', run.scores]);
+    if (run.oracleScores) parts.push(['oracle', run.oracleScores]);
+    for (const [who, scores] of parts) {
+      process.stderr.write(`\n${who}:\n| session | room | people | count right | track ids | falls alerted in 3 s | false fall alerts | activity events / true | windows seen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n`);
+      for (const s of scores) {
+        process.stderr.write(
+          `| ${s.id} | ${s.room} | ${s.people} | ${((100 * s.countRight) / s.framesScored).toFixed(1)} % | ${s.trackIds} | ${s.fallsAlerted3s} / ${s.fallsScored} | ${s.falseFallAlerts} | ${s.activityEvents} / ${s.trueActivityChanges} | ${s.service.received} / ${s.service.windows} |\n`,
+        );
+      }
     }
     if (watch) {
       const f = (v: number[]): string => v.map((x) => x.toFixed(1)).join(', ') || 'none';

@@ -1,5 +1,6 @@
 /**
- * The live-room figures with their 95 % intervals (DECISIONS "Benchmark output", `room.*`):
+ * The live-room figures with their 95 % intervals (DECISIONS "Benchmark output", `room.*`; the
+ * oracle's, bench/room/oracle.ts, the same under `room.oracle.*`):
  * - shares of events (falls alerted within 3 s): Wilson;
  * - rates of events over exposure (false fall alerts per hour, track ids per person per 10
  *   minutes): exact Poisson (Garwood), the count taken as Poisson over the exposure;
@@ -70,13 +71,23 @@ const median = (v: readonly number[]): number => {
 };
 const iv = (i: Interval, digits: number) => `[${i[0].toFixed(digits)}, ${i[1].toFixed(digits)}]`;
 
+/** Options of {@link roomResults}. */
+export interface RoomResultsOptions {
+  /** Name prefix: `room` (the model through the real service, default) or `room.oracle`. */
+  prefix?: string;
+  /** Whether the frames came from the live pipeline in-process (the oracle) rather than over the service's WebSocket. */
+  inProcess?: boolean;
+}
+
 /**
- * The `room.*` results of scored sessions.
+ * The `room.*` results of scored sessions (`room.oracle.*` for the oracle's).
  * @param ss the sessions' scores
  * @param context what ran (rooms, people, realism, speed), for the first note
+ * @param o the names' prefix and how the frames were read
  * @returns the results, each with n and its 95 % interval in the note
  */
-export function roomResults(ss: readonly SessionScore[], context: string): BenchResult[] {
+export function roomResults(ss: readonly SessionScore[], context: string, o: RoomResultsOptions = {}): BenchResult[] {
+  const prefix = o.prefix ?? 'room';
   const hours = sum(ss, (s) => s.hours);
   const frames = sum(ss, (s) => s.framesScored);
   const right = sum(ss, (s) => s.countRight);
@@ -119,23 +130,23 @@ export function roomResults(ss: readonly SessionScore[], context: string): Bench
   const unmapped = sum(ss, (s) => s.service.unmapped);
 
   return [
-    { name: 'room.hours', value: hours, unit: 'h', n: ss.length, note: `${context}; ${ss.length} sessions` },
+    { name: `${prefix}.hours`, value: hours, unit: 'h', n: ss.length, note: `${context}; ${ss.length} sessions` },
     {
-      name: 'room.count_right_share',
+      name: `${prefix}.count_right_share`,
       value: right / frames,
       unit: 'fraction',
       n: frames,
       note: `${right} of ${frames} pose frames report the true count; 95 % ${iv(countIv, 3)} (bootstrap over ${ss.length} sessions)`,
     },
     {
-      name: 'room.tracks_per_person',
+      name: `${prefix}.tracks_per_person`,
       value: ids / tenMin,
       unit: 'ids per person per 10 min',
       n: ids,
       note: `${ids} track ids over ${(tenMin * 10).toFixed(0)} person-minutes (1 = one id per person for a 10-minute session); 95 % ${iv(idsIv, 2)} (exact Poisson)`,
     },
     {
-      name: 'room.false_falls_per_hour',
+      name: `${prefix}.false_falls_per_hour`,
       value: falseAlerts / hours,
       unit: 'per hour',
       n: falseAlerts,
@@ -144,35 +155,35 @@ export function roomResults(ss: readonly SessionScore[], context: string): Bench
         `the hard negatives in that time: ${lies} deliberate lie-downs, ${sits} sit-downs, ${bends} bends (${((lies + sits + bends) / hours).toFixed(0)} an hour)`,
     },
     {
-      name: 'room.falls_alerted_3s',
+      name: `${prefix}.falls_alerted_3s`,
       value: alerted / falls,
       unit: 'fraction',
       n: falls,
       note: `${alerted} of ${falls} true falls alerted within 3 s (median delay ${median(delays).toFixed(2)} s); 95 % ${iv(fallsIv, 3)} (Wilson)`,
     },
     {
-      name: 'room.activity_events_ratio',
+      name: `${prefix}.activity_events_ratio`,
       value: events / changes,
       unit: 'events per true change',
       n: changes,
       note: `${events} reported activity changes (per track) for ${changes} true ones; 95 % ${iv(actIv, 2)} (bootstrap over sessions)`,
     },
     {
-      name: 'room.speed_error_mps',
+      name: `${prefix}.speed_error_mps`,
       value: median(speedAll),
       unit: 'm/s',
       n: speedAll.length,
       note: `median |reported - true speed| over ${speedAll.length} person-frames paired within 1.5 m; 95 % ${iv(speedIv, 3)} (bootstrap over sessions)`,
     },
     {
-      name: 'room.speed_error_mps.moving',
+      name: `${prefix}.speed_error_mps.moving`,
       value: median(movingAll),
       unit: 'm/s',
       n: movingAll.length,
       note: `the same over the pairs whose true person walks at 0.5 m/s or more; 95 % ${iv(movingIv, 3)} (bootstrap over sessions)`,
     },
     {
-      name: 'room.presence_latency_s',
+      name: `${prefix}.presence_latency_s`,
       value: median(lat),
       unit: 's',
       n: lat.length,
@@ -181,11 +192,13 @@ export function roomResults(ss: readonly SessionScore[], context: string): Bench
         `${missed} never reached; 95 % ${iv(latIv, 2)} (bootstrap over sessions)`,
     },
     {
-      name: 'room.service.windows_seen',
+      name: `${prefix}.service.windows_seen`,
       value: received / windows,
       unit: 'fraction',
       n: windows,
-      note: `pose frames the subscriber received of the windows in the captures; inference dropped ${dropped}, the WebSocket dropped ${wsDropped} for this client, ${unmapped} messages named no window`,
+      note: o.inProcess
+        ? `pose frames the live pipeline made (in-process, fed with back-pressure: none dropped) of the windows in the captures; ${unmapped} named no window`
+        : `pose frames the subscriber received of the windows in the captures; inference dropped ${dropped}, the WebSocket dropped ${wsDropped} for this client, ${unmapped} messages named no window`,
     },
   ];
 }

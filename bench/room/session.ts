@@ -22,6 +22,11 @@ import type { SessionSpec } from './plan.js';
 
 const PASSWORD = 'bench-room-password-1';
 
+/** What the benchmark's subscriber asks for (the same subscriptions for the oracle, bench/room/oracle.ts): every pose update without keypoints ... */
+export const POSE_SUBSCRIPTION = { type: 'subscribe', channel: 'pose_updates', filters: { include_keypoints: false } } as const;
+/** ... and every `high` fall alert. */
+export const ALERT_SUBSCRIPTION = { type: 'subscribe', channel: 'alerts', filters: { alert_types: ['fall_detection'], severity: ['high'] } } as const;
+
 /** One reported person, as the scores need it. */
 export interface SeenPerson {
   track: number;
@@ -59,7 +64,7 @@ export function complete(seen: SessionSeen, windows: number): boolean {
   return seen.received === windows && seen.droppedWindows === 0 && seen.wsDropped === 0 && seen.unmapped === 0;
 }
 
-interface Json {
+export interface Json {
   [k: string]: unknown;
 }
 
@@ -117,8 +122,8 @@ export async function runSession(
     const auth = { authorization: `Bearer ${token}` };
     const getJson = async (path: string): Promise<Json> => ((await (await fetch(`${svc.base}/api/v1${path}`, { headers: auth })).json()) as Json);
 
-    const poses: Array<{ t: number; id: number; persons: SeenPerson[] }> = [];
-    const alerts: Array<{ t: number; fallTime: number }> = [];
+    const poses: ReceivedPose[] = [];
+    const alerts: ReceivedAlert[] = [];
     const ws = new WebSocket(`${svc.base.replace(/^http/, 'ws')}/ws/pose?token=${token}&form=a`);
     // When the last pose update or alert came (status pushes do not count).
     let lastMessage = Date.now();
@@ -129,22 +134,17 @@ export async function runSession(
         const o = JSON.parse(String(m)) as Json;
         if (o.type === 'pose_update' || o.type === 'alert') lastMessage = Date.now();
         if (o.type === 'subscription_confirmed' && ++confirmed === 2) ok();
-        else if (o.type === 'pose_update') {
-          const d = o.data as { frame_id: number; persons: Json[] };
-          poses.push({ t: Date.parse(o.timestamp as string), id: d.frame_id, persons: d.persons.map(person) });
-        } else if (o.type === 'alert') {
-          const meta = ((o.data as Json)?.metadata ?? {}) as { fall_time?: number };
-          const t = Date.parse(o.timestamp as string);
-          alerts.push({ t, fallTime: meta.fall_time ?? t });
-        } else if (o.type === 'error') fail(new Error(`ws error: ${JSON.stringify(o)}`));
+        else if (o.type === 'pose_update') poses.push(receivedPose(o));
+        else if (o.type === 'alert') alerts.push(receivedAlert(o));
+        else if (o.type === 'error') fail(new Error(`ws error: ${JSON.stringify(o)}`));
       });
     });
     await new Promise<void>((ok, fail) => {
       ws.once('open', () => ok());
       ws.once('error', fail);
     });
-    ws.send(JSON.stringify({ type: 'subscribe', channel: 'pose_updates', filters: { include_keypoints: false } }));
-    ws.send(JSON.stringify({ type: 'subscribe', channel: 'alerts', filters: { alert_types: ['fall_detection'], severity: ['high'] } }));
+    ws.send(JSON.stringify(POSE_SUBSCRIPTION));
+    ws.send(JSON.stringify(ALERT_SUBSCRIPTION));
     await subscribed;
     const started = Date.now();
     const st = await fetch(`${svc.base}/api/v1/system/start`, { method: 'POST', headers: auth });
@@ -209,6 +209,40 @@ function findNumber(o: unknown, key: string): number {
   return NaN;
 }
 
+/** A received `pose_update` (Form A): its timestamp (epoch ms), frame_id and persons. */
+export interface ReceivedPose {
+  t: number;
+  id: number;
+  persons: SeenPerson[];
+}
+
+/** A received `alert`: its timestamp and its `metadata.fall_time` (epoch ms; the timestamp when absent). */
+export interface ReceivedAlert {
+  t: number;
+  fallTime: number;
+}
+
+/**
+ * A `pose_update` message (Form A, parsed) as the scores take it.
+ * @param o the message
+ * @returns its time, frame id and persons
+ */
+export function receivedPose(o: Json): ReceivedPose {
+  const d = o.data as { frame_id: number; persons: Json[] };
+  return { t: Date.parse(o.timestamp as string), id: d.frame_id, persons: d.persons.map(person) };
+}
+
+/**
+ * An `alert` message (parsed) as the scores take it.
+ * @param o the message
+ * @returns its time and the time of the fall it reports
+ */
+export function receivedAlert(o: Json): ReceivedAlert {
+  const meta = ((o.data as Json)?.metadata ?? {}) as { fall_time?: number };
+  const t = Date.parse(o.timestamp as string);
+  return { t, fallTime: meta.fall_time ?? t };
+}
+
 /** A Form A person as the scores need it. */
 function person(p: Json): SeenPerson {
   const ti = (p.tracking_info ?? {}) as { track_id?: string; velocity?: { x: number; y: number } };
@@ -259,8 +293,8 @@ export function replayStart(media: Float64Array, poses: ReadonlyArray<{ t: numbe
  */
 export function placeOnClock(
   truth: Pick<SessionTruth, 'media' | 'windows'>,
-  poses: ReadonlyArray<{ t: number; id: number; persons: SeenPerson[] }>,
-  alerts: ReadonlyArray<{ t: number; fallTime: number }>,
+  poses: readonly ReceivedPose[],
+  alerts: readonly ReceivedAlert[],
 ): Pick<SessionSeen, 'frames' | 'alerts' | 'unmapped'> {
   const start = replayStart(truth.media, poses);
   const frames: Array<SeenPerson[] | undefined> = new Array(truth.windows).fill(undefined);
