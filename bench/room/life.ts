@@ -21,8 +21,8 @@
 import type { Camera } from '../../src/pose/camera.js';
 import type { PersonSpec, ScriptStep } from '../../src/sim/scenario.js';
 import type { Rng } from '../../src/sim/rng.js';
-import { bodyDims, fallTravel, lyingReach, type BodyDims, type FallDirection } from '../../src/sim/skeleton.js';
-import { BEND_SECONDS, walkDistance, walkSeconds } from '../../src/training/eval/fallScripts.js';
+import { bodyDims, fallTravel, lyingReach, type FallDirection } from '../../src/sim/skeleton.js';
+import { BEND_SECONDS, dirAngle, fallReach, walkDistance, walkSeconds } from '../../src/training/eval/fallScripts.js';
 
 /** A floor rectangle, metres. */
 export interface Cell {
@@ -247,7 +247,7 @@ export function lifeScript(rng: Rng, o: LifeOptions): LifePlan {
       case 'fall': {
         const first = rng.choice<FallDirection>(['forward', 'forward', 'backward', 'left', 'right']);
         const order = [first, ...(['forward', 'backward', 'left', 'right'] as const).filter((f) => f !== first)];
-        const p = place((px, py, h) => order.find((dir) => fits(px, py, dirAngle(h, dir), reach.back, reach.ahead, reach.half)) ?? null);
+        const p = place((px, py, h) => order.find((dir) => fits(px, py, dirAngle(h, dir), reach.back, reach.ahead, reach.halfWidth)) ?? null);
         if (!p) break;
         const fallAt = goTo(p.walk, at);
         const dir = p.got;
@@ -278,7 +278,7 @@ export function lifeScript(rng: Rng, o: LifeOptions): LifePlan {
           const fx = x + s0 * Math.cos(w.h);
           const fy = y + s0 * Math.sin(w.h);
           let fitsAll = true;
-          for (const ds of [-0.3, 0, 0.3]) fitsAll &&= fits(fx + ds * Math.cos(w.h), fy + ds * Math.sin(w.h), w.h, reach.back, reach.ahead, reach.half);
+          for (const ds of [-0.3, 0, 0.3]) fitsAll &&= fits(fx + ds * Math.cos(w.h), fy + ds * Math.sin(w.h), w.h, reach.back, reach.ahead, reach.halfWidth);
           if (!fitsAll) continue;
           const fallAt = round2(at + turnTime(w.h) + tau);
           const duration = round2(rng.uniform(0.6, 1.2));
@@ -313,17 +313,6 @@ export function lifeScript(rng: Rng, o: LifeOptions): LifePlan {
   }
 }
 
-/** How far a fall carries the body: the pelvis travels, then the arms reach past the head. */
-function fallReach(d: BodyDims): { ahead: number; back: number; half: number } {
-  return {
-    ahead: fallTravel(d) + Math.max(lyingReach(d), d.torso + d.upperArm + d.forearm + d.hand),
-    back: d.shin + 0.1,
-    half: d.shoulderHalf + 0.8 * (d.upperArm + d.forearm),
-  };
-}
-
-const dirAngle = (heading: number, dir: FallDirection) =>
-  dir === 'forward' ? heading : dir === 'backward' ? heading + Math.PI : dir === 'left' ? heading + Math.PI / 2 : heading - Math.PI / 2;
 
 /** Seconds to cover `s` metres from standstill at the simulator's 1.2 m/s^2 (NaN for s < 0). */
 function walkTimeTo(s: number, speed: number): number {

@@ -134,7 +134,7 @@ function walkSeen(sees: Sees, ax: number, ay: number, bx: number, by: number, he
 }
 
 /** How far a fall carries the body: the pelvis travels, then the arms reach past the head. */
-function fallReach(d: BodyDims): { ahead: number; back: number; halfWidth: number } {
+export function fallReach(d: BodyDims): { ahead: number; back: number; halfWidth: number } {
   return {
     ahead: fallTravel(d) + Math.max(lyingReach(d), d.torso + d.upperArm + d.forearm + d.hand),
     back: d.shin + 0.1,
@@ -142,7 +142,8 @@ function fallReach(d: BodyDims): { ahead: number; back: number; halfWidth: numbe
   };
 }
 
-const dirAngle = (heading: number, dir: FallDirection) =>
+/** The direction a fall carries the body, radians, for a person facing `heading`. */
+export const dirAngle = (heading: number, dir: FallDirection) =>
   dir === 'forward' ? heading : dir === 'backward' ? heading + Math.PI : dir === 'left' ? heading + Math.PI / 2 : heading - Math.PI / 2;
 
 function farFromOthers(plans: readonly Plan[], pts: ReadonlyArray<readonly [number, number]>): boolean {
