@@ -20,15 +20,14 @@ import { encodeIntel5300 } from '../../src/encoders/intel5300.js';
 import { HOP, WINDOW_FRAMES } from '../../src/model/features.js';
 import { ACTIVITIES, type Activity } from '../../src/sim/scenario.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
+import { ReplayClock } from '../../src/sources/replayClock.js';
 import type { LifeCounts } from './life.js';
 import type { SessionSpec } from './plan.js';
 
 /** True speed is the pelvis' floor displacement over this many seconds (as the speed study, src/training/study/speed.ts). */
 export const TRUE_SPEED_WINDOW_S = 1;
-/** Largest device-clock step the service's replay clock takes as real time, µs (replayClock.ts). */
-const MAX_STEP_US = 10_000_000;
-/** The replay clock's step where the device clock cannot be used: one period at 100 Hz, ms. */
-const NOMINAL_STEP_MS = 10;
+/** The replay clock's nominal rate where the device clock cannot be used, Hz (the file source's default). */
+const NOMINAL_RATE_HZ = 100;
 
 /** A session's ground truth at the end of every window (person slots are the simulator's person ids). */
 export interface SessionTruth {
@@ -75,23 +74,6 @@ export interface SessionCapture {
 }
 
 /**
- * The replay clock over a run of device clocks: ms from the first frame, exactly as
- * `ReplayClock.advance` (src/sources/replayClock.ts) computes them from `timestamp_low`.
- */
-export class MediaClock {
-  private last = NaN;
-  media = 0;
-  advance(clockUs: number): number {
-    if (!Number.isNaN(this.last)) {
-      const step = clockUs - this.last;
-      this.media += step > 0 && step <= MAX_STEP_US ? step / 1000 : NOMINAL_STEP_MS;
-    }
-    this.last = clockUs;
-    return this.media;
-  }
-}
-
-/**
  * Simulates a session and writes its capture.
  * @param s the session
  * @param dir where the capture file goes
@@ -121,7 +103,8 @@ export function captureSession(s: SessionSpec, dir: string): SessionCapture {
   const fd = openSync(path, 'w');
   const buf = Buffer.allocUnsafe(4 << 20);
   let used = 0;
-  const clock = new MediaClock();
+  // The service's own replay clock, so that pose times map back to windows exactly.
+  const clock = new ReplayClock(NOMINAL_RATE_HZ);
   // Floor positions of the last TRUE_SPEED_WINDOW_S per person: (t, x, y) rings.
   const rings: Array<Array<[number, number, number]>> = Array.from({ length: P }, () => []);
   const ids = new Map<number, number>();
@@ -142,7 +125,7 @@ export function captureSession(s: SessionSpec, dir: string): SessionCapture {
       buf.set(rec, used);
       used += rec.length;
       // timestamp_low as the record holds it (bytes 3-6: the body's first field, little-endian).
-      const m = clock.advance((rec[3]! | (rec[4]! << 8) | (rec[5]! << 16) | (rec[6]! << 24)) >>> 0);
+      const m = clock.advanceUs((rec[3]! | (rec[4]! << 8) | (rec[5]! << 16) | (rec[6]! << 24)) >>> 0);
       const t = truth.time - t0;
       for (const e of truth.events) {
         if (e.type === 'fall_start') falls.push(e.time - t0);

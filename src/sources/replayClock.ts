@@ -27,7 +27,15 @@ export class ReplayClock {
    * @returns its media time in ms since the first frame
    */
   advance(f: CsiFrame): number {
-    const c = f.clockUs;
+    return this.advanceUs(f.clockUs);
+  }
+
+  /**
+   * Advances over one frame given only its device clock.
+   * @param c the frame's `clockUs`
+   * @returns its media time in ms since the first frame
+   */
+  advanceUs(c: number): number {
     if (this.first) {
       this.first = false;
     } else {

@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runRoomBench } from '../../bench/liveRoom.js';
-import { MediaClock } from '../../bench/room/capture.js';
+import { ReplayClock } from '../../src/sources/replayClock.js';
 import { roomConfig } from '../../bench/room/config.js';
 import { defaultRoomRecipe, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan } from '../../bench/room/plan.js';
 import { poissonExact } from '../../bench/room/report.js';
@@ -82,10 +82,10 @@ describe('bench:room matching', () => {
 
 describe('bench:room clock', () => {
   it('repeats the service replay clock: device-clock steps, a nominal period over a wrap or a jump', () => {
-    const c = new MediaClock();
-    expect([0, 10_000, 30_000, 2 ** 32 - 5_000].map((us) => c.advance(us))).toEqual([0, 10, 30, 40]);
+    const c = new ReplayClock(100);
+    expect([0, 10_000, 30_000, 2 ** 32 - 5_000].map((us) => c.advanceUs(us))).toEqual([0, 10, 30, 40]);
     // Wrapped: the next value is small again, a backwards step: one nominal period.
-    expect(c.advance(5_000)).toBe(50);
+    expect(c.advanceUs(5_000)).toBe(50);
   });
 
   it('finds the replay start from timestamps when the service dropped windows before the first frame', () => {
