@@ -14,7 +14,7 @@
 
 import { compileSchedule } from '../pose/zones.js';
 import { CAPTURE_FORMATS } from '../csi/frame.js';
-import { HALF_WAVELENGTH_5G_M } from '../csi/radios.js';
+import { RADIO_DEFAULTS } from '../csi/radios.js';
 import {
   ALIASES,
   CONFIG_SCHEMA,
@@ -252,7 +252,7 @@ const RADIO_KEYS = ['id', 'role', 'x', 'y', 'z', 'yaw_deg', 'antennas', 'spacing
 /** Radio ids: no "-", so that a link's name `<tx>-<rx>` splits one way only. */
 const RADIO_ID = /^[A-Za-z0-9_]{1,32}$/;
 /** What an optional radio field is when it is left out. */
-const RADIO_OPTIONAL: Readonly<Record<string, unknown>> = Object.freeze({ antennas: 3, spacing_m: Math.round(HALF_WAVELENGTH_5G_M * 1e4) / 1e4, format: 'intel5300' });
+const RADIO_OPTIONAL: Readonly<Record<string, unknown>> = RADIO_DEFAULTS;
 
 function checkRadios(def: RadiosField, path: string, v: unknown): Checked {
   if (!Array.isArray(v)) return wrongType(def, path, v);

@@ -50,6 +50,16 @@ export interface SiteLink {
 /** Half a wavelength at 5180 MHz (channel 36), metres: the spacing of the default arrays. */
 export const HALF_WAVELENGTH_5G_M = 299_792_458 / 5.18e9 / 2;
 
+/** The default antenna spacing of a radio, metres: half a wavelength at 5 GHz, to 0.1 mm. */
+export const DEFAULT_SPACING_M = Math.round(HALF_WAVELENGTH_5G_M * 1e4) / 1e4;
+
+/** A radio's array and format when the configuration leaves them out (and every default radio's). */
+export const RADIO_DEFAULTS: Readonly<Pick<RadioConfig, 'antennas' | 'spacing_m' | 'format'>> = Object.freeze({
+  antennas: 3,
+  spacing_m: DEFAULT_SPACING_M,
+  format: 'intel5300',
+});
+
 /**
  * The default site: the simulator's default 6 x 5 x 2.8 m room with a router on the back wall
  * facing into the room and three receiving nodes (front wall, left wall, right wall), each with
@@ -64,7 +74,7 @@ export const DEFAULT_RADIOS: readonly RadioConfig[] = Object.freeze(
       { id: 'rx2', role: 'rx', x: 0.2, y: 2.5, z: 1.2, yaw_deg: 0 },
       { id: 'rx3', role: 'rx', x: 5.8, y: 2.5, z: 1.2, yaw_deg: 180 },
     ] as const
-  ).map((r) => Object.freeze({ ...r, antennas: 3, spacing_m: Math.round(HALF_WAVELENGTH_5G_M * 1e4) / 1e4, format: 'intel5300' as CaptureFormat })),
+  ).map((r) => Object.freeze({ ...r, ...RADIO_DEFAULTS })),
 );
 
 /** A link's name: `<tx>-<rx>`. */
