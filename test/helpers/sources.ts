@@ -1,3 +1,4 @@
+import { createSocket } from 'node:dgram';
 import { expect } from 'vitest';
 import { parseSource, SourceError } from '../../src/sources/uri.js';
 
@@ -31,4 +32,13 @@ export function pcapUdpPayloads(pcap: Uint8Array): Uint8Array[] {
     o += 16 + incl;
   }
   return out;
+}
+
+/** A UDP port that was free a moment ago (the service binds it itself). */
+export async function freeUdpPort(): Promise<number> {
+  const s = createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
+  const port = s.address().port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeEsp32 } from '../../src/decoders/esp32.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { freeUdpPort } from '../helpers/sources.js';
 
 /**
  * Issue 17, item 12a, in the service: a live link whose CSI layout the model was not trained on is
@@ -11,15 +12,6 @@ import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js'
  * of such CSI to `POST /pose/process` is refused with 503 MODEL_ERROR naming the layout. Real
  * ESP32 packets (1x1 antennas, 64 subcarriers) from the capture, over a real UDP socket.
  */
-
-/** A UDP port that was free a moment ago (the service binds it itself). */
-async function freeUdpPort(): Promise<number> {
-  const s = createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-  const port = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describeWithSamples('untrained CSI layouts in the service', () => {
   let s: TestServer;

@@ -5,6 +5,7 @@ import { CsiSimulator } from '../../src/sim/simulator.js';
 import { renderStatusMessage } from '../../src/service/status.js';
 import { DEFAULT_TOLERANCE_MS } from '../../operators/links.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
+import { freeUdpPort } from '../helpers/sources.js';
 
 /**
  * Issue 18 item 1 in the service: the default site's three links (1 TX + 3 RX) arrive on three
@@ -13,15 +14,6 @@ import { startServer, until, waitForStatus, type TestServer } from '../helpers/s
  * link that is mismatched or stopped makes the service degraded, naming it. When the primary stops,
  * poses stop.
  */
-
-/** A UDP port that was free a moment ago (the service binds it itself). */
-async function freeUdpPort(): Promise<number> {
-  const s = createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-  const port = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
