@@ -1,7 +1,9 @@
 /**
  * `npm run bench:room [-- --json] [-- --small | --hours H] [-- --speed N] [-- --jobs J]
- * [-- --realism room|ideal] [-- --no-oracle | --oracle-only] [-- --watch M]`: what a subscriber of the real service sees over hours
- * of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
+ * [-- --realism room|ideal] [-- --split test|val] [-- --no-oracle | --oracle-only] [-- --watch M]`: what a subscriber of the
+ * real service sees over hours of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
+ * `--split val` runs VALIDATION rooms (the training distribution) with sessions of their own seeds,
+ * named `room.val.*`: the split on which tracking, activity and alert rules are chosen.
  *
  * What runs (bench/room/*):
  * - plan.ts: sessions of 10 minutes going round four rooms (the default room as `npm start`
@@ -153,19 +155,20 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
     });
     const replay = (Date.now() - t0) / 1000;
     const rooms = [...new Set(sessions.map((s) => `${s.room.name} ${s.room.recipe.room.width.toFixed(1)} x ${s.room.recipe.room.depth.toFixed(1)} m`))].join(', ');
-    const what = `${sessions.length} sessions of ${o.plan.sessionMinutes} min in ${rooms}; people ${o.plan.people.join(', ')}; realism ${o.plan.realism}`;
+    const base = o.plan.split === 'val' ? 'room.val' : 'room';
+    const what = `${o.plan.split === 'val' ? 'VALIDATION (for choosing rules, not the reported scores): ' : ''}${sessions.length} sessions of ${o.plan.sessionMinutes} min in ${rooms}; people ${o.plan.people.join(', ')}; realism ${o.plan.realism}`;
     const results: BenchResult[] = [];
     if (withModel) {
       const context =
         `real csipose serve over /ws/pose, ${what}; ` +
         `replayed at ${[...new Set(scores.map((x) => x.service.speed))].sort((a, b) => b - a).join(' / ')}x, ${o.jobs} at a time; wall ${(capture + replay).toFixed(0)} s (simulate ${capture.toFixed(0)} s, replay ${replay.toFixed(0)} s)`;
-      results.push(...roomResults(scores, context));
+      results.push(...roomResults(scores, context, { prefix: base }));
     }
     if (oracleScores) {
       const context =
         `the oracle (each window's ground truth as the model's outputs, bench/oracle.ts) through the service's live pipeline in-process on the same captures, ` +
         `rendered as /ws/pose sends them, ${what}; wall ${oracle.toFixed(0)} s`;
-      results.push(...roomResults(oracleScores, context, { prefix: 'room.oracle', inProcess: true }));
+      results.push(...roomResults(oracleScores, context, { prefix: `${base}.oracle`, inProcess: true }));
     }
     return { sessions, scores, oracleScores, results, wall: { capture, oracle, replay } };
   } finally {
@@ -303,6 +306,11 @@ function planFromArgs(): RoomBenchPlan {
     plan.hours = h;
     // Short runs get shorter sessions, so that every people count still gets one.
     plan.sessionMinutes = Math.min(FULL_ROOM_PLAN.sessionMinutes, Math.max(1, Math.round((h * 60) / 3)));
+  }
+  const split = argValue('--split');
+  if (split !== undefined) {
+    if (split !== 'test' && split !== 'val') throw new Error('--split: test or val');
+    plan.split = split;
   }
   const realism = argValue('--realism');
   if (realism !== undefined) {

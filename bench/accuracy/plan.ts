@@ -305,10 +305,22 @@ const available = (role: FallRole): FallRole => (role === 'walk_bend' && !simula
  */
 export function planFallScenarios(recipes: readonly ScenarioRecipe[]): ScriptedPerson[][] {
   const companions = [...new Set(HARD_NEGATIVE_ROLES.map(available))];
-  return recipes.map((r, i) =>
-    fallScenarioPeople(r.room, new Rng(deriveSeed(r.seed, 31)), available(BENCH_ROLE_ROTATION[i % BENCH_ROLE_ROTATION.length]!), i % 3, new Camera(r.camera), companions),
-  );
+  return recipes.map((r, i) => {
+    // A small room may have no place in view for the drawn heights and paths: draw again, from a
+    // generator of its own per attempt (the first attempt is the scenario's generator).
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const rng = new Rng(deriveSeed(r.seed, 31 + attempt));
+        return fallScenarioPeople(r.room, rng, available(BENCH_ROLE_ROTATION[i % BENCH_ROLE_ROTATION.length]!), i % 3, new Camera(r.camera), companions);
+      } catch (e) {
+        if (!(e instanceof RangeError) || attempt + 1 >= FALL_PLAN_ATTEMPTS) throw e;
+      }
+    }
+  });
 }
+
+/** Draws of a fall scenario's people before its room is declared too small. */
+const FALL_PLAN_ATTEMPTS = 8;
 
 /** Inset of the side-wall receivers from their wall, metres. */
 const SIDE_INSET_M = 0.2;

@@ -31,6 +31,12 @@ export interface RoomBenchPlan {
   people: readonly number[];
   /** The simulator's realism: 'room' (clutter, drift, shadowing: docs/simulator.md) or 'ideal'. */
   realism: RealismPreset;
+  /**
+   * `test` (default): the default room and held-out TEST rooms, the reported scores. `val`:
+   * VALIDATION rooms only (the training distribution, seeds of their own), the split on which
+   * tracking, activity and alert rules are chosen.
+   */
+  split?: 'test' | 'val';
 }
 
 /** The full run: 2 hours in 12 sessions of 10 minutes, 4 rooms x 1, 2 and 3 people. */
@@ -88,9 +94,15 @@ export function defaultRoomRecipe(seed: number): ScenarioRecipe {
 
 /**
  * The rooms of a plan: the default room, then `testRooms` held-out TEST rooms (checked with
- * `isHeldOut`) made Intel 5300 layouts.
+ * `isHeldOut`) made Intel 5300 layouts; with `split: 'val'`, `testRooms + 1` VALIDATION rooms
+ * (checked not to be held out) instead.
  */
 export function benchRooms(plan: RoomBenchPlan): BenchRoom[] {
+  if (plan.split === 'val') {
+    const val = makeRecipes(deriveSeed(plan.seed, 9), { train: 0, val: plan.testRooms + 1, test: 0, seconds: plan.sessionMinutes * 60 });
+    for (const r of val) if (isHeldOut(r)) throw new Error(`room recipe ${r.id} is held out: not a VALIDATION room`);
+    return val.map((r) => ({ name: `val-${r.id}`, recipe: { ...r, nSub: 30 as const, nRx: 3, nTx: 3, quantizeBits: null } }));
+  }
   const drawn = makeRecipes(deriveSeed(plan.seed, 7), { train: 0, val: 0, test: plan.testRooms, seconds: plan.sessionMinutes * 60 });
   for (const r of drawn) if (!isHeldOut(r)) throw new Error(`room recipe ${r.id} is not held out`);
   return [
@@ -125,7 +137,7 @@ export function planSessions(plan: RoomBenchPlan, bend = simulatorBends()): Sess
   const rooms = benchRooms(plan);
   const seconds = plan.sessionMinutes * 60;
   const n = Math.max(1, Math.ceil((plan.hours * 60) / plan.sessionMinutes - 1e-9));
-  const rng = new Rng(deriveSeed(plan.seed, 8));
+  const rng = new Rng(deriveSeed(plan.seed, plan.split === 'val' ? 10 : 8));
   const out: SessionSpec[] = [];
   for (let i = 0; i < n; i++) {
     const room = rooms[i % rooms.length]!;

@@ -13,6 +13,7 @@ import { poissonExact } from '../../bench/room/report.js';
 import { activityEvents, countRight, matchFallAlerts, presenceLatencies, speedErrors, trackIds } from '../../bench/room/score.js';
 import { placeOnClock, replayStart, windowAt } from '../../bench/room/session.js';
 import { ensureBuilt } from '../helpers/cli.js';
+import { isHeldOut } from '../../src/training/recipe.js';
 
 describe('bench:room matching', () => {
   it('takes for each alert the earliest untaken fall that began within 3 s before it', () => {
@@ -118,6 +119,21 @@ describe('bench:room plan and report', () => {
     expect(cfg.environment.view.x).toBe(3);
     expect(cfg.environment.site.known).toBe(true);
     expect(cfg.environment.site.room_width).toBe(6);
+  });
+
+  it('split val: VALIDATION rooms only (none held out), with session seeds apart from the TEST plan', () => {
+    const plan: RoomBenchPlan = { ...SMALL_ROOM_PLAN, hours: 12 * (1 / 60), sessionMinutes: 1 };
+    const test = planSessions(plan);
+    const val = planSessions({ ...plan, split: 'val' });
+    expect(val).toHaveLength(12);
+    expect(new Set(val.map((x) => `${x.room.name}:${x.people}`)).size).toBe(12);
+    for (const x of val) {
+      expect(x.room.name).toMatch(/^val-/);
+      expect(x.room.recipe.split).toBe('val');
+      expect(isHeldOut(x.room.recipe)).toBe(false);
+    }
+    const testSeeds = new Set(test.map((x) => x.sim.seed));
+    expect(val.some((x) => testSeeds.has(x.sim.seed))).toBe(false);
   });
 
   it('gives exact Poisson intervals', () => {

@@ -320,6 +320,36 @@ describe('activity: the answers of a v2 model', () => {
     expect(weak.map(summary)).toEqual(['standing', 'standing']);
   });
 
+  it('the fall goes to the person falling now, before one already lying (2 P(falling) + P(lying))', async () => {
+    // Track 1 lay down on purpose (P(lying) 0.95); track 2 is falling (P(falling) 0.6, P(lying) 0.3):
+    // by P(falling) + P(lying) the one lying would take the fall (0.95 > 0.9).
+    const LIES = [0.02, 0.02, 0.95, 0.0, 0.01];
+    const FALLS = [0.05, 0.0, 0.3, 0.05, 0.6];
+    const out = await run([poseFrame(0, [modelPerson(1, LIES), modelPerson(2, STAND)]), { ...poseFrame(100, [modelPerson(1, LIES), modelPerson(2, FALLS)]), fallProbability: 0.9 }]);
+    expect(out[1]!.persons.map((p) => p.activity)).toEqual(['lying', 'falling']);
+  });
+
+  it('the track holding the fall keeps it while the probability stays over the trigger; a second person falling takes it', async () => {
+    // Track 2 falls at 100 ms, then lies (P(lying) 0.95), tying with track 1, who lay down on
+    // purpose and comes first in the frame: the fall stays with track 2 (no second episode on 1).
+    const LIES = [0.02, 0.02, 0.95, 0.0, 0.01];
+    const FALLS = [0.05, 0.0, 0.05, 0.0, 0.9];
+    const frames = [
+      poseFrame(0, [modelPerson(1, LIES), modelPerson(2, STAND), modelPerson(3, STAND)]),
+      { ...poseFrame(100, [modelPerson(1, LIES), modelPerson(2, FALLS), modelPerson(3, STAND)]), fallProbability: 0.9 },
+      ...[200, 300, 400, 500].map((t) => ({ ...poseFrame(t, [modelPerson(1, LIES), modelPerson(2, LIES), modelPerson(3, STAND)]), fallProbability: 0.9 })),
+      // Track 3's own answer is falling: a fall of its own takes over.
+      { ...poseFrame(600, [modelPerson(1, LIES), modelPerson(2, LIES), modelPerson(3, FALLS)]), fallProbability: 0.9 },
+      // Below the trigger the hold ends: the next fall goes to the best again (track 1 ties with 2 and comes first).
+      poseFrame(700, [modelPerson(1, LIES), modelPerson(2, LIES), modelPerson(3, LIES)]),
+      { ...poseFrame(800, [modelPerson(1, LIES), modelPerson(2, LIES), modelPerson(3, LIES)]), fallProbability: 0.9 },
+    ];
+    // No hysteresis: each frame shows whom the fall went to.
+    const out = await run(frames, { minDurationMs: 0 });
+    const falling = out.map((f) => f.persons.findIndex((p) => p.activity === 'falling'));
+    expect(falling).toEqual([-1, 1, 1, 1, 1, 1, 2, -1, 0]);
+  });
+
   it('untracked persons take the model answer as it is', async () => {
     const out = await run([{ ...poseFrame(0, [modelPerson(undefined, SIT), modelPerson(undefined, DOWN)]), fallProbability: 0.9 }]);
     expect(out.map(summary)).toEqual(['sitting,falling']);

@@ -277,6 +277,24 @@ describe('alerts: falls', () => {
     ]);
   });
 
+  it("...unless that person's own v2 answer is falling (P(falling) >= FALL_TRIGGER): a second person falling within 10 s gets an alert", async () => {
+    // Tracks 1 and 2 fall 3 s apart in one room. Track 2's own activity probabilities say falling
+    // (0.9) in the first case, and only the room's fall was handed to it (0.3) in the second.
+    const withOwn = (p: PersonPose, pFalling: number): PersonPose => ({
+      ...p,
+      modelActivity: { activity: 'falling', confidence: pFalling, probabilities: Float32Array.from([0, 0, 1 - pFalling, 0, pFalling]) },
+    });
+    const act = (k: number, from: number): Activity => (k < from ? 'standing' : k < from + 2 ? 'falling' : 'lying');
+    const room = (own: number) =>
+      Array.from({ length: 200 }, (_, k) => poseFrame(k * 100, [labelled(1, act(k, 10), [1, 1]), withOwn(labelled(2, act(k, 40), [3, 1]), own)]));
+    const tracks = async (own: number) => allAlerts(await runAlerts(room(own))).filter((a) => a.severity === 'high').map((a) => [a.trackId, a.metadata.fall_time]);
+    expect(await tracks(0.9)).toEqual([
+      [1, T0 + 1000],
+      [2, T0 + 4000],
+    ]);
+    expect(await tracks(0.3)).toEqual([[1, T0 + 1000]]);
+  });
+
   it('a falling label below the required confidence is not a fall at all', async () => {
     const out = await runAlerts(labelledRun(80, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'), [1, 1], 0.3));
     expect(allAlerts(out)).toEqual([]);
