@@ -15,10 +15,11 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   store: () => import('./store.js'),
   http: () => import('./http.js'),
   live: () => import('./live.js'),
+  beamform: () => import('./beamform.js'),
 };
 
 /** Suites measured on one core: the process is pinned with taskset where there is one. */
-const ONE_CORE = new Set(['live']);
+const ONE_CORE = new Set(['live', 'beamform']);
 const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((p) => existsSync(p));
 
 /**

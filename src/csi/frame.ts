@@ -14,6 +14,9 @@
 /** Formats a frame can come from. `sim` is the built-in simulator. */
 export type CsiFormat = 'intel5300' | 'atheros' | 'nexmon' | 'esp32' | 'sim';
 
+/** OFDM subcarrier spacing of 802.11n/ac, Hz: `CsiFrame.subcarriers` count in these steps. */
+export const SUBCARRIER_SPACING_HZ = 312_500;
+
 export const CAPTURE_FORMATS = ['intel5300', 'atheros', 'nexmon', 'esp32'] as const;
 export type CaptureFormat = (typeof CAPTURE_FORMATS)[number];
 

@@ -19,6 +19,9 @@
 
 import type { CaptureFormat } from './frame.js';
 
+/** Speed of light, m/s. */
+export const SPEED_OF_LIGHT = 299_792_458;
+
 export type RadioRole = 'tx' | 'rx';
 
 /** One radio of `environment.site.radios` (snake_case as configured). */
@@ -48,7 +51,7 @@ export interface SiteLink {
 }
 
 /** Half a wavelength at 5180 MHz (channel 36), metres: the spacing of the default arrays. */
-export const HALF_WAVELENGTH_5G_M = 299_792_458 / 5.18e9 / 2;
+export const HALF_WAVELENGTH_5G_M = SPEED_OF_LIGHT / 5.18e9 / 2;
 
 /** The default antenna spacing of a radio, metres: half a wavelength at 5 GHz, to 0.1 mm. */
 export const DEFAULT_SPACING_M = Math.round(HALF_WAVELENGTH_5G_M * 1e4) / 1e4;
@@ -103,4 +106,40 @@ export function antennaAxis(yawDeg: number): { x: number; y: number; z: number }
   // Rounded so that axis-aligned arrays get exact 0 and +-1 components.
   const c = (v: number) => (Math.abs(v) < 1e-12 ? 0 : v);
   return { x: c(Math.sin(t)), y: c(-Math.cos(t)), z: 0 };
+}
+
+/**
+ * Positions of n antennas on a line: `spacing` metres apart along the normalised `axis`, centred on
+ * `position` (antenna 0 at position - (n - 1) / 2 * spacing * axis). The one placement rule of
+ * the simulator's arrays and the physics front end's steering.
+ * @param position the array's centre, metres
+ * @param axis direction of the line (any non-zero length)
+ * @param n antennas
+ * @param spacing metres between neighbours
+ * @returns n * 3 coordinates (x, y, z)
+ * @throws RangeError for a zero axis
+ * @example linePositions({ x: 3, y: 0.2, z: 1.2 }, { x: 1, y: 0, z: 0 }, 3, 0.029) // x 2.971, 3, 3.029
+ */
+export function linePositions(position: { x: number; y: number; z: number }, axis: { x: number; y: number; z: number }, n: number, spacing: number): Float64Array {
+  const norm = Math.hypot(axis.x, axis.y, axis.z);
+  if (!(norm > 0)) throw new RangeError('array axis must be a non-zero vector');
+  const out = new Float64Array(3 * n);
+  for (let i = 0; i < n; i++) {
+    const o = (i - (n - 1) / 2) * spacing;
+    out[3 * i] = position.x + (o * axis.x) / norm;
+    out[3 * i + 1] = position.y + (o * axis.y) / norm;
+    out[3 * i + 2] = position.z + (o * axis.z) / norm;
+  }
+  return out;
+}
+
+/**
+ * Positions of a radio's antennas: on a horizontal line through the radio along
+ * `antennaAxis(yaw_deg)`, `spacing_m` apart, centred on its position ({@link linePositions}).
+ * @param r the radio
+ * @returns `r.antennas * 3` coordinates, metres
+ * @example antennaPositions(DEFAULT_RADIOS[1]!) // rx1 at (3, 0.2, 1.2), yaw 90: along +x
+ */
+export function antennaPositions(r: RadioConfig): Float64Array {
+  return linePositions(r, antennaAxis(r.yaw_deg), r.antennas, r.spacing_m);
 }

@@ -108,7 +108,8 @@
  * / sigma^2 since frames have unit power. A proxy: channel curvature caps it near 35-40 dB.
  */
 import FFT from 'fft.js';
-import { windowShift, type CsiWindow } from '../csi/frame.js';
+import { SUBCARRIER_SPACING_HZ, windowShift, type CsiWindow } from '../csi/frame.js';
+import { SPEED_OF_LIGHT } from '../csi/radios.js';
 
 /** Frames per window the model is trained on (1.28 s at 100 Hz). */
 export const WINDOW_FRAMES = 128;
@@ -168,8 +169,6 @@ export const FEATURE_DIM = 465;
 /** Eigenvalue shares kept per view. */
 export const N_EIGEN = 4;
 
-const SPEED_OF_LIGHT = 299_792_458;
-const SUBCARRIER_SPACING_HZ = 312_500;
 const LOG_FLOOR = 1e-7;
 
 /** Antenna pairs of the correlation blocks, in order. */

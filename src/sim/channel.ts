@@ -27,10 +27,10 @@
 
 import { elementGain, type ElementPattern } from './antenna.js';
 
-/** Speed of light, m/s. */
-export const SPEED_OF_LIGHT = 299_792_458;
-/** 802.11n/ac OFDM subcarrier spacing, Hz. */
-export const SUBCARRIER_SPACING_HZ = 312_500;
+import { SUBCARRIER_SPACING_HZ } from '../csi/frame.js';
+import { SPEED_OF_LIGHT } from '../csi/radios.js';
+
+export { SPEED_OF_LIGHT, SUBCARRIER_SPACING_HZ };
 
 /** Room box [0, width] x [0, depth] x [0, height] with real amplitude reflection coefficients. */
 export interface RoomSurfaces {

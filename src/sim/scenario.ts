@@ -21,6 +21,7 @@
  * disappear at the room's entry.
  */
 
+import { linePositions } from '../csi/radios.js';
 import { Camera, DEFAULT_VIEW, viewSpec, type CameraSpec, type Vec3 } from '../pose/camera.js';
 import type { RoomSurfaces } from './channel.js';
 import { deriveSeed, Rng } from './rng.js';
@@ -302,17 +303,7 @@ interface Settings {
  * @returns n * 3 coordinates
  */
 export function arrayPositions(spec: ArraySpec, n: number, spacing: number): Float64Array {
-  const a = spec.axis ?? { x: 1, y: 0, z: 0 };
-  const norm = Math.hypot(a.x, a.y, a.z);
-  if (!(norm > 0)) throw new RangeError('array axis must be a non-zero vector');
-  const out = new Float64Array(3 * n);
-  for (let i = 0; i < n; i++) {
-    const o = (i - (n - 1) / 2) * spacing;
-    out[3 * i] = spec.position.x + (o * a.x) / norm;
-    out[3 * i + 1] = spec.position.y + (o * a.y) / norm;
-    out[3 * i + 2] = spec.position.z + (o * a.z) / norm;
-  }
-  return out;
+  return linePositions(spec.position, spec.axis ?? { x: 1, y: 0, z: 0 }, n, spacing);
 }
 
 /**
