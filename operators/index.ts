@@ -18,6 +18,7 @@ import { spec as activity } from './activity.js';
 import { spec as alerts } from './alerts.js';
 import { spec as features } from './features.js';
 import { spec as infer } from './infer.js';
+import { spec as floorMap } from './floorMap.js';
 
 /** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
 export const OPERATORS: readonly OperatorSpec[] = [
@@ -36,6 +37,7 @@ export const OPERATORS: readonly OperatorSpec[] = [
   track,
   activity,
   alerts,
+  floorMap,
 ];
 
 /** The registry the CLI and the service build pipelines from. */

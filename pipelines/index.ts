@@ -2,6 +2,7 @@ import type { PipelineDef } from '../src/engine/pipeline.js';
 import { sense } from './sense.js';
 import { live } from './live.js';
 import { processDef } from './process.js';
+import { physics } from './physics.js';
 
 /** Every named pipeline, by name. */
-export const PIPELINES: ReadonlyMap<string, PipelineDef> = new Map([sense, live, processDef].map((p) => [p.name, p]));
+export const PIPELINES: ReadonlyMap<string, PipelineDef> = new Map([sense, live, processDef, physics].map((p) => [p.name, p]));

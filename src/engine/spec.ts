@@ -4,7 +4,7 @@ import type { OperatorFunction, SchedulerLike } from 'rxjs';
  * What flows between pipeline stages. The pipeline parser checks that each stage's input kind
  * matches the previous stage's output kind and points at the stage when it does not.
  */
-export type StreamKind = 'bytes' | 'frame' | 'window' | 'spectrum' | 'features' | 'pose' | 'any';
+export type StreamKind = 'bytes' | 'frame' | 'window' | 'spectrum' | 'features' | 'pose' | 'floormap' | 'any';
 
 export type ParamType = 'int' | 'number' | 'string' | 'boolean' | 'enum';
 

@@ -24,6 +24,7 @@
  *   antennas are still right, absolute path lengths are not.
  */
 
+import type { Point3 } from './types.js';
 import type { RadioConfig } from '../csi/radios.js';
 import { SUBCARRIER_SPACING_HZ } from '../csi/frame.js';
 import { SPEED_OF_LIGHT } from '../csi/radios.js';
@@ -37,13 +38,6 @@ export const ANCHOR_EVERY = 100;
 
 /** Delays searched for the strongest component, +- seconds around the channel's mean delay. */
 export const DELAY_SEARCH_S = 400e-9;
-
-/** A point in room metres. */
-export interface Point3 {
-  readonly x: number;
-  readonly y: number;
-  readonly z: number;
-}
 
 /**
  * Line-of-sight delay between two array centres.

@@ -24,3 +24,10 @@ export interface MovingWindow {
   /** Epoch ms of the window's last packet. */
   readonly time: number;
 }
+
+/** A point in room metres. */
+export interface Point3 {
+  readonly x: number;
+  readonly y: number;
+  readonly z: number;
+}

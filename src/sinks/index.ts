@@ -6,6 +6,7 @@ import { toJsonLine } from '../csi/json.js';
 import type { CsiFrame } from '../csi/frame.js';
 import { encodeIntel5300Into, intel5300RecordLength } from '../encoders/intel5300.js';
 import { ReplayClock } from '../sources/replayClock.js';
+import { floorMapToJson, isFloorMap } from '../../operators/floorMap.js';
 import { OutputDemand, SinkOutput } from './output.js';
 
 export { OutputDemand };
@@ -89,7 +90,7 @@ function openOutput(path: string, sink: string, io: SinkIO, onClosed: () => void
 
 const ndjson: SinkSpec = {
   name: 'ndjson',
-  summary: 'One JSON object per line per item (frames as `csipose decode` prints them plus time and ids)',
+  summary: 'One JSON object per line per item (frames as `csipose decode` prints them plus time and ids; floor maps with values to 4 digits)',
   params: [{ name: 'path', type: 'string', default: '-', description: 'file to write; - is standard output' }],
   run(source, params, io) {
     const path = String(params.path);
@@ -97,7 +98,7 @@ const ndjson: SinkSpec = {
     const out = openOutput(path, 'ndjson', io, () => running.stop());
     const running = consume(
       source,
-      (v) => out.write(toJsonLine(v) + '\n'),
+      (v) => out.write((isFloorMap(v) ? JSON.stringify(floorMapToJson(v)) : toJsonLine(v)) + '\n'),
       async () => {
         await out.finish(path !== '-');
         if (out.failure) throw out.failure;

@@ -1,0 +1,329 @@
+import { Observable, type OperatorFunction } from 'rxjs';
+import type { CsiFrame } from '../src/csi/frame.js';
+import { isoTime } from '../src/csi/frame.js';
+import { DEFAULT_RADIOS, siteLinks, type RadioConfig, type SiteLink } from '../src/csi/radios.js';
+import type { OperatorContext, OperatorSpec } from '../src/engine/spec.js';
+import { DEFAULT_CELL_M, FloorBeamformer, floorGrid, fuseMaps, type FloorGrid } from '../src/physics/beamform.js';
+import { findCandidates, type Candidate } from '../src/physics/candidates.js';
+import { centreFrequencyHz, linkGeometry } from '../src/physics/geometry.js';
+import { losDelayS, StaticChannel } from '../src/physics/static.js';
+import type { MovingWindow } from '../src/physics/types.js';
+import { MovingWindows, SHORT_WINDOW } from '../src/physics/window.js';
+
+/** Default seconds of each link taken as the empty room (the static channel is learned from them, then frozen). */
+export const DEFAULT_LEARN_SECONDS = 10;
+/** Default candidates per map: max_persons (4) + 2. */
+export const DEFAULT_MAX_CANDIDATES = 6;
+/** The default room, metres: the simulator's and `environment.site`'s defaults. */
+export const DEFAULT_ROOM_WIDTH = 6;
+export const DEFAULT_ROOM_DEPTH = 5;
+/** Channel assumed for frames that do not say theirs (NaN): 36, the 5 GHz channel the default arrays are spaced for. */
+export const DEFAULT_CHANNEL = 36;
+/** A link whose newest packet is older than this before the primary window's last packet is left out of the map, ms. */
+export const STALE_MS = 1000;
+/** A silence longer than this (or time going back) empties a link's window ring, ms. */
+export const GAP_MS = 1000;
+const LEARN_MAX = 3600;
+const ROOM_MIN = 0.5;
+const ROOM_MAX = 100;
+const CELL_MIN = 0.05;
+const CELL_MAX = 1;
+/** Most grid points a map may have (the default room has 2418): beamforming cost grows with it. */
+const MAX_GRID_POINTS = 200_000;
+
+/** The grid of a {@link FloorMapItem}: `map[(h * ny + iy) * nx + ix]` is the point (x0 + ix cell, y0 + iy cell, heights[h]). */
+export interface FloorMapGrid {
+  readonly x0: number;
+  readonly y0: number;
+  readonly cell: number;
+  readonly nx: number;
+  readonly ny: number;
+  /** Heights of the layers, metres. */
+  readonly heights: readonly number[];
+}
+
+/** One window of an environment's links on the floor: what `floorMap` emits. */
+export interface FloorMapItem {
+  readonly environmentId: string;
+  /** Epoch ms of the primary link's last packet in the window. */
+  readonly time: number;
+  readonly grid: FloorMapGrid;
+  /** The fused map (fuseMaps: each link's beam power over its own total, summed), layer-major over `grid`. A new array per item. */
+  readonly map: Float32Array;
+  /** Candidate people, strongest first (findCandidates). */
+  readonly candidates: Candidate[];
+  /** The links in the map, site order (the primary first). */
+  readonly links: string[];
+}
+
+/** The room the grid covers, metres from the front-left corner. */
+export interface FloorRoom {
+  readonly width: number;
+  readonly depth: number;
+}
+
+export interface FloorMapOptions {
+  /** The site's radios (`environment.site.radios`), read at subscription; default DEFAULT_RADIOS. */
+  radios?: () => readonly RadioConfig[];
+  /** The room, read at subscription; default {@link DEFAULT_ROOM_WIDTH} x {@link DEFAULT_ROOM_DEPTH}. */
+  room?: () => FloorRoom;
+  /** Seconds from each link's first packet taken as the empty room; default {@link DEFAULT_LEARN_SECONDS}. 0: no static channel. */
+  learnSeconds?: number;
+  /** Most candidates per map; default {@link DEFAULT_MAX_CANDIDATES}. */
+  maxCandidates?: number;
+  /** Grid cell, metres; default DEFAULT_CELL_M (0.2). */
+  cell?: number;
+}
+
+/** One link of one environment: its layout, static channel, window ring and beamformer. */
+class LinkTrack {
+  readonly subcarriers: Int16Array;
+  readonly nRx: number;
+  readonly nTx: number;
+  readonly channel: number;
+  readonly bandwidthMhz: number;
+  readonly staticChannel: StaticChannel;
+  readonly windows: MovingWindows;
+  readonly aligned: Float32Array;
+  /** The link's last SHORT_WINDOW packets when the primary's window is due (not the primary's own). */
+  readonly buffer: Float32Array;
+  readonly beamformer: FloorBeamformer;
+  readonly map: Float32Array;
+  firstTime = NaN;
+  lastTime = NaN;
+
+  constructor(
+    readonly link: SiteLink,
+    f: CsiFrame,
+    grid: FloorGrid,
+  ) {
+    this.subcarriers = Int16Array.from(f.subcarriers);
+    this.nRx = f.nRx;
+    this.nTx = f.nTx;
+    this.channel = f.channel;
+    this.bandwidthMhz = f.bandwidthMhz;
+    // The frames' antenna counts win over the radios' (as the simulator's nrx / ntx do): same centre, spacing and axis.
+    const tx = f.nTx === link.tx.antennas ? link.tx : { ...link.tx, antennas: f.nTx };
+    const rx = f.nRx === link.rx.antennas ? link.rx : { ...link.rx, antennas: f.nRx };
+    const centre = centreFrequencyHz(Number.isFinite(f.channel) ? f.channel : DEFAULT_CHANNEL, f.bandwidthMhz, f.nSub);
+    this.staticChannel = new StaticChannel({ subcarriers: this.subcarriers, nRx: f.nRx, nTx: f.nTx, losDelayS: losDelayS(tx, rx) });
+    this.windows = new MovingWindows({ nSub: f.nSub, nRx: f.nRx, nTx: f.nTx });
+    this.aligned = new Float32Array(f.csi.length);
+    this.buffer = new Float32Array(SHORT_WINDOW * f.csi.length);
+    this.beamformer = new FloorBeamformer(linkGeometry(tx, rx, this.subcarriers, centre), grid);
+    this.map = new Float32Array(grid.size);
+  }
+
+  /** Whether `f` has this link's layout (antennas, subcarriers, channel, bandwidth). No allocation. */
+  fits(f: CsiFrame): boolean {
+    if (f.nRx !== this.nRx || f.nTx !== this.nTx || f.subcarriers.length !== this.subcarriers.length) return false;
+    if (!sameNumber(f.channel, this.channel) || !sameNumber(f.bandwidthMhz, this.bandwidthMhz)) return false;
+    const s = f.subcarriers;
+    for (let k = 0; k < s.length; k++) if (s[k] !== this.subcarriers[k]) return false;
+    return f.csi.length === this.aligned.length;
+  }
+}
+
+function sameNumber(a: number, b: number): boolean {
+  return a === b || (Number.isNaN(a) && Number.isNaN(b));
+}
+
+/** One environment: its links by id, site order. */
+interface EnvState {
+  readonly tracks: Array<LinkTrack | undefined>;
+}
+
+/**
+ * Turns the CSI frames of every link of an environment into maps of moving power on the floor,
+ * with candidate people: the physics front end (src/physics/, docs/physics.md) as a stage. Per
+ * environment and per link of the site (by `linkId`; a frame without one is the primary link's,
+ * the site's first receiver; frames of a link the site does not have are dropped):
+ *
+ * 1. each packet is aligned onto the link's empty-room static channel (`StaticChannel`, anchored
+ *    at the line-of-sight delay of the link's radios). For now the first `learnSeconds` of each
+ *    link (from its first packet) are taken as the empty room: the channel is learned from them
+ *    and then frozen (no presence detection tells the stage yet when the room is empty again);
+ * 2. pushed into the link's `MovingWindows`;
+ * 3. whenever the primary link's short window is due (64 packets, every 16), each link's latest
+ *    64 packets (the primary's window, and every other link's last 64 packets when it has them
+ *    and its newest is within {@link STALE_MS} of the primary's) minus the static channel (minus
+ *    the window's mean while the link is still learning) are beamformed onto the room's grid
+ *    (`FloorBeamformer`, one per link, built from the radios and the link's first frame's
+ *    subcarriers and channel: an unknown channel is taken as {@link DEFAULT_CHANNEL}; the frames'
+ *    antenna counts win over the radios'), the maps fused (`fuseMaps`) and candidates found
+ *    (`findCandidates`), and one {@link FloorMapItem} is emitted.
+ *
+ * A link whose frames change layout mid-stream (antennas, subcarriers, channel or bandwidth) is
+ * reset: its static channel, ring and beamformer are built again from the new frame and it learns
+ * again for `learnSeconds`. A silence of more than {@link GAP_MS} (or time going back) empties its
+ * ring, keeping the static channel. Nothing is allocated per packet (the aligner, the ring and the
+ * maps are preallocated per link); per window, the emitted map and the candidates are new. State
+ * lives in the subscription; a failure (e.g. a channel whose centre frequency is not placed) goes
+ * to `subscriber.error`.
+ *
+ * @param options radios, room, learnSeconds, maxCandidates, cell
+ * @returns an operator from the frames of all links to one floor map per primary short window
+ * @throws RangeError for a parameter out of range (at creation)
+ * @example
+ * frames$.pipe(floorMap({ radios: () => DEFAULT_RADIOS, learnSeconds: 10 })).subscribe((m) => m.candidates[0]);
+ */
+export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFrame, FloorMapItem> {
+  const learnSeconds = options.learnSeconds ?? DEFAULT_LEARN_SECONDS;
+  const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
+  const cell = options.cell ?? DEFAULT_CELL_M;
+  if (!(learnSeconds >= 0 && learnSeconds <= LEARN_MAX)) throw new RangeError(`floorMap: learnSeconds must be in [0, ${LEARN_MAX}], got ${learnSeconds}`);
+  if (!(Number.isInteger(maxCandidates) && maxCandidates >= 1 && maxCandidates <= 64))
+    throw new RangeError(`floorMap: maxCandidates must be an integer in [1, 64], got ${maxCandidates}`);
+  if (!(cell >= CELL_MIN && cell <= CELL_MAX)) throw new RangeError(`floorMap: cell must be in [${CELL_MIN}, ${CELL_MAX}], got ${cell}`);
+  const learnMs = learnSeconds * 1000;
+  return (source) =>
+    new Observable<FloorMapItem>((subscriber) => {
+      let links: SiteLink[];
+      let grid: FloorGrid;
+      try {
+        links = siteLinks((options.radios ?? (() => DEFAULT_RADIOS))());
+        if (links.length === 0) throw new RangeError('floorMap: the site has no link (its radios need one tx and at least one rx)');
+        const room = options.room?.() ?? { width: DEFAULT_ROOM_WIDTH, depth: DEFAULT_ROOM_DEPTH };
+        if (!(room.width >= ROOM_MIN && room.width <= ROOM_MAX && room.depth >= ROOM_MIN && room.depth <= ROOM_MAX))
+          throw new RangeError(`floorMap: the room must be ${ROOM_MIN}..${ROOM_MAX} m each way, got ${room.width} x ${room.depth}`);
+        grid = floorGrid({ x0: 0, x1: room.width, y0: 0, y1: room.depth, cell });
+        if (grid.size > MAX_GRID_POINTS) throw new RangeError(`floorMap: the grid has ${grid.size} points (most ${MAX_GRID_POINTS}): use a larger cell`);
+      } catch (e) {
+        subscriber.error(e);
+        return;
+      }
+      const index = new Map(links.map((l, i) => [l.id, i]));
+      const envs = new Map<string, EnvState>();
+      const fused = new Float32Array(grid.size);
+      const scratch = new Uint8Array(grid.size);
+      const maps: Float32Array[] = [];
+      const ids: string[] = [];
+      const gridOut: FloorMapGrid = Object.freeze({ x0: grid.x0, y0: grid.y0, cell: grid.cell, nx: grid.nx, ny: grid.ny, heights: Object.freeze(Array.from(grid.heights)) });
+
+      const emit = (env: string, state: EnvState, primary: LinkTrack, w: MovingWindow): void => {
+        maps.length = 0;
+        ids.length = 0;
+        primary.beamformer.beamform(w, primary.map);
+        maps.push(primary.map);
+        ids.push(primary.link.id);
+        for (let i = 1; i < state.tracks.length; i++) {
+          const t = state.tracks[i];
+          if (!t || t.windows.count < SHORT_WINDOW || !(w.time - t.lastTime <= STALE_MS)) continue;
+          const learning = learnMs > 0 && t.lastTime - t.firstTime < learnMs;
+          const win = t.windows.window(SHORT_WINDOW, learning || !t.staticChannel.ready ? null : t.staticChannel.channel, t.buffer);
+          t.beamformer.beamform(win, t.map);
+          maps.push(t.map);
+          ids.push(t.link.id);
+        }
+        fuseMaps(maps, fused);
+        const candidates = findCandidates(fused, grid, { maxCandidates, scratch });
+        subscriber.next({ environmentId: env, time: w.time, grid: gridOut, map: fused.slice(), candidates, links: ids.slice() });
+      };
+
+      const sub = source.subscribe({
+        next(f) {
+          try {
+            const i = f.linkId === undefined ? 0 : (index.get(f.linkId) ?? -1);
+            if (i < 0) return;
+            const env = f.environmentId;
+            let state = envs.get(env);
+            if (!state) {
+              state = { tracks: new Array<LinkTrack | undefined>(links.length).fill(undefined) };
+              envs.set(env, state);
+            }
+            let t = state.tracks[i];
+            if (!t || !t.fits(f)) {
+              t = new LinkTrack(links[i]!, f, grid);
+              state.tracks[i] = t;
+            }
+            const time = f.time;
+            if (Number.isNaN(t.firstTime)) t.firstTime = time;
+            else if (time < t.lastTime || time - t.lastTime > GAP_MS) t.windows.clear();
+            t.lastTime = time;
+            const learning = learnMs > 0 && time - t.firstTime < learnMs;
+            t.staticChannel.process(f.csi, time, learning, t.aligned);
+            t.windows.push(t.aligned, time);
+            if (i !== 0) return;
+            const w = t.windows.take('short', learning || !t.staticChannel.ready ? null : t.staticChannel.channel);
+            if (w) emit(env, state, t, w);
+          } catch (e) {
+            subscriber.error(e);
+          }
+        },
+        error: (e) => subscriber.error(e),
+        complete: () => subscriber.complete(),
+      });
+      return () => sub.unsubscribe();
+    });
+}
+
+/**
+ * A floor map as one JSON object (the ndjson sink's line): snake_case keys, the time as ISO 8601,
+ * the map's values to 4 significant digits and candidate positions to the millimetre.
+ * @param m the item
+ * @returns a plain object for JSON.stringify
+ * @example
+ * JSON.stringify(floorMapToJson(item)) // {"kind":"floormap","environment_id":"default",...}
+ */
+export function floorMapToJson(m: FloorMapItem): Record<string, unknown> {
+  const map = new Array<number>(m.map.length);
+  for (let i = 0; i < m.map.length; i++) {
+    const v = m.map[i]!;
+    map[i] = Number.isFinite(v) ? Number(v.toPrecision(4)) : 0;
+  }
+  const mm = (v: number) => Math.round(v * 1000) / 1000;
+  return {
+    kind: 'floormap',
+    environment_id: m.environmentId,
+    time: isoTime(m.time),
+    grid: m.grid,
+    links: m.links,
+    candidates: m.candidates.map((c) => ({ x: mm(c.x), y: mm(c.y), z: c.z, power: Number(c.power.toPrecision(4)), index: c.index })),
+    map,
+  };
+}
+
+/** Whether a stream item is a {@link FloorMapItem}. */
+export function isFloorMap(v: unknown): v is FloorMapItem {
+  return v !== null && typeof v === 'object' && 'map' in v && 'candidates' in v && 'grid' in v && (v as { map: unknown }).map instanceof Float32Array;
+}
+
+/** What the service can lend the `floorMap` stage besides its parameters. */
+export interface FloorMapContext extends OperatorContext {
+  /** The site's radios, read at subscription; default DEFAULT_RADIOS. */
+  readonly radios?: () => readonly RadioConfig[];
+  /** The room (`environment.site` room_width x room_depth), read at subscription; when given it wins over roomWidth / roomDepth. */
+  readonly room?: () => FloorRoom;
+}
+
+export const spec: OperatorSpec = {
+  name: 'floorMap',
+  summary: "Beamforms every link's moving channel onto the floor (aligned, static room removed), fuses the maps, finds candidate people",
+  input: 'frame',
+  output: 'floormap',
+  params: [
+    {
+      name: 'learnSeconds',
+      type: 'number',
+      default: DEFAULT_LEARN_SECONDS,
+      min: 0,
+      max: LEARN_MAX,
+      description: "Seconds from each link's first packet taken as the empty room (static channel learned, then frozen); 0 = none",
+    },
+    { name: 'maxCandidates', type: 'int', default: DEFAULT_MAX_CANDIDATES, min: 1, max: 64, description: 'Most candidates per map (max_persons + 2)' },
+    { name: 'roomWidth', type: 'number', default: DEFAULT_ROOM_WIDTH, min: ROOM_MIN, max: ROOM_MAX, description: 'Room width (x), metres' },
+    { name: 'roomDepth', type: 'number', default: DEFAULT_ROOM_DEPTH, min: ROOM_MIN, max: ROOM_MAX, description: 'Room depth (y), metres' },
+    { name: 'cell', type: 'number', default: DEFAULT_CELL_M, min: CELL_MIN, max: CELL_MAX, description: 'Grid cell, metres' },
+  ],
+  create: (params, ctx: FloorMapContext) => {
+    const width = Number(params.roomWidth ?? DEFAULT_ROOM_WIDTH);
+    const depth = Number(params.roomDepth ?? DEFAULT_ROOM_DEPTH);
+    return floorMap({
+      learnSeconds: Number(params.learnSeconds ?? DEFAULT_LEARN_SECONDS),
+      maxCandidates: Number(params.maxCandidates ?? DEFAULT_MAX_CANDIDATES),
+      cell: Number(params.cell ?? DEFAULT_CELL_M),
+      room: ctx.room ?? (() => ({ width, depth })),
+      ...(ctx.radios ? { radios: ctx.radios } : {}),
+    });
+  },
+};
