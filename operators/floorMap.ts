@@ -2,6 +2,7 @@ import { Observable, type OperatorFunction } from 'rxjs';
 import type { CsiFrame } from '../src/csi/frame.js';
 import { isoTime } from '../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks, type RadioConfig, type SiteLink } from '../src/csi/radios.js';
+import { configParam } from '../src/config/params.js';
 import type { OperatorContext, OperatorSpec } from '../src/engine/spec.js';
 import { DEFAULT_CELL_M, FloorBeamformer, floorGrid, fuseMaps, type FloorGrid } from '../src/physics/beamform.js';
 import { findCandidates, type Candidate } from '../src/physics/candidates.js';
@@ -14,9 +15,12 @@ import { MovingWindows, SHORT_WINDOW } from '../src/physics/window.js';
 export const DEFAULT_LEARN_SECONDS = 10;
 /** Default candidates per map: max_persons (4) + 2. */
 export const DEFAULT_MAX_CANDIDATES = 6;
-/** The default room, metres: the simulator's and `environment.site`'s defaults. */
-export const DEFAULT_ROOM_WIDTH = 6;
-export const DEFAULT_ROOM_DEPTH = 5;
+/** The room's width and depth as parameters: type, default and range from `environment.site` in the config schema. */
+const ROOM_WIDTH = configParam('environment.site.room_width');
+const ROOM_DEPTH = configParam('environment.site.room_depth');
+/** The default room, metres: `environment.site`'s defaults. */
+export const DEFAULT_ROOM_WIDTH = ROOM_WIDTH.default as number;
+export const DEFAULT_ROOM_DEPTH = ROOM_DEPTH.default as number;
 /** Channel assumed for frames that do not say theirs (NaN): 36, the 5 GHz channel the default arrays are spaced for. */
 export const DEFAULT_CHANNEL = 36;
 /** A link whose newest packet is older than this before the primary window's last packet is left out of the map, ms. */
@@ -24,8 +28,6 @@ export const STALE_MS = 1000;
 /** A silence longer than this (or time going back) empties a link's window ring, ms. */
 export const GAP_MS = 1000;
 const LEARN_MAX = 3600;
-const ROOM_MIN = 0.5;
-const ROOM_MAX = 100;
 const CELL_MIN = 0.05;
 const CELL_MAX = 1;
 /** Most grid points a map may have (the default room has 2418): beamforming cost grows with it. */
@@ -184,8 +186,10 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         links = siteLinks((options.radios ?? (() => DEFAULT_RADIOS))());
         if (links.length === 0) throw new RangeError('floorMap: the site has no link (its radios need one tx and at least one rx)');
         const room = options.room?.() ?? { width: DEFAULT_ROOM_WIDTH, depth: DEFAULT_ROOM_DEPTH };
-        if (!(room.width >= ROOM_MIN && room.width <= ROOM_MAX && room.depth >= ROOM_MIN && room.depth <= ROOM_MAX))
-          throw new RangeError(`floorMap: the room must be ${ROOM_MIN}..${ROOM_MAX} m each way, got ${room.width} x ${room.depth}`);
+        if (!(room.width >= ROOM_WIDTH.min! && room.width <= ROOM_WIDTH.max! && room.depth >= ROOM_DEPTH.min! && room.depth <= ROOM_DEPTH.max!))
+          throw new RangeError(
+            `floorMap: the room must be ${ROOM_WIDTH.min}..${ROOM_WIDTH.max} m wide and ${ROOM_DEPTH.min}..${ROOM_DEPTH.max} m deep, got ${room.width} x ${room.depth}`,
+          );
         grid = floorGrid({ x0: 0, x1: room.width, y0: 0, y1: room.depth, cell });
         if (grid.size > MAX_GRID_POINTS) throw new RangeError(`floorMap: the grid has ${grid.size} points (most ${MAX_GRID_POINTS}): use a larger cell`);
       } catch (e) {
@@ -311,8 +315,8 @@ export const spec: OperatorSpec = {
       description: "Seconds from each link's first packet taken as the empty room (static channel learned, then frozen); 0 = none",
     },
     { name: 'maxCandidates', type: 'int', default: DEFAULT_MAX_CANDIDATES, min: 1, max: 64, description: 'Most candidates per map (max_persons + 2)' },
-    { name: 'roomWidth', type: 'number', default: DEFAULT_ROOM_WIDTH, min: ROOM_MIN, max: ROOM_MAX, description: 'Room width (x), metres' },
-    { name: 'roomDepth', type: 'number', default: DEFAULT_ROOM_DEPTH, min: ROOM_MIN, max: ROOM_MAX, description: 'Room depth (y), metres' },
+    { name: 'roomWidth', ...ROOM_WIDTH, description: 'Room width (x), metres (environment.site.room_width)' },
+    { name: 'roomDepth', ...ROOM_DEPTH, description: 'Room depth (y), metres (environment.site.room_depth)' },
     { name: 'cell', type: 'number', default: DEFAULT_CELL_M, min: CELL_MIN, max: CELL_MAX, description: 'Grid cell, metres' },
   ],
   create: (params, ctx: FloorMapContext) => {
