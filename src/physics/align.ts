@@ -23,6 +23,9 @@
  * with one sample x4..x10) does not move; `'rms'` uses the Frobenius norm (unit RMS; with a
  * reference, the least-squares gain).
  *
+ * Cost, one 3 x 3 x 30 packet on this shared machine: `alignTo` 37 us, `align` 27 us (94 and 56 us
+ * while the median was taken by sorting amplitudes from `Math.hypot`).
+ *
  * The blind common phase is the angle of the sum of all samples once the slope is gone: a
  * convention, stable while that sum is not small against the channel's norm (true of a channel
  * with a line of sight; a channel whose antenna pairs cancel in the sum makes it noisy).
@@ -280,7 +283,7 @@ export class PacketAligner {
       let w = 0;
       let wi = 0;
       for (let k = 0; k < nSub; k++) {
-        const m = Math.hypot(xr[k]!, xi[k]!);
+        const m = Math.sqrt(xr[k]! * xr[k]! + xi[k]! * xi[k]!);
         w += m;
         wi += m * sub[k]!;
       }
@@ -293,7 +296,7 @@ export class PacketAligner {
         const c = Math.cos(a);
         const sn = Math.sin(a);
         const r = Math.atan2(xi[k]! * c - xr[k]! * sn, xr[k]! * c + xi[k]! * sn);
-        const m = Math.hypot(xr[k]!, xi[k]!);
+        const m = Math.sqrt(xr[k]! * xr[k]! + xi[k]! * xi[k]!);
         const d = sub[k]! - mean;
         num += m * d * r;
         den += m * d * d;
@@ -340,12 +343,22 @@ export class PacketAligner {
     return Math.sqrt(p / n);
   }
 
+  /** The median sample amplitude: the median of the squared amplitudes found by selection (no sort), then one square root per middle value. */
   private medianAmplitude(csi: ArrayLike<number>): number {
     const a = this.amp;
-    for (let c = 0; c < a.length; c++) a[c] = Math.hypot(csi[2 * c]!, csi[2 * c + 1]!);
-    a.sort();
     const n = a.length;
-    return n % 2 === 1 ? a[(n - 1) >> 1]! : 0.5 * (a[n / 2 - 1]! + a[n / 2]!);
+    for (let c = 0; c < n; c++) {
+      const re = csi[2 * c]!;
+      const im = csi[2 * c + 1]!;
+      a[c] = re * re + im * im;
+    }
+    const hi = n >> 1;
+    const upper = select(a, hi);
+    if (n % 2 === 1) return Math.sqrt(upper);
+    // The lower middle value: the largest of the elements left of position hi after selection.
+    let lower = -Infinity;
+    for (let i = 0; i < hi; i++) if (a[i]! > lower) lower = a[i]!;
+    return 0.5 * (Math.sqrt(lower) + Math.sqrt(upper));
   }
 }
 
@@ -377,4 +390,41 @@ function derotatedSum(xr: Float64Array, xi: Float64Array, sub: Int16Array, s: nu
   }
   out[0] = fr;
   out[1] = fi;
+}
+
+/**
+ * The k-th smallest value of `a` (0-based), by Hoare's selection with a median-of-three pivot: `a`
+ * is reordered so that a[k] holds it, everything before it is <= and everything after >=.
+ * @param a values (reordered in place)
+ * @param k position, 0 <= k < a.length
+ * @returns a[k] after selection
+ */
+function select(a: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  while (hi > lo) {
+    const mid = (lo + hi) >> 1;
+    // Median of three as the pivot.
+    const x = a[lo]!;
+    const y = a[mid]!;
+    const z = a[hi]!;
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i] = a[j]!;
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return a[k]!;
 }
