@@ -1,13 +1,13 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
 import type { OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
 import { configParam } from '../src/config/params.js';
-import { MODEL_ACTIVITIES } from '../src/model/contract.js';
 import { FALL_TRIGGER } from './activity.js';
-import { createPostureEstimate, estimatePosture, peakDescent, PoseHistory, referenceHeight } from '../src/pose/posture.js';
-import type { ActivityEvent, AlertSeverity, PersonPose, PoseAlert, PoseFrame } from '../src/pose/types.js';
-import { compileZone, distanceToBoundary, inZone, scheduleActive, type CompiledZone, type ZoneConfig } from '../src/pose/zones.js';
+import type { PoseFrame } from '../src/pose/types.js';
+import { AlertWatchers, requiredFallConfidence, type AlertSettings } from '../src/pose/watchers.js';
+import { compileZone, type CompiledZone, type ZoneConfig } from '../src/pose/zones.js';
 
 export type { ZoneConfig, ZoneSchedule } from '../src/pose/zones.js';
+export { FALL_ROOM_REFRACTORY_MS, INACTIVITY_RADIUS_M, requiredFallConfidence, ZONE_EXIT_MARGIN_M } from '../src/pose/watchers.js';
 
 /** Fall alerts (config `alerts.fall_detection`). */
 export interface FallDetectionConfig {
@@ -21,7 +21,7 @@ export interface FallDetectionConfig {
   sensitivity?: number;
   /**
    * The alert is raised when the person is still down this long after the fall, a critical one at
-   * 3x; default 2 s (the configuration's). 0 raises the alert on the fall's first frame, with no escalation.
+   * 3x; default 0.5 s (`alerts.fall_detection.notification_delay_seconds` in the config schema). 0 raises the alert on the fall's first frame, with no escalation.
    */
   notificationDelaySeconds?: number;
   /**
@@ -35,7 +35,7 @@ export interface FallDetectionConfig {
 export interface InactivityConfig {
   /** Default true. */
   enabled?: boolean;
-  /** A tracked person who stays within 0.3 m of one floor position this long raises one alert; default 30. */
+  /** A tracked person who stays within INACTIVITY_RADIUS_M (0.3 m) of one floor position this long raises one alert; default 30. */
   thresholdMinutes?: number;
 }
 
@@ -54,63 +54,6 @@ const DELAY = configParam('alerts.fall_detection.notification_delay_seconds');
 const INACTIVITY_ENABLED = configParam('alerts.inactivity_detection.enabled');
 const INACTIVITY_MINUTES = configParam('alerts.inactivity_detection.threshold_minutes');
 
-/** A person must move this far (metres) from where they settled to re-arm inactivity. */
-export const INACTIVITY_RADIUS_M = 0.3;
-/** Once inside a zone, a person counts as inside until this far (metres) outside its boundary. */
-export const ZONE_EXIT_MARGIN_M = 0.2;
-/**
- * A fall starting this soon after another fall in the same environment is the same event and is not
- * reported again, ms, unless the person's own answer is falling (`ownFall`). A contract v2 model
- * detects falls per room ("someone began to fall in the last 3 s"), and the activity operator hands
- * each frame's detection to one person: when that person changes, one fall became episodes on
- * several tracks, each with its own alert. On VALIDATION fall scenarios (23 falls, scored per event
- * in the room) 10 s took the episodes from 70 to 36 and precision 0.114 -> 0.194, at recall 0.348
- * -> 0.304; 5 s did half as much. Checked again on VALIDATION with 97 falls and hard negatives:
- * without it the shipped model's episodes went from 131 to 252 and precision 0.519 -> 0.290 (recall
- * 0.701 -> 0.753).
- *
- * The exception: a person whose own activity probabilities give P(falling) >= FALL_TRIGGER is a
- * fall of their own, not the room's fall handed on. With the rule alone the oracle (perfect model
- * outputs) in the live-room benchmark's VALIDATION rooms alerted 103 of 112 falls, every miss a
- * second person falling within 10 s of the first; with the exception 112 of 112, and the shipped
- * model's VALIDATION episodes, precision and recall did not change (its per-person P(falling)
- * does not reach the trigger on the tracks the room's fall is handed to).
- */
-export const FALL_ROOM_REFRACTORY_MS = 10_000;
-const FALLING = MODEL_ACTIVITIES.indexOf('falling');
-/** Whether a person's own (v2 model) activity probabilities say falling: see FALL_ROOM_REFRACTORY_MS. */
-const ownFall = (p: PersonPose): boolean => (p.modelActivity?.probabilities[FALLING] ?? 0) >= FALL_TRIGGER;
-/** Non-fall state of a track not seen for this long (ms) is dropped. */
-const TRACK_FORGET_MS = 10_000;
-/** Fall duration and impact are measured this long after the fall's first frame, ms. */
-const FALL_SETTLE_MS = 1500;
-/** Posture samples kept per track for fall measurements: onset - 1.5 s .. onset + 1.5 s at up to ~60 Hz. */
-const TRACE_CAPACITY = 256;
-const TRACE_MS = 4000;
-/** Impact severity from the peak downward head speed, reference heights per second. */
-const IMPACT_MODERATE = 1.2;
-const IMPACT_HIGH = 2.0;
-
-/**
- * The confidence a fall needs at a sensitivity: `0.95 - 0.45 * sensitivity`.
- * @param sensitivity 0..1
- * @returns 0.5..0.95
- * @example requiredFallConfidence(0.8) // 0.59
- */
-export function requiredFallConfidence(sensitivity: number): number {
-  return 0.95 - 0.45 * sensitivity;
-}
-
-interface Resolved {
-  fallEnabled: boolean;
-  required: number;
-  delayMs: number;
-  recoveryMs: number;
-  inactivityEnabled: boolean;
-  thresholdMinutes: number;
-  zones: CompiledZone[];
-}
-
 function num(v: unknown, fallback: number, what: string, ok: (x: number) => boolean, range: string): number {
   const x = v ?? fallback;
   if (typeof x !== 'number' || !ok(x)) throw new RangeError(`alerts: ${what} must be a number in ${range}, got ${JSON.stringify(v)}`);
@@ -123,7 +66,8 @@ function bool(v: unknown, fallback: boolean, what: string): boolean {
   return x;
 }
 
-function resolveConfig(c: AlertsConfig, compiled: (zones: ZoneConfig[]) => CompiledZone[]): Resolved {
+/** Validates a config and fills in the defaults: the settings the watchers are given for one frame. */
+function resolveConfig(c: AlertsConfig, compiled: (zones: ZoneConfig[]) => CompiledZone[]): AlertSettings {
   if (typeof c !== 'object' || c === null) throw new RangeError('alerts: config must be an object');
   const f: FallDetectionConfig = c.fallDetection ?? {};
   const i: InactivityConfig = c.inactivity ?? {};
@@ -140,92 +84,17 @@ function resolveConfig(c: AlertsConfig, compiled: (zones: ZoneConfig[]) => Compi
     required: requiredFallConfidence(sensitivity),
     delayMs: delay * 1000,
     recoveryMs: recovery * 1000,
+    ownFallTrigger: FALL_TRIGGER,
     inactivityEnabled: bool(i.enabled, INACTIVITY_ENABLED.default as boolean, 'inactivity.enabled'),
     thresholdMinutes: minutes,
     zones: compiled(zones),
   };
 }
 
-/** Fall duration and impact, measured once the fall has settled. */
-interface FallMetrics {
-  fallDuration: number | null;
-  peakHeadSpeed: number | null;
-  impactSeverity: 'low' | 'moderate' | 'high' | null;
-}
-
-interface FallEpisode {
-  /** Time of the first `falling` frame. */
-  onset: number;
-  /** Peak confidence of the `falling` labels. */
-  confidence: number;
-  location: { x: number; y: number };
-  /** 0 no alert yet, 1 the high alert went out, 2 the critical one too. */
-  alerted: number;
-  firstAlertId: string;
-  metrics: FallMetrics | null;
-}
-
-interface TrackState {
-  lastSeen: number;
-  /** Frame counter of the last frame that carried this track (duplicates in a frame are skipped). */
-  seenFrame: number;
-  floorX: number;
-  floorY: number;
-  trace: PoseHistory;
-  fall: FallEpisode | null;
-  anchorX: number;
-  anchorY: number;
-  anchorTime: number;
-  inactivityAlerted: boolean;
-  /** Zones the person is inside, with whether this stay was alerted. */
-  zones: Map<string, boolean>;
-}
-
 /**
- * Measures a fall from a track's recent posture samples: the descent starts at the last sample
- * before the fall's first `falling` frame whose head was within 10 % of the reference height of its
- * upright level, and ends at the first sample within 10 % of the lowest head position reached;
- * `fall_duration` is the time between them (s). The peak downward head speed over >= 250 ms spans
- * (`peakDescent`), in reference heights per second, grades the impact: < 1.2 low, < 2.0 moderate,
- * else high (for a 1.7 m person: below ~2 m/s, 2-3.4 m/s, faster). Nulls when no upright sample
- * precedes the fall in the trace.
- */
-function measureFall(trace: PoseHistory, onset: number, now: number): FallMetrics {
-  const none: FallMetrics = { fallDuration: null, peakHeadSpeed: null, impactSeverity: null };
-  let ref = -1;
-  for (let k = 0; k < trace.length; k++) {
-    const t = trace.time(k);
-    if (t > onset) continue;
-    if (onset - t > FALL_SETTLE_MS) break;
-    if (trace.upright(k)) {
-      ref = k;
-      break;
-    }
-  }
-  if (ref < 0) return none;
-  const box = referenceHeight(trace, ref, now);
-  if (!(box > 0)) return none;
-  const refHead = trace.headY(ref);
-  let start = ref;
-  for (let k = ref - 1; k >= 0 && trace.time(k) <= onset; k--) if (trace.headY(k) - refHead <= 0.1 * box) start = k;
-  let lowest = -Infinity;
-  for (let k = start; k >= 0; k--) lowest = Math.max(lowest, trace.headY(k));
-  let end = start;
-  for (let k = start; k >= 0; k--)
-    if (trace.headY(k) >= lowest - 0.1 * box) {
-      end = k;
-      break;
-    }
-  const speed = peakDescent(trace, start) / box;
-  return {
-    fallDuration: (trace.time(end) - trace.time(start)) / 1000,
-    peakHeadSpeed: Math.round(speed * 1000) / 1000,
-    impactSeverity: speed < IMPACT_MODERATE ? 'low' : speed < IMPACT_HIGH ? 'moderate' : 'high',
-  };
-}
-
-/**
- * Raises alerts and records activity events from labelled, tracked pose frames:
+ * Raises alerts and records activity events from labelled, tracked pose frames, with one
+ * {@link AlertWatchers} per `environmentId` (`src/pose/watchers.ts`: a FallWatcher, an
+ * InactivityWatcher and a ZoneWatcher); this operator resolves the configuration and routes frames.
  *
  * - Falls. A fall starts at a tracked person's first `falling` frame (from the `activity`
  *   operator); it counts when the peak confidence of its `falling` labels reaches
@@ -237,7 +106,7 @@ function measureFall(trace: PoseHistory, onset: number, now: number): FallMetric
  *   `recovery_detected: true` (severity medium, no actions taken); getting up after an alert,
  *   within the recovery window, records a `fall_recovery` event. Fall metadata: `fall_time` (epoch
  *   ms of the fall), `fall_duration` (s), `impact_severity` (low / moderate / high, from
- *   `peak_head_speed`, see `measureFall`), `recovery_detected`, `down_seconds`, `track_lost`.
+ *   `peak_head_speed`, see `measureFall` in `src/pose/watchers.ts`), `recovery_detected`, `down_seconds`, `track_lost`.
  * - Inactivity. A tracked person whose floor position stays within 0.3 m of where they settled for
  *   `thresholdMinutes` raises one `inactivity` alert (medium, `notification`); moving 0.3 m or more
  *   re-arms it.
@@ -274,9 +143,7 @@ export function alerts(config: AlertsConfig | (() => AlertsConfig) = {}): MonoTy
 
   return (source) =>
     new Observable<PoseFrame>((subscriber) => {
-      const environments = new Map<string, { lastTime: number; tracks: Map<number, TrackState>; lastFallOnset: number }>();
-      const est = createPostureEstimate();
-      let frameCount = 0;
+      const environments = new Map<string, AlertWatchers>();
       let lastZones: ZoneConfig[] | null = null;
       let lastCompiled: CompiledZone[] = [];
       const compileCached = (zones: ZoneConfig[]) => {
@@ -287,272 +154,19 @@ export function alerts(config: AlertsConfig | (() => AlertsConfig) = {}): MonoTy
         return lastCompiled;
       };
 
-      const handle = (frame: PoseFrame, cfg: Resolved): PoseFrame => {
-        const t = frame.time;
-        const envId = frame.environmentId;
-        let env = environments.get(envId);
-        if (!env || t < env.lastTime - TRACK_FORGET_MS) {
-          env = { lastTime: t, tracks: new Map(), lastFallOnset: -Infinity };
-          environments.set(envId, env);
-        }
-        env.lastTime = Math.max(env.lastTime, t);
-        const tracks = env.tracks;
-        const frameNo = ++frameCount;
-        const newAlerts: PoseAlert[] = [];
-        const newEvents: ActivityEvent[] = [];
-
-        const event = (
-          type: ActivityEvent['type'],
-          severity: AlertSeverity,
-          trackId: number,
-          confidence: number,
-          location: { x: number; y: number },
-          metadata: Record<string, unknown>,
-          kind: string,
-          actionsTaken: string[],
-        ) =>
-          newEvents.push({
-            eventId: `evt_${envId}_${trackId}_${t}_${kind}`,
-            type,
-            severity,
-            time: t,
-            environmentId: envId,
-            personId: trackId,
-            trackId,
-            confidence,
-            location: { ...location },
-            metadata: { ...metadata },
-            actionsTaken,
-          });
-
-        const raise = (
-          type: PoseAlert['type'],
-          severity: AlertSeverity,
-          trackId: number,
-          confidence: number,
-          location: { x: number; y: number },
-          metadata: Record<string, unknown>,
-          kind: string,
-          actionsRequired: string[],
-          zone?: string,
-        ): string => {
-          const alertId = `alrt_${envId}_${trackId}_${t}_${kind}`;
-          const alert: PoseAlert = {
-            alertId,
-            type,
-            severity,
-            time: t,
-            environmentId: envId,
-            personId: trackId,
-            trackId,
-            confidence,
-            location: { ...location },
-            metadata: { ...metadata },
-            actionsRequired,
-          };
-          if (zone !== undefined) alert.zone = zone;
-          newAlerts.push(alert);
-          event(type, severity, trackId, confidence, location, metadata, kind, ['alert_sent', 'notification_dispatched']);
-          return alertId;
-        };
-
-        const fallMetadata = (ep: FallEpisode, recovered: boolean, lost: boolean): Record<string, unknown> => ({
-          fall_time: ep.onset,
-          fall_duration: ep.metrics?.fallDuration ?? null,
-          impact_severity: ep.metrics?.impactSeverity ?? null,
-          peak_head_speed: ep.metrics?.peakHeadSpeed ?? null,
-          recovery_detected: recovered,
-          down_seconds: (t - ep.onset) / 1000,
-          track_lost: lost,
-        });
-
-        /** Deadlines of an open fall for a person who has not got up (seen down, unlabelled or unseen). */
-        const stillDown = (id: number, st: TrackState, lost: boolean) => {
-          const ep = st.fall!;
-          if (!ep.metrics && t - ep.onset >= FALL_SETTLE_MS) ep.metrics = measureFall(st.trace, ep.onset, t);
-          if (ep.confidence >= cfg.required) {
-            if (ep.alerted === 0 && t - ep.onset >= cfg.delayMs) {
-              ep.metrics ??= measureFall(st.trace, ep.onset, t);
-              ep.firstAlertId = raise('fall_detection', 'high', id, ep.confidence, ep.location, fallMetadata(ep, false, lost), 'fall', [
-                'medical_response',
-                'notification',
-              ]);
-              ep.alerted = 1;
-            }
-            if (ep.alerted === 1 && t - ep.onset >= 3 * cfg.delayMs && 3 * cfg.delayMs > cfg.delayMs) {
-              raise('fall_detection', 'critical', id, ep.confidence, ep.location, fallMetadata(ep, false, lost), 'fall_critical', [
-                'medical_response',
-                'notification',
-              ]);
-              ep.alerted = 2;
-            }
-          }
-          if (t - ep.onset >= Math.max(cfg.recoveryMs, 3 * cfg.delayMs)) st.fall = null;
-        };
-
-        const fall = (id: number, st: TrackState, p: PersonPose) => {
-          const a = p.activity;
-          if (a === 'falling') {
-            const c = Number.isFinite(p.activityConfidence) ? p.activityConfidence! : 0;
-            if (!st.fall) {
-              if (t - env.lastFallOnset < FALL_ROOM_REFRACTORY_MS && t >= env.lastFallOnset && !ownFall(p)) return;
-              env.lastFallOnset = t;
-              st.fall = { onset: t, confidence: c, location: { x: st.floorX, y: st.floorY }, alerted: 0, firstAlertId: '', metrics: null };
-            }
-            else st.fall.confidence = Math.max(st.fall.confidence, c);
-          }
-          const ep = st.fall;
-          if (!ep) return;
-          if ((a === 'falling' || a === 'lying') && Number.isFinite(st.floorX)) ep.location = { x: st.floorX, y: st.floorY };
-          if (a === 'standing' || a === 'walking' || a === 'sitting') {
-            ep.metrics ??= measureFall(st.trace, ep.onset, t);
-            if (ep.alerted > 0) {
-              event('fall_recovery', 'low', id, ep.confidence, ep.location, { ...fallMetadata(ep, true, false), alert_id: ep.firstAlertId }, 'fall_recovery', []);
-            } else if (ep.confidence >= cfg.required) {
-              event('fall_detection', 'medium', id, ep.confidence, ep.location, fallMetadata(ep, true, false), 'fall', []);
-            }
-            st.fall = null;
-            return;
-          }
-          stillDown(id, st, false);
-        };
-
-        const inactivity = (id: number, st: TrackState, p: PersonPose, hasFloor: boolean) => {
-          if (!cfg.inactivityEnabled) {
-            st.anchorTime = NaN;
-            return;
-          }
-          if (!hasFloor) return;
-          if (!Number.isFinite(st.anchorTime) || Math.hypot(st.floorX - st.anchorX, st.floorY - st.anchorY) >= INACTIVITY_RADIUS_M) {
-            st.anchorX = st.floorX;
-            st.anchorY = st.floorY;
-            st.anchorTime = t;
-            st.inactivityAlerted = false;
-            return;
-          }
-          if (!st.inactivityAlerted && t - st.anchorTime >= cfg.thresholdMinutes * 60_000) {
-            raise(
-              'inactivity',
-              'medium',
-              id,
-              Number.isFinite(p.confidence) ? p.confidence : 0,
-              { x: st.floorX, y: st.floorY },
-              {
-                inactive_seconds: (t - st.anchorTime) / 1000,
-                threshold_minutes: cfg.thresholdMinutes,
-                radius_m: INACTIVITY_RADIUS_M,
-                activity: p.activity ?? null,
-              },
-              'inactivity',
-              ['notification'],
-            );
-            st.inactivityAlerted = true;
-          }
-        };
-
-        const personCount = (z: CompiledZone) => {
-          let n = 0;
-          for (const q of frame.persons) if (q?.floor && inZone(z, q.floor.x, q.floor.y)) n++;
-          return n;
-        };
-
-        const intrusion = (id: number, st: TrackState, p: PersonPose, hasFloor: boolean) => {
-          if (st.zones.size > 0) for (const zid of st.zones.keys()) if (!cfg.zones.some((z) => z.id === zid)) st.zones.delete(zid);
-          if (!hasFloor) return;
-          const x = st.floorX;
-          const y = st.floorY;
-          for (const z of cfg.zones) {
-            let alerted = st.zones.get(z.id);
-            if (alerted === undefined) {
-              if (!inZone(z, x, y)) continue;
-              alerted = false;
-              st.zones.set(z.id, false);
-            } else if (!inZone(z, x, y) && distanceToBoundary(x, y, z.polygon) > ZONE_EXIT_MARGIN_M) {
-              st.zones.delete(z.id);
-              continue;
-            }
-            if (!alerted && scheduleActive(z.schedule, t)) {
-              raise(
-                'intrusion',
-                z.severity,
-                id,
-                Number.isFinite(p.confidence) ? p.confidence : 0,
-                { x, y },
-                { zone: z.id, zone_name: z.name, person_count: personCount(z), threat_level: z.severity },
-                `intrusion_${z.id}`,
-                ['notification'],
-                z.id,
-              );
-              st.zones.set(z.id, true);
-            }
-          }
-        };
-
-        for (const p of frame.persons) {
-          if (!p) continue;
-          const id = p.trackId;
-          if (id === undefined || id === null || !Number.isFinite(id)) continue;
-          let st = tracks.get(id);
-          if (!st) {
-            st = {
-              lastSeen: t,
-              seenFrame: 0,
-              floorX: NaN,
-              floorY: NaN,
-              trace: new PoseHistory(TRACE_CAPACITY),
-              fall: null,
-              anchorX: NaN,
-              anchorY: NaN,
-              anchorTime: NaN,
-              inactivityAlerted: false,
-              zones: new Map(),
-            };
-            tracks.set(id, st);
-          }
-          if (st.seenFrame === frameNo) continue;
-          st.seenFrame = frameNo;
-          st.lastSeen = t;
-          const floor = p.floor;
-          const hasFloor = !!floor && Number.isFinite(floor.x) && Number.isFinite(floor.y);
-          if (hasFloor) {
-            st.floorX = floor!.x;
-            st.floorY = floor!.y;
-          }
-          if (p.keypoints) {
-            estimatePosture(p.keypoints, p.bbox, est);
-            if (est.valid) {
-              st.trace.trim(t, TRACE_MS);
-              st.trace.push(t, est, st.floorX, st.floorY, NaN);
-            }
-          }
-          if (cfg.fallEnabled) fall(id, st, p);
-          else st.fall = null;
-          inactivity(id, st, p, hasFloor);
-          intrusion(id, st, p, hasFloor);
-        }
-
-        for (const [id, st] of tracks) {
-          if (st.seenFrame === frameNo) continue;
-          if (st.fall) {
-            if (cfg.fallEnabled) stillDown(id, st, true);
-            else st.fall = null;
-          }
-          if (!st.fall && Math.abs(t - st.lastSeen) > TRACK_FORGET_MS) tracks.delete(id);
-        }
-
-        if (newAlerts.length === 0 && newEvents.length === 0) return frame;
-        const out: PoseFrame = { ...frame };
-        if (newAlerts.length > 0) out.alerts = frame.alerts ? [...frame.alerts, ...newAlerts] : newAlerts;
-        if (newEvents.length > 0) out.events = frame.events ? [...frame.events, ...newEvents] : newEvents;
-        return out;
-      };
-
       const sub = source.subscribe({
         next(frame) {
-          let out: PoseFrame;
+          let out: PoseFrame = frame;
           try {
             const cfg = fixed ?? resolveConfig(dynamic!(), compileCached);
-            out = frame && Array.isArray(frame.persons) && Number.isFinite(frame.time) ? handle(frame, cfg) : frame;
+            if (frame && Array.isArray(frame.persons) && Number.isFinite(frame.time)) {
+              let watchers = environments.get(frame.environmentId);
+              if (!watchers) {
+                watchers = new AlertWatchers();
+                environments.set(frame.environmentId, watchers);
+              }
+              out = watchers.step(frame, cfg);
+            }
           } catch (e) {
             subscriber.error(e);
             return;
