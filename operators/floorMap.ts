@@ -6,6 +6,8 @@ import { configParam } from '../src/config/params.js';
 import type { OperatorContext, OperatorSpec } from '../src/engine/spec.js';
 import { DEFAULT_CELL_M, FloorBeamformer, floorGrid, fuseMaps, type FloorGrid } from '../src/physics/beamform.js';
 import { findCandidates, type Candidate } from '../src/physics/candidates.js';
+import { applyChainCorrection, chainCorrection } from '../src/physics/chains.js';
+import { DEFAULT_DOPPLER_BINS, DopplerSteerer, steerCandidates } from '../src/physics/doppler.js';
 import { centreFrequencyHz, linkGeometry } from '../src/physics/geometry.js';
 import { losDelayS, StaticChannel } from '../src/physics/static.js';
 import type { MovingWindow } from '../src/physics/types.js';
@@ -47,6 +49,10 @@ export interface FloorMapGrid {
 /** One window of an environment's links on the floor: what `floorMap` emits. */
 export interface FloorMapItem {
   readonly environmentId: string;
+  /** The primary link's `sourceId`. */
+  readonly sourceId: string;
+  /** Share of the site's links in the map (0..1): the pose frame's `csiQuality`. */
+  readonly quality: number;
   /** Epoch ms of the primary link's last packet in the window. */
   readonly time: number;
   readonly grid: FloorMapGrid;
@@ -56,6 +62,16 @@ export interface FloorMapItem {
   readonly candidates: Candidate[];
   /** The links in the map, site order (the primary first). */
   readonly links: string[];
+  /**
+   * Each candidate's Doppler spectrum fused over the map's links (steerCandidates, 'window'
+   * normalisation: a row sums to the links' captured shares, each in [0, 1]): row i is
+   * `doppler[i * dopplerBins ..]`, fftshifted. A new array per item.
+   */
+  readonly doppler: Float32Array;
+  /** Bins per Doppler row (DEFAULT_DOPPLER_BINS, 64). */
+  readonly dopplerBins: number;
+  /** Bistatic path-length rate of each bin, m/s (DopplerSteerer.pathRates; shared by every item of a link layout). */
+  readonly dopplerRates: Float64Array;
 }
 
 /** The room the grid covers, metres from the front-left corner. */
@@ -73,8 +89,19 @@ export interface FloorMapOptions {
   learnSeconds?: number;
   /** Most candidates per map; default {@link DEFAULT_MAX_CANDIDATES}. */
   maxCandidates?: number;
+  /** A peak below this fraction of the map's first is not a candidate; default DEFAULT_MIN_FRACTION (findCandidates). */
+  minFraction?: number;
+  /** Floor radius suppressed around each candidate, metres; default DEFAULT_SUPPRESS_RADIUS_M (findCandidates). */
+  suppressRadius?: number;
   /** Grid cell, metres; default DEFAULT_CELL_M (0.2). */
   cell?: number;
+  /**
+   * Correct each link's chain phases from its learned static channel against the line of sight
+   * (chains.ts); default false: it fixes random chain phases in an otherwise ideal room (one walker
+   * 1.45 -> 0.24 m) but the reflections bias it where the chains are already right (0.11 -> 0.24 m)
+   * and in the `room` realism (0.98 -> 1.25 m).
+   */
+  chainCalibration?: boolean;
 }
 
 /** One link of one environment: its layout, static channel, window ring and beamformer. */
@@ -90,15 +117,21 @@ class LinkTrack {
   /** The link's last SHORT_WINDOW packets when the primary's window is due (not the primary's own). */
   readonly buffer: Float32Array;
   readonly beamformer: FloorBeamformer;
+  readonly doppler: DopplerSteerer;
   readonly map: Float32Array;
+  /** Per-pair chain phase correction, fitted from the static channel once learned (chains.ts); null before. */
+  chains: Float32Array | null = null;
   firstTime = NaN;
   lastTime = NaN;
+  /** The `sourceId` of the link's latest frame. */
+  sourceId: string;
 
   constructor(
     readonly link: SiteLink,
     f: CsiFrame,
     grid: FloorGrid,
   ) {
+    this.sourceId = f.sourceId;
     this.subcarriers = Int16Array.from(f.subcarriers);
     this.nRx = f.nRx;
     this.nTx = f.nTx;
@@ -112,7 +145,9 @@ class LinkTrack {
     this.windows = new MovingWindows({ nSub: f.nSub, nRx: f.nRx, nTx: f.nTx });
     this.aligned = new Float32Array(f.csi.length);
     this.buffer = new Float32Array(SHORT_WINDOW * f.csi.length);
-    this.beamformer = new FloorBeamformer(linkGeometry(tx, rx, this.subcarriers, centre), grid);
+    const geometry = linkGeometry(tx, rx, this.subcarriers, centre);
+    this.beamformer = new FloorBeamformer(geometry, grid);
+    this.doppler = new DopplerSteerer(geometry, { bins: DEFAULT_DOPPLER_BINS });
     this.map = new Float32Array(grid.size);
   }
 
@@ -173,6 +208,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
   const learnSeconds = options.learnSeconds ?? DEFAULT_LEARN_SECONDS;
   const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
   const cell = options.cell ?? DEFAULT_CELL_M;
+  const chainCalibration = options.chainCalibration ?? false;
   if (!(learnSeconds >= 0 && learnSeconds <= LEARN_MAX)) throw new RangeError(`floorMap: learnSeconds must be in [0, ${LEARN_MAX}], got ${learnSeconds}`);
   if (!(Number.isInteger(maxCandidates) && maxCandidates >= 1 && maxCandidates <= 64))
     throw new RangeError(`floorMap: maxCandidates must be an integer in [1, 64], got ${maxCandidates}`);
@@ -202,26 +238,63 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
       const scratch = new Uint8Array(grid.size);
       const maps: Float32Array[] = [];
       const ids: string[] = [];
+      const steerers: DopplerSteerer[] = [];
+      const windows: MovingWindow[] = [];
       const gridOut: FloorMapGrid = Object.freeze({ x0: grid.x0, y0: grid.y0, cell: grid.cell, nx: grid.nx, ny: grid.ny, heights: Object.freeze(Array.from(grid.heights)) });
+
+      /** The link's window with its chain phases corrected, once its static channel is learned (fitted then, once). */
+      const calibrated = (t: LinkTrack, w: MovingWindow, learning: boolean): MovingWindow => {
+        if (!chainCalibration || learning || !t.staticChannel.ready) return w;
+        t.chains ??= chainCorrection(t.staticChannel.channel, t.doppler.geometry);
+        return applyChainCorrection(w, t.chains);
+      };
 
       const emit = (env: string, state: EnvState, primary: LinkTrack, w: MovingWindow): void => {
         maps.length = 0;
         ids.length = 0;
+        steerers.length = 0;
+        windows.length = 0;
         primary.beamformer.beamform(w, primary.map);
         maps.push(primary.map);
         ids.push(primary.link.id);
+        steerers.push(primary.doppler);
+        windows.push(w);
         for (let i = 1; i < state.tracks.length; i++) {
           const t = state.tracks[i];
           if (!t || t.windows.count < SHORT_WINDOW || !(w.time - t.lastTime <= STALE_MS)) continue;
           const learning = learnMs > 0 && t.lastTime - t.firstTime < learnMs;
-          const win = t.windows.window(SHORT_WINDOW, learning || !t.staticChannel.ready ? null : t.staticChannel.channel, t.buffer);
+          const win = calibrated(t, t.windows.window(SHORT_WINDOW, learning || !t.staticChannel.ready ? null : t.staticChannel.channel, t.buffer), learning);
           t.beamformer.beamform(win, t.map);
           maps.push(t.map);
           ids.push(t.link.id);
+          // Links of other channels cannot share the primary's Doppler bins (steerCandidates needs one centre frequency).
+          if (t.doppler.geometry.centreHz === primary.doppler.geometry.centreHz) {
+            steerers.push(t.doppler);
+            windows.push(win);
+          }
         }
         fuseMaps(maps, fused);
-        const candidates = findCandidates(fused, grid, { maxCandidates, scratch });
-        subscriber.next({ environmentId: env, time: w.time, grid: gridOut, map: fused.slice(), candidates, links: ids.slice() });
+        const candidates = findCandidates(fused, grid, {
+          maxCandidates,
+          scratch,
+          ...(options.minFraction !== undefined ? { minFraction: options.minFraction } : {}),
+          ...(options.suppressRadius !== undefined ? { suppressRadius: options.suppressRadius } : {}),
+        });
+        const bins = primary.doppler.bins;
+        const doppler = steerCandidates(steerers, windows, candidates, new Float32Array(candidates.length * bins));
+        subscriber.next({
+          environmentId: env,
+          sourceId: primary.sourceId,
+          quality: ids.length / links.length,
+          time: w.time,
+          grid: gridOut,
+          map: fused.slice(),
+          candidates,
+          links: ids.slice(),
+          doppler,
+          dopplerBins: bins,
+          dopplerRates: primary.doppler.pathRates,
+        });
       };
 
       const sub = source.subscribe({
@@ -244,12 +317,13 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             if (Number.isNaN(t.firstTime)) t.firstTime = time;
             else if (time < t.lastTime || time - t.lastTime > GAP_MS) t.windows.clear();
             t.lastTime = time;
+            t.sourceId = f.sourceId;
             const learning = learnMs > 0 && time - t.firstTime < learnMs;
             t.staticChannel.process(f.csi, time, learning, t.aligned);
             t.windows.push(t.aligned, time);
             if (i !== 0) return;
             const w = t.windows.take('short', learning || !t.staticChannel.ready ? null : t.staticChannel.channel);
-            if (w) emit(env, state, t, w);
+            if (w) emit(env, state, t, calibrated(t, w, learning));
           } catch (e) {
             subscriber.error(e);
           }
@@ -326,7 +400,13 @@ export const spec: OperatorSpec = {
       learnSeconds: Number(params.learnSeconds ?? DEFAULT_LEARN_SECONDS),
       maxCandidates: Number(params.maxCandidates ?? DEFAULT_MAX_CANDIDATES),
       cell: Number(params.cell ?? DEFAULT_CELL_M),
-      room: ctx.room ?? (() => ({ width, depth })),
+      // The service's live room (environment.site), read at subscription; else the parameters.
+      room:
+        ctx.room ??
+        (() => {
+          const v = ctx.live?.('floorMap');
+          return { width: Number(v?.roomWidth ?? width), depth: Number(v?.roomDepth ?? depth) };
+        }),
       ...(ctx.radios ? { radios: ctx.radios } : {}),
     });
   },
