@@ -140,7 +140,7 @@ const observing = (m: PoseRunner | undefined): m is LiveOracle => typeof (m as P
  * @throws Error when the model is not a contract v2 model
  */
 export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: AccuracyOptions): Promise<AccuracyReport> {
-  if (model.contract !== 2) throw new Error(`${opts.modelPath}: a contract v1 model (${model.metadata.csipose_contract}); the benchmark scores v2 models (skeletons in metres): train one with npm run train`);
+  if (model.contract !== 2) throw new Error(`${opts.modelPath}: a contract v${model.contract} model (${model.metadata.csipose_contract || "no contract metadata"}); the benchmark scores v2 models (skeletons in metres): train one with npm run train:v2 (v3 refiners are scored by training/evaluate.py for now)`);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const settings = opts.settings ?? defaultLiveParams();
@@ -335,11 +335,11 @@ async function main(): Promise<void> {
       progress,
     });
   } else {
-    if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train, or pass --model PATH)`);
-    if (!existsSync(sidecar)) throw new Error(`no training report at ${sidecar}: the baseline needs its mean_pose (written by npm run train next to the model)`);
+    if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train:v2, or pass --model PATH)`);
+    if (!existsSync(sidecar)) throw new Error(`no training report at ${sidecar}: the baseline needs its mean_pose (written by npm run train:v2 next to the model)`);
     const sideReport = JSON.parse(readFileSync(sidecar, 'utf8')) as unknown;
     const mean = meanPoseOf(sideReport);
-    if (!mean) throw new Error(`${sidecar} has no mean_pose (51 offsets and pelvis_z): the trivial baseline's pose comes from the training report of a v2 model (npm run train writes it); retrain, or run --oracle`);
+    if (!mean) throw new Error(`${sidecar} has no mean_pose (51 offsets and pelvis_z): the trivial baseline's pose comes from the training report of a v2 model (npm run train:v2 writes it); retrain, or run --oracle`);
     check = checkSidecar(sideReport, planRecipes(plan));
     if (check.sharedSeeds > 0) throw new Error(`${check.sharedSeeds} benchmark scenarios share a simulator seed with the model's training scenarios`);
     let oracleModel: PoseRunner | undefined;

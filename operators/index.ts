@@ -19,6 +19,7 @@ import { spec as alerts } from './alerts.js';
 import { spec as features } from './features.js';
 import { spec as infer } from './infer.js';
 import { spec as floorMap } from './floorMap.js';
+import { spec as refine } from './refine.js';
 
 /** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
 export const OPERATORS: readonly OperatorSpec[] = [
@@ -38,6 +39,7 @@ export const OPERATORS: readonly OperatorSpec[] = [
   activity,
   alerts,
   floorMap,
+  refine,
 ];
 
 /** The registry the CLI and the service build pipelines from. */

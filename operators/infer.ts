@@ -3,7 +3,7 @@ import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../s
 import { configParam, primaryReceiverParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { countFromProbabilities, decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
-import { layoutText, parseSite, siteProblem, untrainedPart, type CsiLayout, type SiteGeometry, type TrainedLayouts } from '../src/model/contract.js';
+import { CONTRACT_V3, layoutText, parseSite, siteProblem, untrainedPart, type CsiLayout, type SiteGeometry, type TrainedLayouts } from '../src/model/contract.js';
 import { HISTORY_WIDTH } from '../src/model/history.js';
 import { resolveInstalled } from '../src/packageRoot.js';
 import { viewCamera, type Camera, type ViewSettings } from '../src/pose/camera.js';
@@ -620,6 +620,11 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 
       /** Takes a loaded model into use; false (and the stream errored) when it does not fit the rows. */
       const accept = (m: PoseRunner): boolean => {
+        if (m.contract === 3) {
+          const name = m.metadata.model_version ? `model ${m.metadata.model_version}` : 'the model';
+          fail(new ModelError(`${name} is a ${CONTRACT_V3} refiner of the physics front end's candidates: it runs in the refine stage, not on window features`));
+          return false;
+        }
         if (init.featureDim !== undefined && m.featureDim !== init.featureDim) {
           fail(new ModelError(`model expects feature_dim ${m.featureDim}, the features have ${init.featureDim}`));
           return false;

@@ -7,10 +7,12 @@ import type { PoseRunner } from '../src/model/runtime.js';
 import type { MultiPersonTracker } from '../src/pose/tracker.js';
 import type { InferContext, InferStats, UntrainedPolicy } from '../operators/infer.js';
 import type { TrackContext } from '../operators/track.js';
+import type { RefineContext } from '../operators/refine.js';
 import type { LinksContext, LinkStatsHolder } from '../operators/links.js';
 import type { RadioConfig } from '../src/csi/radios.js';
 import { registry } from '../operators/index.js';
 import { live } from './live.js';
+import { physicsLive } from './physicsLive.js';
 import { processDef } from './process.js';
 import type { LiveParams } from './settings.js';
 
@@ -34,8 +36,9 @@ export interface PipelineResources {
 }
 
 function run(def: typeof live, r: PipelineResources, params: () => Partial<Record<string, Readonly<ParamValues>>>): OperatorFunction<CsiFrame, PoseFrame> {
-  const ctx: InferContext & TrackContext & LinksContext = {
+  const ctx: InferContext & TrackContext & LinksContext & RefineContext = {
     model: r.model,
+    ...(r.model.contract === 3 ? { refiner: r.model } : {}),
     live: (op) => params()[op],
     ...(r.inferStats ? { inferStats: r.inferStats } : {}),
     ...(r.untrained ? { untrained: r.untrained } : {}),
@@ -52,14 +55,16 @@ function run(def: typeof live, r: PipelineResources, params: () => Partial<Recor
  * The `live` pipeline as one operator: the stages `csipose pipelines` prints, with a loaded model
  * and live parameters read per batch and frame, so a configuration change applies on the next one.
  * Its first stage, `links`, takes the frames of every link of the site (`r.radios`) and passes on
- * the primary link's; its figures go to `r.linkStats`.
+ * the primary link's; its figures go to `r.linkStats`. With a v3 refiner (contract csipose-pose-v3)
+ * it is `physics-live` instead: floorMap over every link of the site, refine, track, activity, alerts.
  * @param r the model, the site's radios and hooks
  * @param params the parameters in force (`liveParams(config.get())`), read again per batch or frame
  * @returns CSI frames to tracked, labelled pose frames with alerts and events
  * @example frames$.pipe(livePipeline({ model }, () => liveParams(config.get())))
  */
 export function livePipeline(r: PipelineResources, params: () => LiveParams): OperatorFunction<CsiFrame, PoseFrame> {
-  return run(live, r, params);
+  // A v3 refiner reads the physics front end's candidates, not window features.
+  return run(r.model.contract === 3 ? physicsLive : live, r, params);
 }
 
 /** A submission's settings (`processing_options` over the configuration). */

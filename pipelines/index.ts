@@ -3,6 +3,7 @@ import { sense } from './sense.js';
 import { live } from './live.js';
 import { processDef } from './process.js';
 import { physics } from './physics.js';
+import { physicsLive } from './physicsLive.js';
 
 /** Every named pipeline, by name. */
-export const PIPELINES: ReadonlyMap<string, PipelineDef> = new Map([sense, live, processDef, physics].map((p) => [p.name, p]));
+export const PIPELINES: ReadonlyMap<string, PipelineDef> = new Map([sense, live, processDef, physics, physicsLive].map((p) => [p.name, p]));

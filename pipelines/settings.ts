@@ -10,12 +10,8 @@ import { formatSite } from '../src/model/contract.js';
  * operator declares them with `configParam`), so a pipeline string, `csipose operators` and the
  * running service agree.
  */
-export const CONFIG_PARAMS = {
-  infer: {
-    confidenceThreshold: 'detection.confidence_threshold',
-    maxPersons: 'detection.max_persons',
-    batchSize: 'neural_network.batch_size',
-    maxWaitMs: 'neural_network.max_wait_ms',
+/** The reference view's settings, read by every stage that projects skeletons (infer, refine). */
+const VIEW_PARAMS = {
     viewWidth: 'environment.view.width',
     viewHeight: 'environment.view.height',
     viewHfovDeg: 'environment.view.hfov_deg',
@@ -24,6 +20,24 @@ export const CONFIG_PARAMS = {
     viewZ: 'environment.view.z',
     viewYawDeg: 'environment.view.yaw_deg',
     viewPitchDeg: 'environment.view.pitch_deg',
+} as const;
+
+export const CONFIG_PARAMS = {
+  infer: {
+    confidenceThreshold: 'detection.confidence_threshold',
+    maxPersons: 'detection.max_persons',
+    batchSize: 'neural_network.batch_size',
+    maxWaitMs: 'neural_network.max_wait_ms',
+    ...VIEW_PARAMS,
+  },
+  refine: {
+    confidenceThreshold: 'detection.confidence_threshold',
+    maxPersons: 'detection.max_persons',
+    ...VIEW_PARAMS,
+  },
+  floorMap: {
+    roomWidth: 'environment.site.room_width',
+    roomDepth: 'environment.site.room_depth',
   },
   track: {
     enabled: 'detection.tracking_enabled',

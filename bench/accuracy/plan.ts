@@ -220,7 +220,7 @@ export function roomRecipes(plan: AccuracyPlan): RoomRecipes {
 }
 
 /** Simulator options with every link of a site (the simulator's `radios`), or as they are without one. */
-function withRadios(o: SimOptions, radios: readonly RadioConfig[] | null | undefined): SimOptions {
+export function withRadios(o: SimOptions, radios: readonly RadioConfig[] | null | undefined): SimOptions {
   if (!radios) return o;
   // The radios place the arrays (and give their antenna counts) in place of nRx, nTx and the scenario's tx and rx.
   const { nRx: _r, nTx: _t, ...rest } = o;

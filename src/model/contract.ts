@@ -56,6 +56,38 @@ export const MODEL_ACTIVITIES = ACTIVITIES;
 /** The `fall` output looks this many seconds back from the window's end. */
 export const FALL_WINDOW_S = 3;
 
+/**
+ * Contract v3: a refiner of the physics front end's candidate people (docs/model.md "Contract
+ * v3"): one row per candidate, not per window. Input:
+ *   `candidates`  float32 [N, steps, feature_dim]   each candidate's last `steps` rows of
+ *                 src/physics/refinerInput.ts (REFINER_FEATURES, oldest first)
+ * Outputs (per candidate):
+ *   `person`   [N]         probability that the candidate is a person
+ *   `offset`   [N, 2]      metres: the pelvis's floor point minus the candidate's (x, y)
+ *   `height`   [N]         pelvis height above the floor, metres
+ *   `heading`  [N, 2]      unit vector (cos, sin) of the facing direction in the floor plan
+ *   `activity` [N, 5]      MODEL_ACTIVITIES probabilities
+ *   `fall`     [N]         probability that this person's fall began in the last fall_window_s
+ *   `skeleton` [N, 17, 3]  COCO-17 joints minus the pelvis, metres
+ * Metadata: `csipose_contract` = CONTRACT_V3, `model_version`, `trained_on`, `feature_dim`,
+ * `steps`, `stride_maps`, `map_window_packets`, `map_hop_packets`, `max_candidates`,
+ * `feature_names` (comma-separated; must equal the service's), `fall_window_s`.
+ */
+export const CONTRACT_V3 = 'csipose-pose-v3';
+export const INPUT_CANDIDATES = 'candidates';
+/** The v3 outputs and their trailing dimensions (after N). */
+export const MODEL_V3_SHAPES = Object.freeze({
+  person: [] as readonly number[],
+  offset: [2] as readonly number[],
+  height: [] as readonly number[],
+  heading: [2] as readonly number[],
+  activity: [5] as readonly number[],
+  fall: [] as readonly number[],
+  skeleton: [17, 3] as readonly number[],
+});
+export type ModelV3Output = keyof typeof MODEL_V3_SHAPES;
+export const MODEL_V3_OUTPUTS = Object.keys(MODEL_V3_SHAPES) as ModelV3Output[];
+
 export const INPUT_FEATURES = 'features';
 export const INPUT_SITE = 'site';
 export const OUTPUT_PRESENCE = 'presence';
@@ -85,6 +117,10 @@ export interface ModelMetadata {
   fall_window_s?: number;
   /** The CSI layouts the model was trained on ({@link formatLayouts}); absent = not declared. */
   trained_layouts?: string;
+  /** v3: steps of history per candidate, maps between steps, candidates per map. */
+  steps?: number;
+  stride_maps?: number;
+  max_candidates?: number;
 }
 
 /** A point in the room, metres: x across the room, y in depth from the receiver's wall, z height. */
@@ -242,7 +278,7 @@ export interface TrainedLayouts {
 }
 
 /**
- * What `npm run train` draws (`src/training/recipe.ts`, the simulator's 5 GHz default): the layouts
+ * What `npm run train:v2` draws (`src/training/recipe.ts`, the simulator's 5 GHz default): the layouts
  * of the shipped model and of every model trained by it (model_version `csipose-pose-...`).
  */
 export const RECIPE_LAYOUTS: TrainedLayouts = Object.freeze({

@@ -17,6 +17,11 @@ import onnxProto from 'onnx-proto';
 import type { InferenceSession } from 'onnxruntime-node';
 import {
   CONTRACT_V2,
+  CONTRACT_V3,
+  INPUT_CANDIDATES,
+  MODEL_V3_OUTPUTS,
+  MODEL_V3_SHAPES,
+  type ModelV3Output,
   CONTRACT_VERSION,
   INPUT_FEATURES,
   INPUT_HISTORY,
@@ -45,6 +50,7 @@ import { N_DENSE_PARTS, N_KEYPOINTS, type PersonPose } from '../pose/types.js';
 import type { Camera } from '../pose/camera.js';
 import { densePoseParts } from '../pose/densepose.js';
 import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from './history.js';
+import { REFINER_FEATURE_DIM, REFINER_FEATURES, REFINER_STEPS, REFINER_STRIDE } from '../physics/refinerInput.js';
 
 const { onnx } = onnxProto;
 
@@ -96,7 +102,15 @@ export interface ModelOutputsV2 {
   fall: Float32Array;
 }
 
-export type ModelOutputs = ModelOutputsV1 | ModelOutputsV2;
+/** The outputs of one `run` of a v3 refiner (contract CONTRACT_V3): one row per candidate. */
+export interface ModelOutputsV3 extends Record<ModelV3Output, Float32Array> {
+  contract: 3;
+  /** Candidates in the batch. */
+  n: number;
+  maxPersons: number;
+}
+
+export type ModelOutputs = ModelOutputsV1 | ModelOutputsV2 | ModelOutputsV3;
 
 /** Options of one `run`. */
 export interface RunOptions {
@@ -125,8 +139,8 @@ export interface PoseRunner {
   readonly maxPersons: number;
   /** The CSI layouts the model reads (`trainedLayoutsOf`); null or absent = not declared, any layout is run. */
   readonly trainedLayouts?: TrainedLayouts | null;
-  /** 1 or 2: which contract the model follows (2 takes `history` and answers in metres). */
-  readonly contract: 1 | 2;
+  /** Which contract the model follows (2 takes `history` and answers in metres; 3 refines the physics front end's candidates). */
+  readonly contract: 1 | 2 | 3;
   run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs>;
 }
 
@@ -401,7 +415,7 @@ function readModelProps(bytes: Uint8Array, where: string): Map<string, string> {
 const shapeText = (shape: ReadonlyArray<number | string> | undefined) => `[${(shape ?? []).join(', ')}]`;
 
 interface Validated {
-  contract: 1 | 2;
+  contract: 1 | 2 | 3;
   metadata: ModelMetadata;
   featureDim: number;
   /** Width of the `site` input, 0 without it. */
@@ -434,7 +448,7 @@ function v2Dims(name: (typeof MODEL_V2_OUTPUTS)[number], n: number, P: number): 
   return [n, s.perPerson ? P + s.extra : s.extra, ...s.trailing];
 }
 
-/** model_version prefix of the models `npm run train` writes (and `csipose calibrate` derives from them). */
+/** model_version prefix of the models `npm run train:v2` writes (and `csipose calibrate` derives from them). */
 const OWN_MODEL_PREFIX = 'csipose-pose-';
 
 /**
@@ -500,8 +514,11 @@ function validateContract(
 ): Validated {
   const fail = (msg: string) => new ModelError(`${msg} (${where})`);
   const contract = props.get('csipose_contract');
-  if (contract !== undefined && contract !== CONTRACT_VERSION && contract !== CONTRACT_V2)
-    throw fail(`model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)} and ${JSON.stringify(CONTRACT_V2)}`);
+  if (contract !== undefined && contract !== CONTRACT_VERSION && contract !== CONTRACT_V2 && contract !== CONTRACT_V3)
+    throw fail(
+      `model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)}, ${JSON.stringify(CONTRACT_V2)} and ${JSON.stringify(CONTRACT_V3)}`,
+    );
+  if (contract === CONTRACT_V3 || (contract === undefined && inputs.some((i) => i.name === INPUT_CANDIDATES))) return validateV3(inputs, outputs, props, fail, contract);
   if (contract === CONTRACT_V2 || (contract === undefined && inputs.some((i) => i.name === INPUT_HISTORY)))
     return validateV2(inputs, outputs, props, expectFeatureDim, fail, contract);
 
@@ -656,6 +673,60 @@ function validateV2(
 }
 
 /**
+ * The v3 checks of `validateContract`: one float32 `candidates` input [N, REFINER_STEPS,
+ * REFINER_FEATURE_DIM], the seven outputs with their trailing dimensions, and metadata that agrees
+ * with the service's front end (steps, stride, feature names): a refiner trained on other features
+ * would run and answer nonsense, so it is refused by name.
+ */
+function validateV3(
+  inputs: readonly ValueInfo[],
+  outputs: readonly ValueInfo[],
+  props: Map<string, string>,
+  fail: (msg: string) => ModelError,
+  contract: string | undefined,
+): Validated {
+  const names = inputs.map((i) => `'${i.name}'`).join(', ');
+  const input = inputs.find((i) => i.name === INPUT_CANDIDATES);
+  if (!input || inputs.length !== 1) throw fail(`a ${CONTRACT_V3} model takes one input '${INPUT_CANDIDATES}'; it has ${names || 'none'}`);
+  checkInput(input, [REFINER_STEPS, REFINER_FEATURE_DIM], fail);
+  for (const [key, want] of [
+    ['feature_dim', REFINER_FEATURE_DIM],
+    ['steps', REFINER_STEPS],
+    ['stride_maps', REFINER_STRIDE],
+  ] as const) {
+    const v = metadataNumber(props, key, fail);
+    if (v !== undefined && v !== want) throw fail(`model metadata ${key} is ${v}, this service's front end gives ${want}`);
+  }
+  const featureNames = props.get('feature_names');
+  if (featureNames !== undefined && featureNames !== REFINER_FEATURES.join(','))
+    throw fail(`model metadata feature_names differ from this service's front end (${REFINER_FEATURE_DIM} features: ${REFINER_FEATURES.slice(0, 4).join(', ')}, ...)`);
+  const byName = new Map(outputs.map((o) => [o.name, o]));
+  for (const name of MODEL_V3_OUTPUTS) {
+    const o = byName.get(name);
+    if (!o) throw fail(`model has no output '${name}' (outputs: ${outputs.map((x) => `'${x.name}'`).join(', ') || 'none'})`);
+    if (!o.isTensor || o.type !== 'float32') throw fail(`model output '${name}' is ${o.type ?? 'not a tensor'}, expected float32`);
+    const trailing = MODEL_V3_SHAPES[name];
+    const shape = o.shape ?? [];
+    if (shape.length === 0) continue;
+    if (shape.length !== 1 + trailing.length || trailing.some((d, k) => typeof shape[1 + k] === 'number' && shape[1 + k] !== d))
+      throw fail(`model output '${name}' has shape ${shapeText(shape)}, expected ${shapeText(['N', ...trailing])}`);
+  }
+  const maxCandidates = metadataNumber(props, 'max_candidates', fail) ?? 0;
+  const fallWindow = Number(props.get('fall_window_s'));
+  const metadata: ModelMetadata = {
+    ...commonMetadata(props, contract, REFINER_FEATURE_DIM, maxCandidates, 0, fail),
+    steps: REFINER_STEPS,
+    stride_maps: REFINER_STRIDE,
+    max_candidates: maxCandidates,
+    ...(Number.isFinite(fallWindow) && fallWindow > 0 ? { fall_window_s: fallWindow } : {}),
+  };
+  const base = { contract: 3 as const, metadata, featureDim: REFINER_STEPS * REFINER_FEATURE_DIM, siteDim: 0, maxPersons: maxCandidates };
+  return contract === undefined
+    ? { ...base, warning: `model has no csipose_contract metadata; accepted on its input and output names and shapes (assumed ${CONTRACT_V3})` }
+    : base;
+}
+
+/**
  * A contract pose model loaded in onnxruntime-node (CPU, one intra-op thread, all graph
  * optimisations), checked against the contract at load.
  *
@@ -681,8 +752,8 @@ export class PoseModel implements PoseRunner {
 
   private constructor(
     private readonly session: SessionLike,
-    /** 1 or 2: the contract the model follows. */
-    readonly contract: 1 | 2,
+    /** 1, 2 or 3: the contract the model follows. */
+    readonly contract: 1 | 2 | 3,
     /** The contract metadata (from the model, or derived from its shapes when it has none). */
     readonly metadata: ModelMetadata,
     /** Width of one feature row. */
@@ -755,7 +826,10 @@ export class PoseModel implements PoseRunner {
     if (this.released) throw new ModelError(`model released (${this.source})`);
     let raw: Record<string, RawOutput>;
     try {
-      const feeds: Feed[] = [{ name: INPUT_FEATURES, data: features, dims: [n, this.featureDim] }];
+      const feeds: Feed[] =
+        this.contract === 3
+          ? [{ name: INPUT_CANDIDATES, data: features, dims: [n, REFINER_STEPS, REFINER_FEATURE_DIM] }]
+          : [{ name: INPUT_FEATURES, data: features, dims: [n, this.featureDim] }];
       if (this.contract === 2) {
         const width = HISTORY_STEPS * HISTORY_DIM;
         const h = opts.history;
@@ -782,6 +856,11 @@ export class PoseModel implements PoseRunner {
         throw new ModelError(`model output '${name}' has shape ${shapeText(o.dims)}, expected ${shapeText(dims)} (${this.source})`);
       return o.data;
     };
+    if (this.contract === 3) {
+      const out = { contract: 3, n, maxPersons: P } as ModelOutputsV3;
+      for (const name of MODEL_V3_OUTPUTS) out[name] = take(name, [n, ...MODEL_V3_SHAPES[name]]);
+      return out;
+    }
     if (this.contract === 2) {
       return {
         contract: 2,
@@ -885,7 +964,7 @@ const R_HIP = 12;
  * @param opts view size, threshold, person limit, whether to include DensePose; camera and
  *   receiver for v2
  * @returns the persons, each with its own arrays
- * @throws RangeError when `row` is outside the batch, or a v2 row is decoded without a camera
+ * @throws RangeError when `row` is outside the batch, a v2 row is decoded without a camera, or the outputs are a v3 refiner's
  * @example
  * decodeOutputs(out, 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4,
  *   includeDensePose: true })[0].bbox // Float32Array [x, y, w, h] in pixels
@@ -893,6 +972,7 @@ const R_HIP = 12;
 export function decodeOutputs(outputs: ModelOutputs, row: number, opts: DecodeOptions): PersonPose[] {
   if (!Number.isInteger(row) || row < 0 || row >= outputs.n) throw new RangeError(`row ${row} outside a batch of ${outputs.n}`);
   if (outputs.contract === 2) return decodeV2(outputs, row, opts);
+  if (outputs.contract === 3) throw new RangeError('decodeOutputs: a v3 refiner answers per candidate; its frames are decoded by the refine stage');
   const P = outputs.maxPersons;
   const base = row * P;
   const presence = outputs.presence;
@@ -957,44 +1037,69 @@ function decodeV2(outputs: ModelOutputsV2, row: number, opts: DecodeOptions): Pe
     conf = Math.min(1, conf);
     const kOff = slot * N_KEYPOINTS * 3;
     const kp3 = outputs.keypoints3d;
-    const keypoints3d = new Float32Array(N_KEYPOINTS * 3);
     for (let j = 0; j < N_KEYPOINTS; j++) {
       room3d[3 * j] = kp3[kOff + 3 * j]! + rx;
       room3d[3 * j + 1] = kp3[kOff + 3 * j + 1]! + ry;
       room3d[3 * j + 2] = kp3[kOff + 3 * j + 2]!;
-      keypoints3d[3 * j] = room3d[3 * j]!;
-      keypoints3d[3 * j + 1] = room3d[3 * j + 1]!;
-      keypoints3d[3 * j + 2] = room3d[3 * j + 2]!;
     }
-    camera.projectKeypoints(room3d, px2d, inView);
-    const keypoints = new Float32Array(N_KEYPOINTS * 3);
-    for (let j = 0; j < N_KEYPOINTS; j++) {
-      const u = px2d[2 * j]!;
-      const v = px2d[2 * j + 1]!;
-      const finite = Number.isFinite(u) && Number.isFinite(v);
-      keypoints[3 * j] = finite ? u : 0;
-      keypoints[3 * j + 1] = finite ? v : 0;
-      keypoints[3 * j + 2] = inView[j] ? conf : 0;
-    }
-    const bbox = Float32Array.from(camera.bbox(px2d, inView));
-    let best = 0;
-    const aOff = slot * A;
-    for (let a = 1; a < A; a++) if (outputs.activity[aOff + a]! > outputs.activity[aOff + best]!) best = a;
-    const person: PersonPose = {
-      slot: p,
-      confidence: conf,
-      keypoints,
-      bbox,
-      floor: { x: 0.5 * (room3d[3 * L_HIP]! + room3d[3 * R_HIP]!), y: 0.5 * (room3d[3 * L_HIP + 1]! + room3d[3 * R_HIP + 1]!) },
-      keypoints3d,
-      modelActivity: { activity: MODEL_ACTIVITIES[best]!, confidence: outputs.activity[aOff + best]!, probabilities: outputs.activity.slice(aOff, aOff + A) },
-    };
-    if (opts.includeDensePose) {
-      const dp = new Float32Array(N_DENSE_PARTS * 3);
-      densePoseParts(room3d, 0, camera, bbox, conf, dp);
-      person.densePose = dp;
-    }
+    const person = personFromSkeleton(room3d, conf, outputs.activity.subarray(slot * A, slot * A + A), p, camera, opts.includeDensePose);
     persons.push(person);
   }
   return persons;
+}
+
+/**
+ * One reported person from a skeleton in room metres: keypoints projected through the view
+ * (confidence `conf` for a keypoint in the image, 0 outside), the padded box of those in view, the
+ * floor position of the pelvis (mid-hip), the most probable model activity, DensePose parts from
+ * the skeleton when asked. What v2 and v3 answers become.
+ * @param skeleton 17 x (x, y, z) room metres (read, not kept)
+ * @param conf the person's confidence
+ * @param activity MODEL_ACTIVITIES probabilities (copied)
+ * @param slot the person's slot or candidate index
+ * @param camera the reference view
+ * @param includeDensePose whether to add DensePose parts
+ * @returns a person with arrays of its own
+ */
+export function personFromSkeleton(
+  skeleton: Float32Array | Float64Array,
+  conf: number,
+  activity: Float32Array,
+  slot: number,
+  camera: Camera,
+  includeDensePose: boolean,
+): PersonPose {
+  const A = MODEL_ACTIVITIES.length;
+  const keypoints3d = new Float32Array(N_KEYPOINTS * 3);
+  // Projected from the float64 values (a v2 skeleton is float32 plus the receiver's float64 position).
+  if (skeleton !== room3d) for (let i = 0; i < N_KEYPOINTS * 3; i++) room3d[i] = skeleton[i]!;
+  for (let i = 0; i < N_KEYPOINTS * 3; i++) keypoints3d[i] = room3d[i]!;
+  camera.projectKeypoints(room3d, px2d, inView);
+  const keypoints = new Float32Array(N_KEYPOINTS * 3);
+  for (let j = 0; j < N_KEYPOINTS; j++) {
+    const u = px2d[2 * j]!;
+    const v = px2d[2 * j + 1]!;
+    const finite = Number.isFinite(u) && Number.isFinite(v);
+    keypoints[3 * j] = finite ? u : 0;
+    keypoints[3 * j + 1] = finite ? v : 0;
+    keypoints[3 * j + 2] = inView[j] ? conf : 0;
+  }
+  const bbox = Float32Array.from(camera.bbox(px2d, inView));
+  let best = 0;
+  for (let a = 1; a < A; a++) if (activity[a]! > activity[best]!) best = a;
+  const person: PersonPose = {
+    slot,
+    confidence: conf,
+    keypoints,
+    bbox,
+    floor: { x: 0.5 * (room3d[3 * L_HIP]! + room3d[3 * R_HIP]!), y: 0.5 * (room3d[3 * L_HIP + 1]! + room3d[3 * R_HIP + 1]!) },
+    keypoints3d,
+    modelActivity: { activity: MODEL_ACTIVITIES[best]!, confidence: activity[best]!, probabilities: activity.slice(0, A) },
+  };
+  if (includeDensePose) {
+    const dp = new Float32Array(N_DENSE_PARTS * 3);
+    densePoseParts(room3d, 0, camera, bbox, conf, dp);
+    person.densePose = dp;
+  }
+  return person;
 }

@@ -46,7 +46,7 @@ export interface RunConfig {
   train: Omit<TrainSettings, 'seed'>;
 }
 
-/** `npm run train`: the reproducible recipe, at most 15 minutes on two cores. */
+/** `npm run train:v2`: the reproducible recipe, at most 15 minutes on two cores. */
 export const DEFAULT: RunConfig = {
   name: 'default',
   counts: { train: 1400, val: 100, test: 120, seconds: 16 },
@@ -57,7 +57,7 @@ export const DEFAULT: RunConfig = {
   train: { hidden: [256, 256], epochs: 6, batch: 128, lr: 1e-3, lrMin: 2e-5, warmupSteps: 300, weightDecay: 1e-2, dropout: 0.1 },
 };
 
-/** `npm run train -- --full`: the same recipe with more scenarios, a wider network, longer (41 minutes on 2 cores). */
+/** `npm run train:v2 -- --full`: the same recipe with more scenarios, a wider network, longer (41 minutes on 2 cores). */
 export const FULL: RunConfig = {
   name: 'full',
   counts: { train: 2400, val: 120, test: 120, seconds: 16 },

@@ -43,6 +43,8 @@ describe('one definition of each setting', () => {
     const p = liveParams(snapshot);
     expect(p.infer).toMatchObject({ confidenceThreshold: 0.65, maxPersons: 2, site: '7,5,1,0.2,1.1,6,4.5,1.3', receiverX: 1, receiverY: 0.2 });
     expect(p.track.enabled).toBe(false);
+    expect(p.refine).toMatchObject({ confidenceThreshold: 0.65, maxPersons: 2 });
+    expect(p.floorMap).toEqual({ roomWidth: 7, roomDepth: 5 });
     expect(p.alerts.sensitivity).toBe(0.3);
     expect(JSON.parse(String(p.alerts.zones))).toEqual(c.environment.zones);
     // One snapshot, one object: stages read it per frame without allocating.
@@ -50,7 +52,7 @@ describe('one definition of each setting', () => {
     // Every value is one the stage accepts.
     for (const op of Object.keys(p) as Array<keyof typeof p>) {
       const stage = { name: op, params: Object.fromEntries(Object.entries(p[op]).map(([k, v]) => [k, String(v)])), text: op, column: 0 };
-      const kinds = { infer: 'features', track: 'pose', activity: 'pose', alerts: 'pose' } as const;
+      const kinds = { infer: 'features', refine: 'floormap', floorMap: 'frame', track: 'pose', activity: 'pose', alerts: 'pose' } as const;
       expect(() => resolveStages([stage], kinds[op], registry)).not.toThrow();
     }
   });
