@@ -196,12 +196,14 @@ const VIEW = {
 const RECEIVER_X = primaryReceiverParam('x');
 const RECEIVER_Y = primaryReceiverParam('y');
 
-/** The camera of the last view settings seen, so a live view is turned into a camera once per change. */
-let lastView: { key: string; camera: Camera } | undefined;
-function cameraOf(v: ViewSettings): Camera {
-  const key = `${v.width},${v.height},${v.hfov_deg},${v.x},${v.y},${v.z},${v.yaw_deg},${v.pitch_deg}`;
-  if (lastView?.key !== key) lastView = { key, camera: viewCamera(v) };
-  return lastView.camera;
+/** A camera per view, remembering the last: a live view is turned into a camera once per change. One per subscription. */
+function cameraCache(): (v: ViewSettings) => Camera {
+  let last: { key: string; camera: Camera } | undefined;
+  return (v) => {
+    const key = `${v.width},${v.height},${v.hfov_deg},${v.x},${v.y},${v.z},${v.yaw_deg},${v.pitch_deg}`;
+    if (last?.key !== key) last = { key, camera: viewCamera(v) };
+    return last.camera;
+  };
 }
 const DEFAULT_QUEUE = 256;
 
@@ -224,7 +226,7 @@ interface Resolved {
 }
 
 /** Reads and checks the live options; throws RangeError naming a bad one. */
-function resolve(o: InferOptions): Resolved {
+function resolve(o: InferOptions, cameraOf: (v: ViewSettings) => Camera = viewCamera): Resolved {
   const batchSize = o.batchSize ?? (BATCH.default as number);
   const maxWaitMs = o.maxWaitMs ?? (MAX_WAIT.default as number);
   const maxQueue = o.maxQueue ?? DEFAULT_QUEUE;
@@ -369,6 +371,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 
   return (source) =>
     new Observable<PoseFrame>((subscriber) => {
+      const cameraOf = cameraCache();
       const init = read();
       const concurrency = init.concurrency ?? 1;
       if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -569,7 +572,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
       const pump = () => {
         if (closed || !model) return;
         try {
-          const o = resolve(read());
+          const o = resolve(read(), cameraOf);
           while (inFlight < concurrency && queue.length > 0 && !closed) {
             const due = queue.headTime() + o.maxWaitMs;
             if (queue.length >= o.batchSize || sourceDone || due <= scheduler.now())
@@ -659,7 +662,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
           if (closed || refusal) return;
           try {
             queue.push(row, scheduler.now());
-            const o = resolve(read());
+            const o = resolve(read(), cameraOf);
             if (queue.length > o.maxQueue) {
               const n = queue.length - o.maxQueue;
               queue.drop(n);

@@ -27,6 +27,17 @@ function imports(file: string): string[] {
 const SOURCES = [...files('src'), ...files('operators'), ...files('pipelines')];
 
 describe('the shape of the house', () => {
+  it('no operator keeps module-level state: state lives in each subscription (no top-level let or var)', () => {
+    const offenders = files('operators').flatMap((f) =>
+      readFileSync(join(repoRoot, f), 'utf8')
+        .split('\n')
+        .map((line, i) => [line, i + 1] as const)
+        .filter(([line]) => /^(let|var)\s/.test(line))
+        .map(([line, n]) => `${f}:${n}: ${line.trim()}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
   it('data flows one way: nothing below the server imports from it', () => {
     // Only the composition root and the command line stand above the server.
     const above = (f: string) => f.startsWith('src/server/') || f === 'src/app.ts' || f.startsWith('src/cli/');
