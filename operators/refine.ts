@@ -189,10 +189,11 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
       const given = options.model;
       if (given !== undefined && !(given instanceof Promise)) accept(given);
       else {
-        (given ?? PoseModel.load(resolveInstalled(options.modelPath ?? DEFAULT_REFINER_PATH)).then((m) => (owned = m))).then(
-          (m) => (closed ? undefined : accept(m)),
-          fail,
-        );
+        (given ?? PoseModel.load(resolveInstalled(options.modelPath ?? DEFAULT_REFINER_PATH)).then((m) => (owned = m))).then((m) => {
+          // Unsubscribed while it loaded: a model of our own is released now, nobody else will.
+          if (closed) owned?.release().catch(() => undefined);
+          else accept(m);
+        }, fail);
       }
 
       const sub = source.subscribe({
@@ -207,7 +208,12 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
             fail(e);
           }
         },
-        error: (e) => fail(e),
+        error: (e) => {
+          // The source's own error goes on as it is; only the model's become MODEL_ERROR.
+          if (closed) return;
+          closed = true;
+          subscriber.error(e);
+        },
         complete: () => {
           sourceDone = true;
           if (!running && model) pump();

@@ -45,6 +45,8 @@ class RefinerConfig:
     width: int = 64
     trunk: int = 96
     dilations: Tuple[int, ...] = (1, 2, 4)
+    #: dropout on the per-step embedding and on the trunk, while training only (none in the export)
+    dropout: float = 0.0
 
     def to_dict(self) -> Dict[str, object]:
         d = asdict(self)
@@ -90,14 +92,14 @@ class Refiner(nn.Module):
         present = (x.abs().sum(dim=-1) > 0).to(x.dtype)  # [B, T]
         m = present.unsqueeze(-1)  # [B, T, 1]
         z = (x - self.feat_mean) / self.feat_std * m
-        h = fn.relu(self.embed(z)) * m  # [B, T, W]
+        h = fn.dropout(fn.relu(self.embed(z)), self.cfg.dropout, self.training) * m  # [B, T, W]
         hc = h.transpose(1, 2)  # [B, W, T]
         mc = present.unsqueeze(1)  # [B, 1, T]
         for conv in self.convs:
             hc = hc + fn.relu(conv(hc)) * mc
         last = hc[:, :, -1]
         mean = hc.sum(dim=2) / torch.clamp(present.sum(dim=1, keepdim=True), min=1.0)
-        return fn.relu(self.trunk(torch.cat([last, mean], dim=1)))
+        return fn.dropout(fn.relu(self.trunk(torch.cat([last, mean], dim=1))), self.cfg.dropout, self.training)
 
     def raw_heads(self, x: torch.Tensor) -> Dict[str, torch.Tensor]:
         """Pre-activation heads (logits, unnormalised heading) for numerically stable losses."""

@@ -55,6 +55,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
         ap.add_argument(f"--w-{name}", type=float, default=getattr(d, name), help=f"loss weight (default {getattr(d, name)})")
     ap.add_argument("--select", choices=("score", "loss"), default="score",
                     help="VAL criterion for the exported epoch: metrics.selection_score (default) or the set loss")
+    ap.add_argument("--dropout", type=float, default=0.0, help="dropout on the step embedding and the trunk (training only)")
+    ap.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay (0 = Adam)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is fastest here, see README)")
     ap.add_argument("--model-version", default="3.0.0")
     ap.add_argument("--trained-on-date", default=None, help="optional date for trained_on (default: meta.json 'date')")
@@ -81,10 +83,10 @@ def seed_everything(seed: int, threads: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def build_model(meta: Meta, train: Split) -> Refiner:
+def build_model(meta: Meta, train: Split, dropout: float = 0.0) -> Refiner:
     """Model with TRAIN normalisation and head biases at TRAIN means (height, skeleton), so the
     first epochs learn deviations rather than the mean body."""
-    model = Refiner(RefinerConfig(features=meta.features, steps=meta.steps, activities=len(meta.activities), keypoints=meta.keypoints))
+    model = Refiner(RefinerConfig(features=meta.features, steps=meta.steps, activities=len(meta.activities), keypoints=meta.keypoints, dropout=dropout))
     mean, std = dataset.feature_stats(train)
     model.set_normalisation(torch.from_numpy(mean), torch.from_numpy(std))
     tm = train.truth_mask
@@ -107,11 +109,11 @@ def run(args: argparse.Namespace) -> str:
     weights = LossWeights(**{n: getattr(args, f"w_{n}") for n in LossWeights().to_dict()})
     act_w = torch.from_numpy(dataset.activity_weights(train, len(meta.activities), args.activity_cap))
     fall_pw = dataset.fall_pos_weight(train, args.fall_cap)
-    model = build_model(meta, train)
+    model = build_model(meta, train, args.dropout)
     params = count_params(model)
     steps = math.ceil(train.frames / args.batch)
     total = args.epochs * steps
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: args.lr_floor + (1 - args.lr_floor) * 0.5 * (1 + math.cos(math.pi * min(s, total) / total))
     )
@@ -192,7 +194,7 @@ def run(args: argparse.Namespace) -> str:
         "data": {"dir": args.data, "format": dataset.DATA_FORMAT, "recipe": meta.recipe, "seed": meta.seed,
                  "frames": meta.splits, "steps": meta.steps, "features": meta.features,
                  "max_candidates": meta.max_candidates, "max_persons": meta.max_persons},
-        "hyper": {"seed": args.seed, "threads": args.threads, "select": args.select, "batch": args.batch, "gate": args.gate, "lam": args.lam, "lr": args.lr,
+        "hyper": {"seed": args.seed, "threads": args.threads, "dropout": args.dropout, "weight_decay": args.weight_decay, "select": args.select, "batch": args.batch, "gate": args.gate, "lam": args.lam, "lr": args.lr,
                   "lr_floor": args.lr_floor, "clip": args.clip, "loss_weights": weights.to_dict(),
                   "activity_weights": dict(zip(meta.activities, act_w.tolist())), "fall_pos_weight": fall_pw},
         "val_loss": best_loss,

@@ -22,7 +22,7 @@ import type { GroundTruth } from '../../src/sim/simulator.js';
 import type { InferStats } from '../../operators/infer.js';
 import { livePipeline, type PipelineResources } from '../../pipelines/build.js';
 import type { LiveParams } from '../../pipelines/settings.js';
-import type { OpenStream } from './plan.js';
+import { EMPTY_ROOM_SEQ, type OpenStream } from './plan.js';
 
 /** What a stream run saw. */
 export interface RunStats {
@@ -77,6 +77,8 @@ export async function runLive(
           try {
             const truth = truths.get(pose.time);
             if (!truth) throw new Error(`no ground truth for the pose frame at ${pose.time}`);
+            // The installation's empty room before the stream is fed, never scored.
+            if (truth.seq === EMPTY_ROOM_SEQ) return;
             state.poseFrames++;
             lane.visit(pose, truth);
           } catch (e) {

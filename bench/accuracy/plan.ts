@@ -144,6 +144,18 @@ export function scenarioSettings(base: LiveParams, r: ScenarioRecipe, siteKnown:
       receiverX: r.rx.x,
       receiverY: r.rx.y,
     },
+    refine: {
+      ...base.refine,
+      viewWidth: v.width,
+      viewHeight: v.height,
+      viewHfovDeg: v.hfov_deg,
+      viewX: v.x,
+      viewY: v.y,
+      viewZ: v.z,
+      viewYawDeg: v.yaw_deg,
+      viewPitchDeg: v.pitch_deg,
+    },
+    floorMap: { roomWidth: r.room.width, roomDepth: r.room.depth },
   };
 }
 
@@ -430,6 +442,9 @@ export interface BenchStream {
   radios: readonly RadioConfig[] | null;
 }
 
+/** The `seq` of the ground truth of the installation's empty room before a stream: fed, never scored. */
+export const EMPTY_ROOM_SEQ = -1;
+
 /** An opened stream: its simulator, how many frames to feed, and the next sample as the pipeline sees it. */
 export interface OpenStream {
   sim: CsiSimulator;
@@ -454,15 +469,29 @@ export interface OpenStream {
  * @param s the stream
  * @returns the simulator and a sampler whose frames are what the pipeline is fed
  */
-export function openStream(s: BenchStream): OpenStream {
+export function openStream(s: BenchStream, emptySeconds = 0): OpenStream {
   const radios = s.radios;
-  const { sim, people } = s.script
-    ? { sim: new CsiSimulator(withRadios(fallSimOptions(s.recipe, s.script), radios)), people: s.script.length }
-    : recipeSimulator(s.recipe, radios);
+  const options = s.script ? withRadios(fallSimOptions(s.recipe, s.script), radios) : null;
+  const { sim, people } = options ? { sim: new CsiSimulator(options), people: s.script!.length } : recipeSimulator(s.recipe, radios);
   const link = s.intel5300 ? new Intel5300Link(`intel5300-${s.recipe.id}`) : null;
   const links = radios ? siteLinks(radios).length : 1;
   const primary = radios ? primaryLinkId(radios) : null;
   const frames = Math.round(s.recipe.seconds * sim.rateHz);
+  const start = sim.next();
+  // The installation's empty room before the scored stream: the same room, radios, impairments and
+  // environment with nobody in it, its clock ending where the stream's begins (the front end learns
+  // the static channel from it, as csipose calibrate records it at an installation).
+  const emptyTicks = Math.round(emptySeconds * sim.rateHz);
+  const empty =
+    emptyTicks > 0
+      ? new CsiSimulator({
+          ...(options ?? withRadios({ ...simOptions(s.recipe, 0), environmentId: `acc-${s.recipe.id}` }, radios)),
+          people: 0,
+          startTime: start.truth.time - emptySeconds * 1000,
+        })
+      : null;
+  let emptyFed = 0;
+  let first: SimSample | null = start;
   let primaryFed = 0;
   return {
     sim,
@@ -471,8 +500,14 @@ export function openStream(s: BenchStream): OpenStream {
     primaryLink: primary,
     frames,
     take() {
+      if (empty && emptyFed < emptyTicks) {
+        const x = empty.next();
+        if (primary === null || x.frame.linkId === primary) emptyFed++;
+        return { frame: x.frame, truth: { ...x.truth, seq: EMPTY_ROOM_SEQ, personCount: 0, persons: [], events: [] } };
+      }
       if (primaryFed >= frames) return null;
-      const x = sim.next();
+      const x = first ?? sim.next();
+      first = null;
       if (primary === null || x.frame.linkId === primary) primaryFed++;
       return link ? { frame: link.pass(x.frame), truth: x.truth } : x;
     },

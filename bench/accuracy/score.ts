@@ -265,6 +265,8 @@ export interface SettingContext {
   progress: (msg: string) => void;
   /** Prefix of progress lines. */
   label: string;
+  /** Seconds of the installation's empty room fed before each stream, unscored (a v3 refiner's front end learns the static channel from them); default 0. */
+  emptySeconds?: number;
   /** Per stream, what sees every frame and its truth before the lanes (the oracle's indexer); none without. */
   observe?: (s: BenchStream, open: OpenStream) => ((frame: CsiFrame, truth: GroundTruth) => void) | undefined;
 }
@@ -297,7 +299,7 @@ function emptyPoseRun(): PoseRun {
 export async function runPoseScenarios(ctx: SettingContext, streams: readonly BenchStream[]): Promise<PoseRun[]> {
   const runs = ctx.models.map(emptyPoseRun);
   for (const [i, s] of streams.entries()) {
-    const open = openStream(s);
+    const open = openStream(s, ctx.emptySeconds ?? 0);
     const camera = new Camera(s.recipe.camera);
     const lanes = ctx.models.map((model) => {
       const g = emptyTally();
@@ -429,7 +431,7 @@ export async function runFallScenarios(ctx: SettingContext, streams: readonly Be
   const lanes: FallLane[] = ctx.models.map(() => ({ allFalls: [], allEpisodes: [], roomEpisodes: [], owner: [], fallOwner: [], episodeOwner: [] }));
   for (const [i, s] of streams.entries()) {
     const people = s.script ?? [];
-    const open = openStream(s);
+    const open = openStream(s, ctx.emptySeconds ?? 0);
     const base = roles.length;
     for (const p of people) roles.push(p.role);
     const falls: TrueFall[] = [];

@@ -13,10 +13,10 @@
  * smoke run for tests (seconds of data, two epochs). The same seed gives the same scenarios, the
  * same data files and the same training.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { makeRecipes, type RecipeCounts } from './recipe.js';
 import { REFINER_DATA_FORMAT, writeRefinerData } from './refinerData.js';
 import { INSTALL_HINT, PYTHON, trainingPythonProblem } from './python.js';
@@ -34,10 +34,10 @@ interface Recipe {
 export const REFINER_RECIPES: Readonly<Record<'quick' | 'small' | 'full', Recipe>> = Object.freeze({
   quick: { name: 'quick', counts: { train: 3, val: 2, test: 1, seconds: 24 }, epochs: 2, minutes: 2 },
   small: { name: 'small', counts: { train: 40, val: 10, test: 12, seconds: 40 }, epochs: 60, minutes: 5 },
-  full: { name: 'full', counts: { train: 240, val: 30, test: 24, seconds: 40 }, epochs: 80, minutes: 20 },
+  full: { name: 'full', counts: { train: 96, val: 12, test: 24, seconds: 40 }, epochs: 80, minutes: 10 },
 });
 
-interface Args {
+export interface Args {
   recipe: Recipe;
   seed: number;
   out: string;
@@ -91,6 +91,41 @@ function haveData(dir: string, recipe: string, seed: number): boolean {
   }
 }
 
+/**
+ * `<out>.json` beside the model: the recipe (its master seed and counts, so a benchmark can check
+ * that none of its scenarios was trained on) and the mean pose of TRAIN's people (the trivial
+ * baseline `bench:accuracy` scores beside the model: the mean skeleton at each true person).
+ */
+export function writeSidecar(a: Args, dir: string, recipeText: string): void {
+  const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as { max_persons: number; keypoints: number; splits: { train: { frames: number } } };
+  const read = (name: string) => readFileSync(join(dir, 'train', name));
+  const maskBuf = read('truth_mask.u8');
+  const posBuf = read('truth_pos.f32');
+  const skBuf = read('truth_skeleton.f32');
+  const pos = new Float32Array(posBuf.buffer, posBuf.byteOffset, posBuf.byteLength / 4);
+  const sk = new Float32Array(skBuf.buffer, skBuf.byteOffset, skBuf.byteLength / 4);
+  const J = meta.keypoints * 3;
+  const offsets = new Float64Array(J);
+  let z = 0;
+  let n = 0;
+  for (let i = 0; i < maskBuf.length; i++) {
+    if (!maskBuf[i]) continue;
+    n++;
+    z += pos[3 * i + 2]!;
+    for (let j = 0; j < J; j++) offsets[j] = offsets[j]! + sk[i * J + j]!;
+  }
+  const c = a.recipe.counts;
+  const sidecar = {
+    format: 'csipose-refiner-sidecar-v1',
+    recipe: { name: a.recipe.name, text: recipeText, master_seed: a.seed, scenario_seconds: c.seconds },
+    scenario_counts: { train: c.train, val: c.val, test: c.test },
+    mean_pose: { offsets: Array.from(offsets, (v) => (n > 0 ? v / n : 0)), pelvis_z: n > 0 ? z / n : 0, persons: n },
+    training_report: `${basename(a.out.replace(/\.onnx$/, ''))}.report.json`,
+    test_scores: `${basename(a.out.replace(/\.onnx$/, ''))}.test.json`,
+  };
+  writeFileSync(a.out.replace(/\.onnx$/, '.json'), JSON.stringify(sidecar, null, 2) + '\n');
+}
+
 /** Runs a script of `training/`, its output passed through; resolves with its exit code. */
 function runPython(script: string, args: readonly string[]): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -138,6 +173,7 @@ export async function trainRefiner(a: Args): Promise<number> {
     String(a.minutes ?? a.recipe.minutes),
   ]);
   if (code !== 0) return code;
+  writeSidecar(a, dir, recipeText);
   // The held-out TEST rooms, never looked at while training: the figures a reader can trust.
   const stem = a.out.replace(/\.onnx$/, '');
   return runPython('evaluate.py', ['--checkpoint', `${stem}.pt`, '--data', dir, '--split', 'test', '--out', `${stem}.test.json`]);

@@ -27,6 +27,7 @@ import {
   type AccuracyReport,
 } from '../../bench/accuracy.js';
 import { liveOracle, oracleRunner } from '../../bench/oracle.js';
+import { EMPTY_ROOM_SEQ, openStream, recipeRadios } from '../../bench/accuracy/plan.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import { isHeldOut, makeRecipes } from '../../src/training/recipe.js';
@@ -330,4 +331,36 @@ describe('bench:accuracy', () => {
       await model.release();
     }
   }, E2E_TIMEOUT_MS);
+});
+
+describe('bench:accuracy streams with the installation empty room (v3 refiners)', () => {
+  it('feeds the empty room first, unscored (seq EMPTY_ROOM_SEQ, no people, times before the stream), then the same stream', () => {
+    const recipe = makeRecipes(3, { train: 0, val: 0, test: 1, seconds: 2 })[0]!;
+    const s = { recipe, script: null, intel5300: false, radios: recipeRadios(recipe) };
+    const plain = openStream(s);
+    const withEmpty = openStream(s, 1);
+    const prelude: number[] = [];
+    let x = withEmpty.take();
+    while (x !== null && x.truth.seq === EMPTY_ROOM_SEQ) {
+      expect(x.truth.persons).toEqual([]);
+      expect(x.truth.personCount).toBe(0);
+      expect(x.frame.environmentId).toBe(`acc-${recipe.id}`);
+      prelude.push(x.frame.time);
+      x = withEmpty.take();
+    }
+    // One second of every link (a few packets lost), ending before the stream's first truth.
+    const first = x!.truth.time;
+    expect(prelude.length).toBeGreaterThan(0.9 * 100 * 3);
+    expect(Math.max(...prelude)).toBeLessThan(first);
+    expect(Math.min(...prelude)).toBeGreaterThanOrEqual(first - 1000 - 50);
+    // Then the stream itself, sample for sample.
+    for (let y = plain.take(); y !== null; y = plain.take()) {
+      expect(x).not.toBeNull();
+      expect(x!.frame.time).toBe(y.frame.time);
+      expect(Array.from(x!.frame.csi.subarray(0, 8))).toEqual(Array.from(y.frame.csi.subarray(0, 8)));
+      expect(x!.truth.seq).toBe(y.truth.seq);
+      x = withEmpty.take();
+    }
+    expect(x).toBeNull();
+  });
 });

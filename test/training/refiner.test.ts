@@ -13,13 +13,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
-import { firstValueFrom, from, toArray } from 'rxjs';
+import { firstValueFrom, from, Subject, throwError, toArray } from 'rxjs';
 import { ModelError, PoseModel, type ModelOutputsV3 } from '../../src/model/runtime.js';
 import { CONTRACT_V3, MODEL_V3_OUTPUTS } from '../../src/model/contract.js';
 import { REFINER_FEATURE_DIM, REFINER_STEPS } from '../../src/physics/refinerInput.js';
 import { ensureTrainingPython } from '../../src/training/python.js';
 import { REFINER_DATA_FORMAT } from '../../src/training/refinerData.js';
-import { floorMap } from '../../operators/floorMap.js';
+import { floorMap, type FloorMapItem } from '../../operators/floorMap.js';
 import { refine } from '../../operators/refine.js';
 import { infer } from '../../operators/infer.js';
 import { livePipeline } from '../../pipelines/build.js';
@@ -96,6 +96,15 @@ describe.skipIf(problem !== null)('the v3 refiner trained with PyTorch', () => {
     expect(test.oracle_truth_coverage).toBe(test.baseline_no_refiner.truth_coverage);
     const report = JSON.parse(readFileSync(join(dir, 'refiner.report.json'), 'utf8'));
     expect(report.val).toBeDefined();
+    // The sidecar bench:accuracy reads: the recipe (for its seed-overlap check) and TRAIN's mean pose (its baseline).
+    const sidecar = JSON.parse(readFileSync(join(dir, 'refiner.json'), 'utf8'));
+    expect(sidecar.recipe.master_seed).toBe(1);
+    expect(sidecar.scenario_counts.train).toBeGreaterThan(0);
+    expect(sidecar.mean_pose.offsets).toHaveLength(51);
+    expect(sidecar.mean_pose.pelvis_z).toBeGreaterThan(0.1);
+    expect(sidecar.mean_pose.pelvis_z).toBeLessThan(1.2);
+    // Nose above the pelvis on average, the hips either side of it.
+    expect(sidecar.mean_pose.offsets[2]).toBeGreaterThan(0.2);
     expect(report.baseline_no_refiner.count_exact).toBeGreaterThanOrEqual(0);
     expect(report.val.count_exact).toBeGreaterThanOrEqual(0);
     expect(report.epochs_completed).toBeGreaterThan(0);
@@ -134,6 +143,22 @@ describe.skipIf(problem !== null)('the v3 refiner trained with PyTorch', () => {
       expect(poses.every((p) => p.modelVersion === '3.0.0')).toBe(true);
       // Tracked: every person reported carries a track id.
       for (const p of poses) for (const person of p.persons) expect(person.trackId).toBeGreaterThan(0);
+    } finally {
+      await model.release();
+    }
+  });
+
+  it('refine propagates a source error, and unsubscribing stops it without breaking the chain', async () => {
+    const model = await PoseModel.load(onnxPath, { thread: 'inline' });
+    try {
+      const err = await firstValueFrom(throwError(() => new Error('boom')).pipe(refine({ model }))).catch((e: unknown) => e);
+      expect((err as Error).message).toBe('boom');
+      const source = new Subject<FloorMapItem>();
+      const seen: number[] = [];
+      const sub = source.pipe(refine({ model })).subscribe((p) => seen.push(p.frameId));
+      expect(source.observed).toBe(true);
+      sub.unsubscribe();
+      expect(source.observed).toBe(false);
     } finally {
       await model.release();
     }
