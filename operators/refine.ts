@@ -102,8 +102,8 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
   return (source) =>
     new Observable<PoseFrame>((subscriber) => {
       const input = new RefinerInput(maxCandidates);
-      const decoders = new Map<string, RefinerDecoder>();
-      const frameIds = new Map<string, number>();
+      /** Per environment: its count's decoder and its next frame id. */
+      const envs = new Map<string, { decoder: RefinerDecoder; frames: number }>();
       const queue: Job[] = [];
       let model: PoseRunner | undefined;
       let owned: PoseModel | undefined;
@@ -117,17 +117,16 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
         subscriber.error(e instanceof ModelError || e instanceof RangeError ? e : new ModelError(`refine: ${e instanceof Error ? e.message : String(e)}`, { cause: e }));
       };
 
-      const emit = (job: Job, out: ModelOutputsV3 | null, start: number) => {
+      /** One pose frame for a map: rows start .. start + job.count - 1 of `out` (a map without candidates has none). */
+      const emit = (job: Job, out: ModelOutputsV3, start: number) => {
         const env = job.map.environmentId;
-        let decoder = decoders.get(env);
-        if (!decoder) decoders.set(env, (decoder = new RefinerDecoder()));
+        let state = envs.get(env);
+        if (!state) envs.set(env, (state = { decoder: new RefinerDecoder(), frames: 0 }));
         const now = options.live?.();
         const decode = { confidenceThreshold: now?.confidenceThreshold ?? threshold, maxPersons: now?.maxPersons ?? maxPersons, camera, includeDensePose };
-        const reading = decoder.decode(out ?? EMPTY, out ? start : 0, out ? job.count : 0, job.positions, decode);
-        const id = frameIds.get(env) ?? 0;
-        frameIds.set(env, id + 1);
+        const reading = state.decoder.decode(out, start, job.count, job.positions, decode);
         subscriber.next({
-          frameId: id,
+          frameId: state.frames++,
           time: job.map.time,
           sourceId: job.map.sourceId,
           environmentId: env,
@@ -146,7 +145,7 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
           return;
         }
         // Maps without candidates go straight out, in order, as long as they head the queue.
-        while (queue.length > 0 && queue[0]!.count === 0) emit(queue.shift()!, null, 0);
+        while (queue.length > 0 && queue[0]!.count === 0) emit(queue.shift()!, EMPTY, 0);
         if (queue.length === 0) return pump();
         let rows = 0;
         let take = 0;
@@ -297,6 +296,6 @@ export const spec: OperatorSpec = {
   create: (params, ctx: RefineContext) => {
     const view = ctx.live?.('refine');
     // The view is read once, at creation: a camera is built from it (a restart applies a new view).
-    return refine({ ...optionsOf(view ? { ...params, ...view } : params, ctx) });
+    return refine(optionsOf(view ? { ...params, ...view } : params, ctx));
   },
 };

@@ -26,7 +26,7 @@ import { formatSite } from '../../src/model/contract.js';
 import { Camera, viewSettings } from '../../src/pose/camera.js';
 import { deriveSeed, Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, type SimOptions, type SimSample } from '../../src/sim/simulator.js';
-import { simOptions } from '../../src/training/dataset.js';
+import { placedSimulator, simOptions } from '../../src/training/dataset.js';
 import { fallScenarioPeople, HARD_NEGATIVE_ROLES, type FallRole, type ScriptedPerson } from '../../src/training/eval/fallScripts.js';
 import { isHeldOut, makeRecipes, recipeSite, type ScenarioRecipe } from '../../src/training/recipe.js';
 import { liveParams, type LiveParams } from '../../pipelines/settings.js';
@@ -128,33 +128,21 @@ export function defaultLiveParams(): LiveParams {
  */
 export function scenarioSettings(base: LiveParams, r: ScenarioRecipe, siteKnown: boolean): LiveParams {
   const v = viewSettings(r.camera);
+  // The room's camera as environment.view, for both stages that project skeletons.
+  const view = {
+    viewWidth: v.width,
+    viewHeight: v.height,
+    viewHfovDeg: v.hfov_deg,
+    viewX: v.x,
+    viewY: v.y,
+    viewZ: v.z,
+    viewYawDeg: v.yaw_deg,
+    viewPitchDeg: v.pitch_deg,
+  };
   return {
     ...base,
-    infer: {
-      ...base.infer,
-      site: siteKnown ? formatSite(recipeSite(r)) : '',
-      viewWidth: v.width,
-      viewHeight: v.height,
-      viewHfovDeg: v.hfov_deg,
-      viewX: v.x,
-      viewY: v.y,
-      viewZ: v.z,
-      viewYawDeg: v.yaw_deg,
-      viewPitchDeg: v.pitch_deg,
-      receiverX: r.rx.x,
-      receiverY: r.rx.y,
-    },
-    refine: {
-      ...base.refine,
-      viewWidth: v.width,
-      viewHeight: v.height,
-      viewHfovDeg: v.hfov_deg,
-      viewX: v.x,
-      viewY: v.y,
-      viewZ: v.z,
-      viewYawDeg: v.yaw_deg,
-      viewPitchDeg: v.pitch_deg,
-    },
+    infer: { ...base.infer, ...view, site: siteKnown ? formatSite(recipeSite(r)) : '', receiverX: r.rx.x, receiverY: r.rx.y },
+    refine: { ...base.refine, ...view },
     floorMap: { roomWidth: r.room.width, roomDepth: r.room.depth },
   };
 }
@@ -242,13 +230,7 @@ export function withRadios(o: SimOptions, radios: readonly RadioConfig[] | null 
 
 /** A simulator for a recipe, one person fewer while the room is too small (as the dataset does); with radios, every link of that site. */
 export function recipeSimulator(r: ScenarioRecipe, radios?: readonly RadioConfig[] | null): { sim: CsiSimulator; people: number } {
-  for (let people = r.people; ; people--) {
-    try {
-      return { sim: new CsiSimulator(withRadios({ ...simOptions(r, people), environmentId: `acc-${r.id}` }, radios)), people };
-    } catch (e) {
-      if (!(e instanceof RangeError) || people === 0 || !/place/.test(e.message)) throw e;
-    }
-  }
+  return placedSimulator(r.people, (n) => withRadios({ ...simOptions(r, n), environmentId: `acc-${r.id}` }, radios));
 }
 
 /** Simulator options of a scripted fall scenario in a recipe's room and layout. */

@@ -61,16 +61,26 @@ export function simOptions(r: ScenarioRecipe, people: number): SimOptions {
   };
 }
 
-/** A simulator for the recipe; a room too small for everyone takes one person fewer, and so on. */
-function makeSimulator(r: ScenarioRecipe): { sim: CsiSimulator; people: number } {
-  for (let people = r.people; ; people--) {
+/**
+ * A simulator of up to `people` people; a room too small for everyone takes one person fewer, and
+ * so on (the simulator's RangeError about placing them). The one rule of the dataset, the refiner's
+ * training sets and the benchmark.
+ * @param people how many the recipe asks for
+ * @param options the simulator's options for a number of people
+ * @returns the simulator and the people actually placed
+ */
+export function placedSimulator(people: number, options: (people: number) => SimOptions): { sim: CsiSimulator; people: number } {
+  for (let n = people; ; n--) {
     try {
-      return { sim: new CsiSimulator(simOptions(r, people)), people };
+      return { sim: new CsiSimulator(options(n)), people: n };
     } catch (e) {
-      if (!(e instanceof RangeError) || people === 0 || !/place/.test(e.message)) throw e;
+      if (!(e instanceof RangeError) || n === 0 || !/place/.test(e.message)) throw e;
     }
   }
 }
+
+/** A simulator for the recipe ({@link placedSimulator}). */
+const makeSimulator = (r: ScenarioRecipe): { sim: CsiSimulator; people: number } => placedSimulator(r.people, (n) => simOptions(r, n));
 
 /**
  * A copy of a frame with the antenna order of the arrays that run along x reversed: the CSI of the

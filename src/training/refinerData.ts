@@ -29,7 +29,8 @@ import { SHORT_HOP, SHORT_WINDOW } from '../physics/window.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
 import { ACTIVITIES, MAX_PEOPLE } from '../sim/scenario.js';
 import { oneLinkRadios, recipeRadios, withRadios } from '../../bench/accuracy/plan.js';
-import { simOptions } from './dataset.js';
+import { placedSimulator, simOptions } from './dataset.js';
+import type { RadioConfig } from '../csi/radios.js';
 import type { ScenarioRecipe } from './recipe.js';
 import { mapJobs } from './workerPool.js';
 
@@ -89,9 +90,11 @@ export function refinerJobs(recipes: readonly ScenarioRecipe[]): RefinerJob[] {
   return recipes.map((recipe) => ({ recipe, links: recipe.id % 3 === 2 ? 1 : 3, realism: 'ideal' }));
 }
 
+/** The site a job is simulated on and its front end told of: the recipe's one link, or its 1 TX + 3 RX. */
+const jobRadios = (job: RefinerJob): RadioConfig[] => (job.links === 1 ? oneLinkRadios(job.recipe) : recipeRadios(job.recipe));
+
 /** Simulator options of a job: its radios and realism, with `people` (0 for its empty room) and a start time. */
-function jobOptions(job: RefinerJob, people: number, startTime: number): SimOptions {
-  const radios = job.links === 1 ? oneLinkRadios(job.recipe) : recipeRadios(job.recipe);
+function jobOptions(job: RefinerJob, radios: readonly RadioConfig[], people: number, startTime: number): SimOptions {
   return withRadios({ ...simOptions(job.recipe, people), environmentId: `refiner-${job.recipe.id}`, realism: job.realism, startTime }, radios);
 }
 
@@ -109,7 +112,7 @@ function fillTruth(out: RefinerFrames, n: number, p: number, person: GroundTruth
   out.truthPos[3 * i] = person.floor.x;
   out.truthPos[3 * i + 1] = person.floor.y;
   out.truthPos[3 * i + 2] = pz;
-  // Facing: the hips' left-to-right... left minus right, turned a quarter clockwise (a person facing +y has their left at -x).
+  // Facing: left hip minus right hip, turned a quarter clockwise (a person facing +y has their left at -x).
   const lx = k[3 * LEFT_HIP]! - k[3 * RIGHT_HIP]!;
   const ly = k[3 * LEFT_HIP + 1]! - k[3 * RIGHT_HIP + 1]!;
   const norm = Math.hypot(lx, ly) || 1;
@@ -153,18 +156,9 @@ export function runRefinerJob(job: RefinerJob): RefinerFrames {
   const r = job.recipe;
   const start = Date.UTC(2026, 0, 1);
   const emptyTicks = Math.round(EMPTY_SECONDS * 100);
-  let people = r.people;
-  let sim: CsiSimulator;
-  for (;;) {
-    try {
-      sim = new CsiSimulator(jobOptions(job, people, start));
-      break;
-    } catch (e) {
-      if (!(e instanceof RangeError) || people === 0 || !/place/.test(e.message)) throw e;
-      people--;
-    }
-  }
-  const empty = new CsiSimulator(jobOptions(job, 0, start - EMPTY_SECONDS * 1000));
+  const radios = jobRadios(job);
+  const { sim } = placedSimulator(r.people, (n) => jobOptions(job, radios, n, start));
+  const empty = new CsiSimulator(jobOptions(job, radios, 0, start - EMPTY_SECONDS * 1000));
   const maxFrames = Math.ceil((r.seconds * 100) / SHORT_HOP / SAMPLE_EVERY) + 1;
   const out = allocate(maxFrames);
   const input = new RefinerInput(MAX_CANDIDATES);
@@ -175,7 +169,6 @@ export function runRefinerJob(job: RefinerJob): RefinerFrames {
   const warmup = REFINER_STEPS * REFINER_STRIDE;
   const stepSize = REFINER_STEPS * REFINER_FEATURE_DIM;
   let failure: unknown = null;
-  const radios = job.links === 1 ? oneLinkRadios(r) : recipeRadios(r);
   const room = { width: r.room.width, depth: r.room.depth };
   const sub = frames$.pipe(floorMap({ ...job.frontEnd, learnSeconds: EMPTY_SECONDS, radios: () => radios, room: () => room })).subscribe({
     next: (m: FloorMapItem) => {
