@@ -74,6 +74,8 @@ export class AnalyticsPanel {
   /** Epoch ms of the oldest stored frame; null: nothing stored; undefined: not known. */
   private dataStart: number | null | undefined;
   private eventFilter: EventFilter = 'important';
+  /** Counts refreshes: only the newest one draws. */
+  private generation = 0;
   private readonly periodSelect: HTMLSelectElement;
   private readonly cards: HTMLElement;
   private readonly occupancyBox: HTMLElement;
@@ -159,6 +161,9 @@ export class AnalyticsPanel {
 
   private async refresh(first = false): Promise<void> {
     clearTimeout(this.timer);
+    // Refreshes overlap (showing the tab, a new period or filter, the timer): only the newest may draw,
+    // so a slower earlier answer never replaces what the user asked for since.
+    const generation = ++this.generation;
     this.message.className = 'form-message note';
     this.message.textContent = 'Loading…';
     if (first) await this.findDataStart();
@@ -174,12 +179,14 @@ export class AnalyticsPanel {
         this.api.request<{ activity_summary: Record<string, number> }>('GET', 'analytics/healthcare', { query: { period: this.period, metrics: 'activity_summary' } }),
         this.loadEvents(range),
       ]);
+      if (generation !== this.generation) return;
       this.renderCards(occ.data);
       this.renderOccupancy(occ.data, from, end, p.intervalMs);
       this.renderActivity(health.data.activity_summary);
       this.renderEvents(events.rows, events.text);
       this.message.textContent = `Updated ${end.toLocaleTimeString()}${from !== start ? ` \u00b7 data stored since ${dateTime(from)}` : ''}`;
     } catch (e) {
+      if (generation !== this.generation) return;
       this.message.className = 'form-message error';
       this.message.textContent = describeError(e, 'Loading the analytics');
     }
