@@ -2,73 +2,22 @@ import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, 
 import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
 import { configParam, primaryReceiverParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
-import { countFromProbabilities, decodeOutputs, ModelError, PoseModel, type DecodeOptions, type ModelOutputs, type PoseRunner } from '../src/model/runtime.js';
-import { CONTRACT_V3, layoutText, parseSite, siteProblem, untrainedPart, type CsiLayout, type SiteGeometry, type TrainedLayouts } from '../src/model/contract.js';
-import { HISTORY_WIDTH } from '../src/model/history.js';
+import { PoseModel, type DecodeOptions, type PoseRunner } from '../src/model/runtime.js';
+import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
+import type { FeatureRow, InferStats, UntrainedPolicy } from '../src/model/inferTypes.js';
+import { InferBatcher } from '../src/model/inferBatcher.js';
+import { LayoutGate } from '../src/model/layoutGate.js';
+import { asModelError, InferRunner } from '../src/model/inferRunner.js';
+import { InferDecoder } from '../src/model/inferDecoder.js';
 import { resolveInstalled } from '../src/packageRoot.js';
 import { viewCamera, type Camera, type ViewSettings } from '../src/pose/camera.js';
 
-/** One feature row for the model: the features of one CSI window and where it came from. */
-export interface FeatureRow {
-  /** feature_dim values (the model's input row). */
-  features: Float32Array;
-  /** HISTORY_WIDTH values: the stream's memory for v2 models (`src/model/history.ts`); absent = none. */
-  history?: Float32Array;
-  /** Epoch ms of the last CSI frame of the window; becomes `PoseFrame.time`. */
-  frameTime: number;
-  /** Wall-clock epoch ms (`Date.now()`) when that frame arrived; 0 when unknown. */
-  arrival: number;
-  sourceId: string;
-  environmentId: string;
-  /** 0..1 CSI quality behind the window. */
-  csiQuality: number;
-  /** The window's CSI layout (`features` sets it): checked against the layouts the model was trained on; absent = not checked. */
-  layout?: CsiLayout;
-}
+// The stage's domain lives in src/model (batching, layouts, the model, decoding); these names stay importable from here.
+export type { FeatureRow, InferStats, UntrainedLink, UntrainedPolicy } from '../src/model/inferTypes.js';
+export { COUNT_HYSTERESIS, countWithHysteresis } from '../src/model/countHysteresis.js';
+export { COUNT_SMOOTHING } from '../src/model/inferDecoder.js';
 
-/** What `infer` does with a row whose layout its model was not trained on. */
-export type UntrainedPolicy =
-  /** End the stream with a ModelError naming the source and the layout (default). */
-  | 'refuse'
-  /** Drop the row (no pose frame from that link) and list the link in `InferStats.untrained`. */
-  | 'drop';
-
-/** A source whose windows were dropped because the model was not trained on their layout. */
-export interface UntrainedLink {
-  sourceId: string;
-  environmentId: string;
-  /** The layout in words (`layoutText`), e.g. '1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz'. */
-  layout: string;
-  /** What of it the model was not trained on, and what it was trained on (`untrainedPart`). */
-  reason: string;
-  /** Windows dropped so far. */
-  windows: number;
-  /** Wall-clock epoch ms of the last one. */
-  lastAt: number;
-}
-
-/** Running figures of one `infer` operator (the object is updated in place). */
-export interface InferStats {
-  /** Batches run to completion. */
-  batches: number;
-  /** Rows inferred. */
-  rows: number;
-  /** Queued rows dropped, oldest first, because the queue passed `maxQueue`. */
-  dropped: number;
-  /** Wall-clock ms of the last batch, from launch to result. */
-  lastBatchMs: number;
-  /** Mean wall-clock ms per batch. */
-  avgBatchMs: number;
-  /** Rows waiting for a batch now. */
-  queue: number;
-  /**
-   * With `untrained: 'drop'`: the sources whose latest window had a layout the model was not trained
-   * on (a source leaves the list when a window of a trained layout comes from it). Replaced, not
-   * mutated, when a source joins or leaves; set at subscription.
-   */
-  untrained?: readonly UntrainedLink[];
-}
-
+/** Options of {@link infer}; those marked Live are read again for every row and batch when given as a function. */
 export interface InferOptions {
   /**
    * A loaded model (or its loading promise). The caller owns it: the operator never releases it.
@@ -128,55 +77,12 @@ export interface InferOptions {
   onStats?: (stats: Readonly<InferStats>) => void;
 }
 
+/** The pose model `npm run train:v2` ships, loaded when neither `model` nor `modelPath` is given. */
 export const DEFAULT_MODEL_PATH = 'models/csipose-pose.onnx';
-/**
- * v2 models: the weight of the newest window in the per-source moving average of the `count`
- * distribution that decides how many persons a frame has (1 = no smoothing). A window comes every
- * 80 ms at the default hop, so 0.1 averages over about 0.8 s. Chosen on VALIDATION scenarios
- * (`npm run bench:accuracy -- --split val`): against none (1), exact count 0.503 -> 0.512 and
- * identity switches 615 -> 549; 0.2 and 0.3 were in between.
- */
-export const COUNT_SMOOTHING = 0.1;
-/**
- * v2 models: the count rule's threshold moves by this much away from the count shown, so that an
- * average hovering at the threshold does not flip the count from one frame to the next. The count
- * goes up to k when P(count >= k) reaches `confidence_threshold` + this, and down from k when
- * P(count >= k) falls below `confidence_threshold` - this; a person kept this way can have a
- * confidence down to `confidence_threshold` - this. 0 turns it off. The band is narrowed to half the
- * distance from the threshold to 0 or 1 when the threshold is closer to either. Chosen on
- * VALIDATION (`npm run bench:accuracy -- --split val`, nobody enters or leaves in those scenes, so
- * every change of the count is an error): with the tracker's second round (`reclaimGate` 10), 0.2
- * took the count from 24.2 changes per minute to 4.9 and exact count 0.512 -> 0.555; 0.1 left more
- * changes, 0.25 fewer (4.0 per minute) at a lower exact count (0.534). A filtered hidden count (forward algorithm, sticky switches, tempered model evidence)
- * in place of the moving average did not beat it (16-19 changes per minute without the second
- * round, against 15.4 for this rule).
- */
-export const COUNT_HYSTERESIS = 0.2;
-/**
- * The count to show from a (moving-average) count distribution, with the hysteresis of
- * COUNT_HYSTERESIS around the count rule (`countFromProbabilities`).
- * @param p P(count = k), k = 0..P
- * @param P person slots
- * @param threshold `confidence_threshold`
- * @param shown the count shown so far; null at the start of a stream (the plain rule then)
- * @returns the count to show, 0..P
- * @example
- * countWithHysteresis(Float64Array.of(0, 0.45, 0.55), 2, 0.5, 1) // 1: P(count >= 2) has not reached 0.7
- */
-export function countWithHysteresis(p: Float64Array, P: number, threshold: number, shown: number | null): number {
-  if (shown === null) return countFromProbabilities(p, 0, P, threshold);
-  const h = Math.min(COUNT_HYSTERESIS, threshold / 2, (1 - threshold) / 2);
-  const up = countFromProbabilities(p, 0, P, threshold + h);
-  if (up > shown) return up;
-  const down = countFromProbabilities(p, 0, P, threshold - h);
-  return down < shown ? down : shown;
-}
-
-/** A source whose next window is this much later (or earlier) starts its count average afresh, ms. */
-const COUNT_RESET_MS = 2000;
-/** Sources whose count average is kept (the oldest is forgotten beyond it); also the untrained links listed. */
-const COUNT_STREAMS = 64;
+/** Most rows in one batch. */
 const MAX_BATCH = 4096;
+/** Default bound of the queue: rows beyond it are dropped, oldest first. */
+const DEFAULT_QUEUE = 256;
 
 /** The parameters a configuration field sets: type, default and range come from the config schema. */
 const BATCH = configParam('neural_network.batch_size');
@@ -196,17 +102,6 @@ const VIEW = {
 const RECEIVER_X = primaryReceiverParam('x');
 const RECEIVER_Y = primaryReceiverParam('y');
 
-/** A camera per view, remembering the last: a live view is turned into a camera once per change. One per subscription. */
-function cameraCache(): (v: ViewSettings) => Camera {
-  let last: { key: string; camera: Camera } | undefined;
-  return (v) => {
-    const key = `${v.width},${v.height},${v.hfov_deg},${v.x},${v.y},${v.z},${v.yaw_deg},${v.pitch_deg}`;
-    if (last?.key !== key) last = { key, camera: viewCamera(v) };
-    return last.camera;
-  };
-}
-const DEFAULT_QUEUE = 256;
-
 /** What the service lends the infer stage of a pipeline it composes (see `pipelines/build.ts`). */
 export interface InferContext extends OperatorContext {
   /** The loaded model (the service owns it); without it the stage loads `modelPath` itself. */
@@ -217,6 +112,7 @@ export interface InferContext extends OperatorContext {
   readonly untrained?: UntrainedPolicy;
 }
 
+/** The live options, checked, with the decode options of the next batch. */
 interface Resolved {
   batchSize: number;
   maxWaitMs: number;
@@ -268,62 +164,6 @@ function resolve(o: InferOptions, cameraOf: (v: ViewSettings) => Camera = viewCa
   };
 }
 
-/** FIFO of rows with their enqueue times: a ring that grows, so taking and dropping are O(1). */
-class RowQueue {
-  private rows: Array<FeatureRow | undefined> = new Array(16);
-  private times = new Float64Array(16);
-  private head = 0;
-  length = 0;
-
-  push(row: FeatureRow, time: number): void {
-    if (this.length === this.rows.length) this.grow();
-    const i = (this.head + this.length) & (this.rows.length - 1);
-    this.rows[i] = row;
-    this.times[i] = time;
-    this.length++;
-  }
-
-  /** Enqueue time of the oldest row. */
-  headTime(): number {
-    return this.times[this.head];
-  }
-
-  shift(): FeatureRow {
-    const row = this.rows[this.head] as FeatureRow;
-    this.rows[this.head] = undefined;
-    this.head = (this.head + 1) & (this.rows.length - 1);
-    this.length--;
-    return row;
-  }
-
-  drop(n: number): void {
-    for (let i = 0; i < n; i++) this.shift();
-  }
-
-  clear(): void {
-    this.drop(this.length);
-  }
-
-  private grow(): void {
-    const cap = this.rows.length;
-    const rows: Array<FeatureRow | undefined> = new Array(cap * 2);
-    const times = new Float64Array(cap * 2);
-    for (let i = 0; i < this.length; i++) {
-      const j = (this.head + i) & (cap - 1);
-      rows[i] = this.rows[j];
-      times[i] = this.times[j];
-    }
-    this.rows = rows;
-    this.times = times;
-    this.head = 0;
-  }
-}
-
-const asModelError = (e: unknown): Error =>
-  e instanceof ModelError || e instanceof RangeError
-    ? e
-    : new ModelError(`inference failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-
 /**
  * Runs the pose model on feature rows in batches and emits one PoseFrame per row, in input order.
  *
@@ -360,6 +200,11 @@ const asModelError = (e: unknown): Error =>
  * already in flight finishes in the worker and is discarded) and releases a model the operator
  * loaded itself.
  *
+ * The work is done by the steps in src/model, one of each per subscription: `InferBatcher` (the
+ * queue, its bound and when a batch is due), `LayoutGate` (layouts), `InferRunner` (the model, in
+ * launch order, MODEL_ERROR) and `InferDecoder` (frames, the count's smoothing and hysteresis, the
+ * camera); the operator holds them, the scheduler's timer and the model's loading and release.
+ *
  * @param options options, or a function returning them (read live)
  * @returns an operator from feature rows to pose frames
  * @example
@@ -371,7 +216,6 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 
   return (source) =>
     new Observable<PoseFrame>((subscriber) => {
-      const cameraOf = cameraCache();
       const init = read();
       const concurrency = init.concurrency ?? 1;
       if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -382,228 +226,110 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
       const stats: InferStats = init.stats ?? { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
       Object.assign(stats, { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0, untrained: [] });
       const onStats = init.onStats;
-      const policy: UntrainedPolicy = init.untrained ?? 'refuse';
-      if (policy !== 'refuse' && policy !== 'drop') {
-        subscriber.error(new RangeError(`infer: untrained must be 'refuse' or 'drop', got ${String(policy)}`));
+      let gate: LayoutGate;
+      try {
+        gate = new LayoutGate(init.untrained ?? 'refuse', stats);
+      } catch (e) {
+        subscriber.error(e);
         return;
       }
-      /** What of each layout (one object per shape, from `features`) the model was not trained on; null = trained. */
-      const verdicts = new WeakMap<CsiLayout, string | null>();
-      const untrained = new Map<string, UntrainedLink>();
-      /** The refusal of a row's layout: the rows before it are still run and emitted, then the stream ends with it. */
-      let refusal: ModelError | undefined;
-      const listUntrained = () => {
-        stats.untrained = [...untrained.values()];
-      };
-      /** Whether the row's layout is one the model was trained on; else refuses (sets `refusal`) or drops it. */
-      const admit = (m: PoseRunner, trained: TrainedLayouts, row: FeatureRow, layout: CsiLayout): boolean => {
-        let why = verdicts.get(layout);
-        if (why === undefined) {
-          why = untrainedPart(trained, layout);
-          verdicts.set(layout, why);
-        }
-        if (why === null) {
-          if (untrained.size > 0 && untrained.delete(row.sourceId)) listUntrained();
-          return true;
-        }
-        const text = layoutText(layout);
-        if (policy === 'refuse') {
-          refusal = new ModelError(
-            `the model ${m.metadata.model_version || '(no version)'} was not trained on the CSI layout of ${row.sourceId}: ${text}; not trained on ${why}`,
-          );
-          return false;
-        }
-        let link = untrained.get(row.sourceId);
-        if (!link || link.layout !== text) {
-          if (!link && untrained.size >= COUNT_STREAMS) untrained.delete(untrained.keys().next().value!);
-          link = { sourceId: row.sourceId, environmentId: row.environmentId, layout: text, reason: why, windows: 0, lastAt: 0 };
-          untrained.set(row.sourceId, link);
-          listUntrained();
-        }
-        link.windows++;
-        link.lastAt = Date.now();
-        return false;
-      };
-
-      const queue = new RowQueue();
-      let model: PoseRunner | undefined;
+      const batcher = new InferBatcher<FeatureRow>(stats);
+      const decoder = new InferDecoder();
+      const cameraOf = (v: ViewSettings) => decoder.cameraFor(v);
+      /** Set once the model is loaded and accepted. */
+      let runner: InferRunner<DecodeOptions> | undefined;
+      /** A model the operator loaded itself: released once nothing runs on it after teardown. */
+      let owned: PoseModel | undefined;
       let closed = false;
       let sourceDone = false;
-      let inFlight = 0;
-      let totalMs = 0;
-      /** Batches launched so far; each batch's results are emitted in launch order. */
-      let launched = 0;
-      let nextToEmit = 0;
-      const finished = new Map<number, { rows: FeatureRow[]; out: ModelOutputs; decode: DecodeOptions }>();
-      const frameIds = new Map<string, number>();
-      const counts = new Map<string, { time: number; p: Float64Array; shown: number }>();
-      /**
-       * Replaces row r's count distribution by its source's moving average and returns the count
-       * to show, with hysteresis (v2); undefined for v1 rows (their decoder applies its own rule).
-       */
-      const smoothCount = (out: ModelOutputs, r: number, row: FeatureRow, threshold: number): number | undefined => {
-        if (out.contract !== 2) return undefined;
-        const P = out.maxPersons;
-        const K = P + 1;
-        let st = counts.get(row.sourceId);
-        const fresh = !st || st.p.length !== K || Math.abs(row.frameTime - st.time) > COUNT_RESET_MS || row.frameTime < st.time;
-        if (!st || st.p.length !== K) {
-          if (counts.size >= COUNT_STREAMS) counts.delete(counts.keys().next().value!);
-          st = { time: row.frameTime, p: new Float64Array(K), shown: 0 };
-          counts.set(row.sourceId, st);
-        }
-        const c = out.count;
-        const alpha = Math.min(1, COUNT_SMOOTHING);
-        for (let k = 0; k < K; k++) {
-          const v = c[r * K + k]!;
-          st.p[k] = fresh ? v : st.p[k]! + alpha * (v - st.p[k]!);
-          c[r * K + k] = st.p[k]!;
-        }
-        st.time = row.frameTime;
-        st.shown = countWithHysteresis(st.p, P, threshold, fresh ? null : st.shown);
-        return st.shown;
-      };
       let timer: Subscription | undefined;
       let timerDue = Infinity;
 
+      const close = () => {
+        closed = true;
+        runner?.stop();
+      };
       const fail = (e: unknown) => {
         if (closed) return;
-        closed = true;
+        close();
         subscriber.error(asModelError(e));
       };
-
       const report = () => {
-        stats.queue = queue.length;
+        stats.queue = batcher.length;
         onStats?.(stats);
       };
-
+      const settleOwned = () => {
+        if (owned && !runner?.inFlight) {
+          const m = owned;
+          owned = undefined;
+          m.release().catch(() => undefined);
+        }
+      };
       const cancelTimer = () => {
         timer?.unsubscribe();
         timer = undefined;
         timerDue = Infinity;
       };
+      /** Calls pump when the oldest row's wait ends (one timer, moved when that time changes). */
+      const wakeAt = (due: number) => {
+        if (due === timerDue) return;
+        cancelTimer();
+        timerDue = due;
+        timer = scheduler.schedule(
+          () => {
+            timer = undefined;
+            timerDue = Infinity;
+            pump();
+          },
+          Math.max(0, due - scheduler.now()),
+        );
+      };
 
-      const emitReady = () => {
-        let ready = finished.get(nextToEmit);
-        while (ready && !closed) {
-          finished.delete(nextToEmit++);
-          const { rows, out, decode } = ready;
+      /** Emits the finished batches' frames, in launch order. */
+      const emitReady = (r: InferRunner<DecodeOptions>) => {
+        for (let b = r.next(); b && !closed; b = r.next()) {
           const now = Date.now();
-          const version = model?.metadata.model_version || 'unknown';
-          for (let r = 0; r < rows.length && !closed; r++) {
-            const row = rows[r];
-            const id = frameIds.get(row.environmentId) ?? 0;
-            frameIds.set(row.environmentId, id + 1);
-            const count = smoothCount(out, r, row, decode.confidenceThreshold);
-            subscriber.next({
-              frameId: id,
-              time: row.frameTime,
-              sourceId: row.sourceId,
-              environmentId: row.environmentId,
-              persons: decodeOutputs(out, r, count === undefined ? decode : { ...decode, count }),
-              processingMs: row.arrival > 0 ? Math.max(0, now - row.arrival) : 0,
-              modelVersion: version,
-              csiQuality: row.csiQuality,
-              ...(out.contract === 2 ? { fallProbability: out.fall[r]! } : {}),
-            });
-          }
-          ready = finished.get(nextToEmit);
+          const version = r.model.metadata.model_version || 'unknown';
+          for (let i = 0; i < b.rows.length && !closed; i++) subscriber.next(decoder.frame(b.out, i, b.rows[i]!, b.context, version, now));
         }
       };
 
       /** Takes `take` rows off the queue and runs those the model can read as one batch. */
-      const launch = (m: PoseRunner, take: number, decode: DecodeOptions, site: SiteGeometry | null) => {
-        const F = m.featureDim;
-        const trained = m.trainedLayouts;
-        const rows: FeatureRow[] = [];
-        for (let i = 0; i < take; i++) {
-          const row = queue.shift();
-          if (trained && row.layout && !admit(m, trained, row, row.layout)) {
-            if (!refusal) continue;
-            queue.clear();
-            break;
-          }
-          const len = row.features?.length;
-          if (len !== F) throw new ModelError(`feature row has ${len ?? 'no'} values, the model expects feature_dim ${F}`);
-          rows.push(row);
-        }
-        const k = rows.length;
-        if (k === 0) return;
-        const batch = new Float32Array(k * F);
-        const history = m.contract === 2 ? new Float32Array(k * HISTORY_WIDTH) : undefined;
-        for (let i = 0; i < k; i++) {
-          const row = rows[i]!;
-          batch.set(row.features, i * F);
-          if (history && row.history?.length === HISTORY_WIDTH) history.set(row.history, i * HISTORY_WIDTH);
-        }
-        const seq = launched++;
-        inFlight++;
-        const t0 = performance.now();
-        let pending: Promise<ModelOutputs>;
-        try {
-          pending = m.run(batch, k, history ? { transfer: true, site, history } : { transfer: true, site });
-        } catch (e) {
-          inFlight--;
-          throw e;
-        }
-        pending.then(
-          (out) => {
-            inFlight--;
-            if (closed) return settleOwned();
-            const ms = performance.now() - t0;
-            totalMs += ms;
-            stats.batches++;
-            stats.rows += k;
-            stats.lastBatchMs = ms;
-            stats.avgBatchMs = totalMs / stats.batches;
-            finished.set(seq, { rows, out, decode });
-            emitReady();
-            report();
-            pump();
-          },
-          (e: unknown) => {
-            inFlight--;
-            if (closed) return settleOwned();
-            fail(e);
-          },
-        );
+      const launch = (r: InferRunner<DecodeOptions>, take: number, o: Resolved) => {
+        const rows = gate.admitted(r.model, batcher.take(take));
+        if (gate.refusal) batcher.clear();
+        if (rows.length === 0) return;
+        r.run(rows, o.site, o.decode, (error) => {
+          if (closed) return settleOwned();
+          if (error) return fail(error);
+          emitReady(r);
+          report();
+          pump();
+        });
       };
 
       const pump = () => {
-        if (closed || !model) return;
+        const r = runner;
+        if (closed || !r) return;
         try {
           const o = resolve(read(), cameraOf);
-          while (inFlight < concurrency && queue.length > 0 && !closed) {
-            const due = queue.headTime() + o.maxWaitMs;
-            if (queue.length >= o.batchSize || sourceDone || due <= scheduler.now())
-              launch(model, Math.min(queue.length, o.batchSize), o.decode, o.site);
-            else break;
+          while (r.inFlight < concurrency && !closed) {
+            const take = batcher.due(scheduler.now(), o, sourceDone);
+            if (take === 0) break;
+            launch(r, take, o);
           }
           if (closed) return;
-          if (refusal) {
+          if (gate.refusal) {
             // The rows before the refused one are out once their batches are: then the error.
             cancelTimer();
-            if (inFlight === 0 && finished.size === 0) fail(refusal);
+            if (r.idle) fail(gate.refusal);
             return;
           }
-          stats.queue = queue.length;
-          if (queue.length > 0 && inFlight < concurrency) {
-            const due = queue.headTime() + o.maxWaitMs;
-            if (due !== timerDue) {
-              cancelTimer();
-              timerDue = due;
-              timer = scheduler.schedule(
-                () => {
-                  timer = undefined;
-                  timerDue = Infinity;
-                  pump();
-                },
-                Math.max(0, due - scheduler.now()),
-              );
-            }
-          } else cancelTimer();
-          if (sourceDone && queue.length === 0 && inFlight === 0 && finished.size === 0) {
-            closed = true;
+          stats.queue = batcher.length;
+          if (batcher.length > 0 && r.inFlight < concurrency) wakeAt(batcher.dueAt(o.maxWaitMs));
+          else cancelTimer();
+          if (sourceDone && batcher.length === 0 && r.idle) {
+            close();
             subscriber.complete();
           }
         } catch (e) {
@@ -611,29 +337,15 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         }
       };
 
-      let modelToRelease: PoseModel | undefined;
-      /** Releases a self-loaded model once nothing runs on it (after teardown). */
-      const settleOwned = () => {
-        if (inFlight === 0 && modelToRelease) {
-          const m = modelToRelease;
-          modelToRelease = undefined;
-          m.release().catch(() => undefined);
-        }
-      };
-
       /** Takes a loaded model into use; false (and the stream errored) when it does not fit the rows. */
       const accept = (m: PoseRunner): boolean => {
-        if (m.contract === 3) {
-          const name = m.metadata.model_version ? `model ${m.metadata.model_version}` : 'the model';
-          fail(new ModelError(`${name} is a ${CONTRACT_V3} refiner of the physics front end's candidates: it runs in the refine stage, not on window features`));
+        try {
+          runner = new InferRunner<DecodeOptions>(m, stats, init.featureDim !== undefined ? { featureDim: init.featureDim } : {});
+          return true;
+        } catch (e) {
+          fail(e);
           return false;
         }
-        if (init.featureDim !== undefined && m.featureDim !== init.featureDim) {
-          fail(new ModelError(`model expects feature_dim ${m.featureDim}, the features have ${init.featureDim}`));
-          return false;
-        }
-        model = m;
-        return true;
       };
       const given = init.model;
       if (given !== undefined && !(given instanceof Promise)) {
@@ -643,10 +355,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         const loading: Promise<PoseRunner> =
           given ??
           PoseModel.load(resolveInstalled(init.modelPath ?? DEFAULT_MODEL_PATH), init.featureDim !== undefined ? { featureDim: init.featureDim } : {}).then(
-            (m) => {
-              modelToRelease = m;
-              return m;
-            },
+            (m) => (owned = m),
           );
         loading.then(
           (m) => {
@@ -659,16 +368,10 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 
       const sub = source.subscribe({
         next(row) {
-          if (closed || refusal) return;
+          if (closed || gate.refusal) return;
           try {
-            queue.push(row, scheduler.now());
-            const o = resolve(read(), cameraOf);
-            if (queue.length > o.maxQueue) {
-              const n = queue.length - o.maxQueue;
-              queue.drop(n);
-              stats.dropped += n;
-              report();
-            }
+            const { maxQueue } = resolve(read(), cameraOf);
+            if (batcher.push(row, scheduler.now(), maxQueue) > 0) report();
           } catch (e) {
             fail(e);
             return;
@@ -677,7 +380,7 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         },
         error(e) {
           if (closed) return;
-          closed = true;
+          close();
           subscriber.error(e);
         },
         complete() {
@@ -687,10 +390,9 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
       });
 
       return () => {
-        closed = true;
+        close();
         cancelTimer();
-        queue.clear();
-        finished.clear();
+        batcher.clear();
         sub.unsubscribe();
         settleOwned();
       };
@@ -766,6 +468,7 @@ function optionsOf(params: ParamValues, site: (raw: unknown) => SiteGeometry | n
   return o;
 }
 
+/** Registry entry: `infer modelPath=models/csipose-pose.onnx batchSize=32` in a pipeline string. */
 export const spec: OperatorSpec = {
   name: 'infer',
   summary: 'Batched pose inference with the ONNX model (worker thread); drops the oldest rows under lag',

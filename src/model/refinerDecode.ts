@@ -13,9 +13,10 @@
 import type { Camera } from '../pose/camera.js';
 import { N_KEYPOINTS, type PersonPose } from '../pose/types.js';
 import { MODEL_ACTIVITIES } from './contract.js';
+import { hysteresisBand, hysteresisStep } from './countHysteresis.js';
 import { personFromSkeleton, type ModelOutputsV3 } from './runtime.js';
 
-/** The band around the threshold (the v2 count's COUNT_HYSTERESIS, operators/infer.ts). */
+/** The band around the threshold (as the v2 count's COUNT_HYSTERESIS, src/model/countHysteresis.ts). */
 export const REFINER_COUNT_HYSTERESIS = 0.2;
 
 /** What {@link RefinerDecoder.decode} needs besides the outputs. */
@@ -73,10 +74,8 @@ export class RefinerDecoder {
     let n: number;
     if (this.shown === null) n = atLeast(thr);
     else {
-      const h = Math.min(REFINER_COUNT_HYSTERESIS, thr / 2, (1 - thr) / 2);
-      const up = atLeast(thr + h);
-      const down = atLeast(thr - h);
-      n = up > this.shown ? up : down < this.shown ? down : Math.min(this.shown, order.length);
+      const h = hysteresisBand(thr, REFINER_COUNT_HYSTERESIS);
+      n = hysteresisStep(this.shown, atLeast(thr + h), atLeast(thr - h));
     }
     this.shown = n;
     n = Math.min(n, Math.max(0, Math.floor(o.maxPersons)));
