@@ -12,7 +12,8 @@
  */
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { Observable } from 'rxjs';
+import { Observable, Subject } from 'rxjs';
+import type { CsiSimulator } from '../../src/sim/simulator.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { viewSettings } from '../../src/pose/camera.js';
 import { SINKS } from '../../src/sinks/index.js';
@@ -63,6 +64,62 @@ export async function recordSession(r: ScenarioRecipe, dir: string, name: string
   if (!sink) throw new Error('the capture sink is missing');
   await sink.run(source, { path: csi, labels: keypoints, label_hz: LABEL_HZ }, { stdout: discard(), stderr: discard() }).done;
   return { csi, format: 'intel5300', keypoints, people, seconds: r.seconds, frames };
+}
+
+/** A session of a site with several links, recorded as a receiver per capture file. */
+export interface SiteRecording {
+  /** The capture files as one source list (`file:PATH?format=intel5300&link=ID ...`): what `csipose calibrate --csi` and `csipose serve --source` take. */
+  csi: string;
+  /** The labels file (the primary link's capture clock), or '' when not written. */
+  keypoints: string;
+  /** Ticks simulated. */
+  ticks: number;
+}
+
+/** Ticks simulated between two yields to the event loop while recording (the capture sinks write then). */
+const RECORD_CHUNK = 200;
+
+/**
+ * Records `seconds` of a site simulator as an installer would: every receiver to its own Intel 5300
+ * capture (`<name>-<link>.dat`, the `capture` sink), and, with `labels`, the camera's keypoints from
+ * the ground truth beside the primary link's capture (`<name>.labels.jsonl`, 10 per second).
+ * @param sim a simulator with `radios` (its frames carry `linkId`)
+ * @param seconds how long
+ * @param dir where to write
+ * @param name file stem
+ * @param labels whether to write the labels
+ * @returns the source list and labels path
+ */
+export async function recordSiteSession(sim: CsiSimulator, seconds: number, dir: string, name: string, labels = true): Promise<SiteRecording> {
+  const sink = SINKS.get('capture');
+  if (!sink) throw new Error('the capture sink is missing');
+  const ticks = Math.round(seconds * sim.rateHz);
+  const subjects = new Map<string, Subject<CsiFrame>>();
+  const runs: Promise<unknown>[] = [];
+  const uris: string[] = [];
+  const keypoints = labels ? join(dir, `${name}.labels.jsonl`) : '';
+  let primary: string | undefined;
+  for (let i = 0; i < ticks; i++) {
+    const t = sim.nextTick();
+    for (const f of t.frames) {
+      const id = f.linkId ?? 'primary';
+      primary ??= id;
+      let sub = subjects.get(id);
+      if (!sub) {
+        sub = new Subject<CsiFrame>();
+        subjects.set(id, sub);
+        const path = join(dir, `${name}-${id}.dat`);
+        uris.push(`file:${path}?format=intel5300${f.linkId !== undefined ? `&link=${f.linkId}` : ''}`);
+        const params = { path, labels: id === primary ? keypoints : '', label_hz: LABEL_HZ };
+        runs.push(sink.run(sub, params, { stdout: discard(), stderr: discard() }).done);
+      }
+      sub.next(id === primary && labels ? { ...f, meta: { ...(f.meta ?? {}), truth: truthToJson(t.truth) } } : f);
+    }
+    if (i % RECORD_CHUNK === RECORD_CHUNK - 1) await new Promise((r) => setImmediate(r));
+  }
+  for (const s of subjects.values()) s.complete();
+  await Promise.all(runs);
+  return { csi: uris.join(' '), keypoints, ticks };
 }
 
 /** What the calibration step did. */

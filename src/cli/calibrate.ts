@@ -7,7 +7,10 @@ import { isCaptureFormat } from '../decoders/index.js';
 
 /**
  * `csipose calibrate --csi CAPTURE --keypoints LABELS.jsonl [--csi ... --keypoints ...] --out room.onnx`:
- * fine-tunes the pose model for one room from sessions recorded there (docs/calibration.md).
+ * makes a room model from sessions recorded there (docs/calibration.md). For a v3 refiner (the
+ * physics front end) it learns the room (`src/training/roomCalibration.ts`: the empty room's static
+ * channel from `--empty`, every link's chain phases from the camera's one-person windows); for a v2
+ * model it fine-tunes the model (`src/training/calibrate.ts`).
  *
  * The room's reference view and site come from the configuration the service would use (the data
  * directory's saved configuration and the `--config` overlay), as does the model to start from
@@ -26,16 +29,22 @@ export function calibrateCommand(): Command {
   };
   return new Command('calibrate')
     .description('fine-tune the pose model for one room from recorded sessions: a CSI capture and its camera keypoints each')
-    .requiredOption('--csi <capture>', 'CSI capture of a session (repeat for more sessions)', collect, [])
+    .requiredOption(
+      '--csi <capture>',
+      "CSI of a session: a capture file, or a site's receivers as one list of file:PATH?link=RX URIs (repeat for more sessions)",
+      collect,
+      [],
+    )
     .requiredOption('--keypoints <labels.jsonl>', "the session's camera keypoints, one JSON line per camera frame (repeat, in the order of --csi)", collect, [])
     .requiredOption('--out <room.onnx>', 'where to write the room model (its report goes beside it as .json)')
     .addOption(new Option('--format <format>', 'capture format (default: from the file name)').choices(['intel5300', 'atheros', 'nexmon', 'esp32']))
+    .option('--empty <capture>', 'v3 refiners: a recording of the empty room, 1-2 minutes (a capture file or a list of file:PATH?link=RX URIs)')
     .option('--model <path>', 'model to start from (default: neural_network.model_path)')
     .addOption(new Option('--data-dir <dir>', 'data directory whose saved configuration applies').env('CSIPOSE_DATA_DIR').default('./data'))
     .addOption(new Option('--config <file>', 'JSON configuration overlay (environment.view, environment.site)').env('CSIPOSE_CONFIG'))
     .option('--epochs <n>', 'passes over the sessions (default 3)', positive)
     .option('--seed <n>', 'seed of the batch order (default 1)', positive)
-    .action(async (o: { csi: string[]; keypoints: string[]; out: string; format?: string; model?: string; dataDir: string; config?: string; epochs?: number; seed?: number }) => {
+    .action(async (o: { csi: string[]; keypoints: string[]; out: string; format?: string; empty?: string; model?: string; dataDir: string; config?: string; epochs?: number; seed?: number }) => {
       if (o.csi.length !== o.keypoints.length) {
         process.stderr.write(`csipose calibrate: ${o.csi.length} --csi but ${o.keypoints.length} --keypoints: give one labels file per capture\n`);
         process.exitCode = 2;
@@ -46,10 +55,46 @@ export function calibrateCommand(): Command {
         const store = await ConfigStore.open({ dataDir: o.dataDir, ...(o.config ? { configFile: o.config } : {}) });
         const c = store.get();
         const s = c.environment.site;
+        const model = resolveInstalled(o.model ?? c.neural_network.model_path);
+        if ((await modelContract(model)) === 3) {
+          if (o.epochs !== undefined || o.seed !== undefined) {
+            process.stderr.write('csipose calibrate: --epochs and --seed fine-tune v2 models; a v3 refiner is calibrated in closed form\n');
+            process.exitCode = 2;
+            return;
+          }
+          const { calibrateRoom } = await import('../training/roomCalibration.js');
+          const r = await calibrateRoom({
+            model,
+            out: o.out,
+            ...(o.empty ? { empty: o.empty } : {}),
+            sessions: o.csi.map((csi, i) => ({ csi, keypoints: o.keypoints[i]! })),
+            ...(format ? { format } : {}),
+            view: { ...c.environment.view },
+            radios: s.radios,
+            room: { width: s.room_width, depth: s.room_depth },
+            progress: process.stderr,
+          });
+          const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+          process.stdout.write(
+            [
+              `room model -> ${r.out} (${r.links.map((l) => `${l.id}: ${l.windows} windows${l.emptyPackets ? `, ${l.emptyPackets} empty-room packets` : ''}`).join('; ')})`,
+              `held-out end of each session (${r.heldOut.windows} windows with one person): first candidate ${f(r.heldOut.before)} -> ${f(r.heldOut.after)} m from the labelled person (median)`,
+              `report -> ${r.reportPath}`,
+              `use it: set neural_network.model_path to ${r.out} and restart the service`,
+              '',
+            ].join('\n'),
+          );
+          return;
+        }
+        if (o.empty !== undefined) {
+          process.stderr.write(`csipose calibrate: --empty calibrates v3 refiners; ${model} is a v2 model\n`);
+          process.exitCode = 2;
+          return;
+        }
         const { calibrate } = await import('../training/calibrate.js');
         const r = await calibrate({
           sessions: o.csi.map((csi, i) => ({ csi, keypoints: o.keypoints[i]!, ...(format ? { format } : {}) })),
-          model: resolveInstalled(o.model ?? c.neural_network.model_path),
+          model,
           out: o.out,
           view: { ...c.environment.view },
           // The shipped model reads one link: the site's primary (its tx and first rx).
@@ -76,4 +121,12 @@ export function calibrateCommand(): Command {
         process.exitCode = 1;
       }
     });
+}
+
+/** The contract of a model file (1, 2 or 3); loading errors propagate with their message. */
+async function modelContract(path: string): Promise<1 | 2 | 3> {
+  const { PoseModel } = await import('../model/runtime.js');
+  const m = await PoseModel.load(path, { thread: 'inline' });
+  await m.release();
+  return m.contract;
 }

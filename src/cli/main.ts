@@ -14,6 +14,10 @@ import { keysCommand } from './keys.js';
 import { queryCommand } from './query.js';
 import { exportCommand } from './export.js';
 import { OutputDemand, readerGone } from '../sinks/output.js';
+import { defaults } from '../config/schema.js';
+
+/** The configuration's defaults: the site and view `--site` lends the sources. */
+const SITE = defaults();
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -30,6 +34,7 @@ interface RunFlags {
   fast?: boolean;
   limit?: number;
   env?: string;
+  site?: boolean;
 }
 
 /**
@@ -58,6 +63,8 @@ async function execute(text: string, flags: RunFlags): Promise<number> {
     demand,
     ...(speed !== undefined ? { speed } : {}),
     ...(flags.env ? { environmentId: flags.env } : {}),
+    // The configuration's default site and view (environment.site, environment.view), as `serve` lends them.
+    ...(flags.site ? { radios: () => SITE.environment.site.radios, view: () => SITE.environment.view } : {}),
     onDecodeStats: (s) => (decodeStats = s),
   });
   if (flags.limit !== undefined) stream = stream.pipe(take(flags.limit));
@@ -107,6 +114,10 @@ export function program(): Command {
       .option('--fast', 'as fast as the sink takes them (same as --speed 0)')
       .option('--limit <n>', 'stop after this many output items', number(1))
       .option('--env <id>', 'environment id stamped into frames')
+      .option(
+        '--site',
+        "sources see the default site (environment.site: a router and three receivers) and view, as `serve` lends them: sim simulates every link, each frame with its link_id; file and udp URIs may name their link=RX",
+      )
       .addHelpText(
         'after',
         '\nOutput to a pipe is complete and in order: a source that can wait (sim, file, stdin) waits for a slow\n' +
@@ -116,7 +127,7 @@ export function program(): Command {
           'Sources: sim[?seed=N&people=N&truth=1...], file:PATH[?format=F&loop=K&speed=N],\n' +
           'udp://HOST:PORT?format=F, mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon (mqtts:// too),\n' +
           'stdin[?format=F] or -. Sinks: ndjson [path=FILE|-], stats [interval=S], null,\n' +
-          'capture path=FILE|- [labels=FILE] [label_hz=N] (see `csipose operators`).',
+          'capture path=FILE|- [labels=FILE] [label_hz=N] [link=ID] (see `csipose operators`).',
       );
 
   runFlags(

@@ -71,9 +71,13 @@ export const FALL_WINDOW_S = 3;
  *   `skeleton` [N, 17, 3]  COCO-17 joints minus the pelvis, metres
  * Metadata: `csipose_contract` = CONTRACT_V3, `model_version`, `trained_on`, `feature_dim`,
  * `steps`, `stride_maps`, `map_window_packets`, `map_hop_packets`, `max_candidates`,
- * `feature_names` (comma-separated; must equal the service's), `fall_window_s`.
+ * `feature_names` (comma-separated; must equal the service's), `fall_window_s`; a room model
+ * (`csipose calibrate`) adds ROOM_CALIBRATION_KEY: the room's calibration of the front end
+ * (src/physics/calibration.ts), checked at load.
  */
 export const CONTRACT_V3 = 'csipose-pose-v3';
+/** Metadata key of a v3 room model's calibration (JSON, src/physics/calibration.ts `roomCalibrationToJson`). */
+export const ROOM_CALIBRATION_KEY = 'room_calibration';
 export const INPUT_CANDIDATES = 'candidates';
 /** The v3 outputs and their trailing dimensions (after N). */
 export const MODEL_V3_SHAPES = Object.freeze({

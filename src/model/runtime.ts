@@ -45,12 +45,14 @@ import {
   type ModelMetadata,
   type SiteGeometry,
   type TrainedLayouts,
+  ROOM_CALIBRATION_KEY,
 } from './contract.js';
 import { N_DENSE_PARTS, N_KEYPOINTS, type PersonPose } from '../pose/types.js';
 import type { Camera } from '../pose/camera.js';
 import { densePoseParts } from '../pose/densepose.js';
 import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from './history.js';
 import { REFINER_FEATURE_DIM, REFINER_FEATURES, REFINER_STEPS, REFINER_STRIDE } from '../physics/refinerInput.js';
+import { parseRoomCalibration, type RoomCalibration } from '../physics/calibration.js';
 
 const { onnx } = onnxProto;
 
@@ -141,6 +143,8 @@ export interface PoseRunner {
   readonly trainedLayouts?: TrainedLayouts | null;
   /** Which contract the model follows (2 takes `history` and answers in metres; 3 refines the physics front end's candidates). */
   readonly contract: 1 | 2 | 3;
+  /** v3: the room calibration the model carries (`csipose calibrate`); null or absent without one. */
+  readonly roomCalibration?: RoomCalibration | null;
   run(features: Float32Array, n: number, opts?: RunOptions): Promise<ModelOutputs>;
 }
 
@@ -422,6 +426,8 @@ interface Validated {
   siteDim: number;
   maxPersons: number;
   warning?: string;
+  /** v3: the room calibration in the model's `room_calibration` metadata (a room model from `csipose calibrate`); null without one. */
+  roomCalibration?: RoomCalibration | null;
 }
 
 /** Per-person trailing dimensions of each output. */
@@ -713,6 +719,15 @@ function validateV3(
   }
   const maxCandidates = metadataNumber(props, 'max_candidates', fail) ?? 0;
   const fallWindow = Number(props.get('fall_window_s'));
+  const calText = props.get(ROOM_CALIBRATION_KEY);
+  let roomCalibration: RoomCalibration | null = null;
+  if (calText !== undefined) {
+    try {
+      roomCalibration = parseRoomCalibration(calText);
+    } catch (e) {
+      throw fail(`model metadata ${ROOM_CALIBRATION_KEY}: ${(e as Error).message}`);
+    }
+  }
   const metadata: ModelMetadata = {
     ...commonMetadata(props, contract, REFINER_FEATURE_DIM, maxCandidates, 0, fail),
     steps: REFINER_STEPS,
@@ -720,7 +735,7 @@ function validateV3(
     max_candidates: maxCandidates,
     ...(Number.isFinite(fallWindow) && fallWindow > 0 ? { fall_window_s: fallWindow } : {}),
   };
-  const base = { contract: 3 as const, metadata, featureDim: REFINER_STEPS * REFINER_FEATURE_DIM, siteDim: 0, maxPersons: maxCandidates };
+  const base = { contract: 3 as const, metadata, featureDim: REFINER_STEPS * REFINER_FEATURE_DIM, siteDim: 0, maxPersons: maxCandidates, roomCalibration };
   return contract === undefined
     ? { ...base, warning: `model has no csipose_contract metadata; accepted on its input and output names and shapes (assumed ${CONTRACT_V3})` }
     : base;
@@ -766,6 +781,8 @@ export class PoseModel implements PoseRunner {
     readonly warning: string | undefined,
     /** The file path, or `<bytes>`. */
     readonly source: string,
+    /** v3: the room calibration the model carries (`room_calibration` metadata, `csipose calibrate`); null without one. */
+    readonly roomCalibration: RoomCalibration | null = null,
   ) {
     this.trainedLayouts = trainedLayoutsOf(metadata);
   }
@@ -802,7 +819,7 @@ export class PoseModel implements PoseRunner {
     }
     try {
       const v = validateContract(session.inputs, session.outputs, props, opts.featureDim, where);
-      return new PoseModel(session, v.contract, v.metadata, v.featureDim, v.siteDim, v.maxPersons, v.warning, where);
+      return new PoseModel(session, v.contract, v.metadata, v.featureDim, v.siteDim, v.maxPersons, v.warning, where, v.roomCalibration ?? null);
     } catch (e) {
       await session.release().catch(() => undefined);
       throw e;

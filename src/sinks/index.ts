@@ -221,11 +221,18 @@ const capture: SinkSpec = {
       max: 100000,
       description: 'at most one label per 1/label_hz s of capture time: the first truth frame in each slot, slots counted from the first record',
     },
+    {
+      name: 'link',
+      type: 'string',
+      default: '',
+      description: "only the frames of this link (e.g. tx-rx2): a site's receivers each to their own capture, as real receivers write them; empty = every frame",
+    },
   ],
   run(source, params, io) {
     const path = String(params.path);
     const labelsPath = String(params.labels);
     const labelHz = Number(params.label_hz);
+    const link = String(params.link ?? '');
     if (!path) return { done: Promise.reject(new Error('capture: path= is required, e.g. "capture path=cap.dat"')), stop() {} };
     if (path === '-' && labelsPath === '-')
       return { done: Promise.reject(new Error('capture: path and labels cannot both be standard output (-)')), stop() {} };
@@ -263,6 +270,7 @@ const capture: SinkSpec = {
           fail(new Error(`capture: expected CSI frames, got ${describeItem(v)}`));
           return;
         }
+        if (link !== '' && v.linkId !== link) return;
         try {
           if (used + CAPTURE_MAX_RECORD > CAPTURE_CHUNK) flush();
           const at = used;

@@ -35,6 +35,9 @@ import { buildPoseModelV2, readPoseWeightsV2 } from '../model/onnxWriter.js';
 import { countFromProbabilities } from '../model/runtime.js';
 import { viewCamera, type Camera, type ViewSettings } from '../pose/camera.js';
 import { N_KEYPOINTS } from '../pose/types.js';
+import { floorFromLabel, LABEL_TOLERANCE_S, LabelIndex, MIN_SCORE, parseLabels, type Label } from '../pose/labels.js';
+
+export { ANKLE_HEIGHT_M, floorFromLabel, LABEL_TOLERANCE_S, MIN_SCORE, parseLabels, type Label, type LabelPerson } from '../pose/labels.js';
 import { replayFile } from '../sources/replayFile.js';
 import { sanitizePhase } from '../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
@@ -46,12 +49,6 @@ import { fitNormalizer, fromPoseWeights, standardise, toPoseWeights, train, type
 
 const { onnx } = onnxProto;
 
-/** A label is matched to a window when their times differ by at most this, seconds. */
-export const LABEL_TOLERANCE_S = 0.1;
-/** Keypoints with a lower detector score are not used. */
-export const MIN_SCORE = 0.3;
-/** Height of the ankle joints above the floor for a standing person, metres. */
-export const ANKLE_HEIGHT_M = 0.08;
 /** Window hop of the calibration rows, frames (a divisor of the history stride). */
 const CAL_HOP = 16;
 /**
@@ -99,60 +96,6 @@ export const CAL_WEIGHTS = Object.freeze({
   keepShape: 8,
 });
 
-/** One labelled person. */
-export interface LabelPerson {
-  keypoints: Float32Array;
-}
-
-/** One line of a labels file. */
-export interface Label {
-  /** Seconds since the capture's first record, or NaN when `time` is given instead. */
-  t: number;
-  /** Epoch ms, or NaN. */
-  time: number;
-  people: LabelPerson[];
-}
-
-/**
- * Parses a labels file (format in the module comment).
- * @param text the file's content
- * @param where its name, for messages
- * @returns the labels in file order
- * @throws Error naming the line and what is wrong with it
- */
-export function parseLabels(text: string, where = 'labels'): Label[] {
-  const out: Label[] = [];
-  const lines = text.split('\n');
-  lines.forEach((raw, i) => {
-    const line = raw.trim();
-    if (line === '') return;
-    const at = `${where}:${i + 1}`;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch (e) {
-      throw new Error(`${at}: not JSON (${(e as Error).message})`);
-    }
-    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${at}: expected an object {"t", "people"}`);
-    const o = v as Record<string, unknown>;
-    let t = NaN;
-    let time = NaN;
-    if (typeof o.t === 'number' && Number.isFinite(o.t)) t = o.t;
-    else if (typeof o.time === 'number' && Number.isFinite(o.time)) time = o.time;
-    else if (typeof o.time === 'string' && Number.isFinite(Date.parse(o.time))) time = Date.parse(o.time);
-    else throw new Error(`${at}: needs "t" (seconds since the capture's first record) or "time" (epoch ms or ISO 8601)`);
-    if (!Array.isArray(o.people)) throw new Error(`${at}: "people" must be an array (empty when nobody is in view)`);
-    const people = o.people.map((p: unknown, k: number) => {
-      const kp = (p as { keypoints?: unknown } | null)?.keypoints;
-      if (!Array.isArray(kp) || kp.length !== J * 3 || kp.some((x) => typeof x !== 'number' || !Number.isFinite(x)))
-        throw new Error(`${at}: people[${k}].keypoints must be ${J * 3} numbers (x, y, score per COCO-17 keypoint)`);
-      return { keypoints: Float32Array.from(kp as number[]) };
-    });
-    out.push({ t, time, people });
-  });
-  return out;
-}
-
 /** A recorded session: a capture and its labels. */
 export interface CalibrationSession {
   csi: string;
@@ -181,29 +124,7 @@ interface SessionRows {
 async function sessionRows(s: CalibrationSession, labels: Label[]): Promise<SessionRows> {
   const format = s.format ?? formatFromFileName(s.csi);
   if (!format) throw new Error(`cannot tell the format of ${s.csi}: give it (intel5300, atheros, nexmon, esp32)`);
-  const byT = labels.filter((l) => Number.isFinite(l.t)).sort((a, b) => a.t - b.t);
-  const byTime = labels.filter((l) => Number.isFinite(l.time)).sort((a, b) => a.time - b.time);
-  const nearest = (list: Label[], key: (l: Label) => number, v: number, tol: number): Label | null => {
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (key(list[mid]!) < v) lo = mid + 1;
-      else hi = mid;
-    }
-    let best: Label | null = null;
-    let bestD = tol;
-    for (const i of [lo - 1, lo]) {
-      const l = list[i];
-      if (!l) continue;
-      const d = Math.abs(key(l) - v);
-      if (d <= bestD) {
-        bestD = d;
-        best = l;
-      }
-    }
-    return best;
-  };
+  const index = new LabelIndex(labels);
   const fx = new FeatureExtractor();
   let ring: HistoryRing | undefined;
   let first = NaN;
@@ -218,7 +139,7 @@ async function sessionRows(s: CalibrationSession, labels: Label[]): Promise<Sess
         const end = w.times[w.size - 1]!;
         const f = fx.extract(w);
         const seconds = (end - first) / 1000;
-        const label = nearest(byT, (l) => l.t, seconds, LABEL_TOLERANCE_S) ?? nearest(byTime, (l) => l.time, end, LABEL_TOLERANCE_S * 1000);
+        const label = index.nearest(seconds, end);
         if (label) {
           const h = new Float32Array(HISTORY_WIDTH);
           ring.historyFor(end, h);
@@ -253,20 +174,6 @@ async function sessionRows(s: CalibrationSession, labels: Label[]): Promise<Sess
     out.history.set(r.h, i * HISTORY_WIDTH);
   });
   return out;
-}
-
-/**
- * The floor point under a labelled person: the camera ray through the mid-ankle pixel (both ankles
- * detected) meets the plane ANKLE_HEIGHT_M above the floor.
- * @returns room metres, or null when the ankles are not both detected or the ray points up
- */
-export function floorFromLabel(kp: Float32Array, camera: Camera): { x: number; y: number } | null {
-  const LA = 15;
-  const RA = 16;
-  if (!(kp[3 * LA + 2]! >= MIN_SCORE && kp[3 * RA + 2]! >= MIN_SCORE)) return null;
-  const u = 0.5 * (kp[3 * LA]! + kp[3 * RA]!);
-  const v = 0.5 * (kp[3 * LA + 1]! + kp[3 * RA + 1]!);
-  return camera.floorPoint(u, v, ANKLE_HEIGHT_M);
 }
 
 /** Everything calibration needs to know about the room. */

@@ -16,6 +16,7 @@ interface Label {
 /** A simulator frame as the ndjson sink prints it (NaN keypoints print as null). */
 interface SimLine {
   seq: number;
+  link_id?: string;
   timestamp: number;
   rssi: number[];
   noise: number;
@@ -79,6 +80,20 @@ describe('the capture sink through the CLI: simulator -> Intel 5300 capture + CO
     });
     // The simulator loses packets in bursts: seq has gaps, and the clock follows the ticks.
     expect(sim[N - 1]!.seq).toBeGreaterThan(N - 1);
+  });
+
+  it("link= keeps one receiver's frames: each of a site's receivers to its own capture", async () => {
+    const one = join(tmp, 'rx2.dat');
+    const r = await runCli(['pipe', `${SIM} | capture path=${one} link=tx-rx2`, '--site', '--fast', '--limit', String(N)], { timeoutMs: 60_000 });
+    expect(r.code).toBe(0);
+    const site = await runCli(['pipe', `${SIM} | ndjson`, '--site', '--fast', '--limit', String(N)], { timeoutMs: 60_000 });
+    const lines = ndjson<SimLine>(site.stdout);
+    expect(new Set(lines.map((l) => l.link_id))).toEqual(new Set(['tx-rx1', 'tx-rx2', 'tx-rx3']));
+    const want = lines.filter((l) => l.link_id === 'tx-rx2');
+    expect(want.length).toBeGreaterThan(N / 4);
+    expect(want.length).toBeLessThan(N / 2);
+    const got = decodeAll(createStreamDecoder('intel5300'), new Uint8Array(readFileSync(one))).frames;
+    expect(got.map((f) => [f.seq, f.clockUs])).toEqual(want.map((l) => [l.seq, l.timestamp]));
   });
 
   it('labels: one per 1/10 s slot of capture time, t from the capture\'s own clock, strictly increasing from 0', () => {

@@ -1,0 +1,375 @@
+/**
+ * `csipose calibrate` for a v3 refiner: learns the room, not the people (issue 19 item 4). From an
+ * installer's recordings of one room it fits, per link of the site:
+ *
+ * - the empty room's static channel, from a recording of the room with nobody in it (`--empty`,
+ *   1-2 minutes): every packet aligned and averaged (`StaticChannel.learn`), anchored at the line
+ *   of sight's delay;
+ * - the phase of every antenna pair's RF chains, from the sessions' windows in which the camera saw
+ *   exactly one person (their floor point under the ankles, `floorFromLabel`): `ChainPhaseFit`
+ *   (src/physics/calibration.ts) over the first 85 % of each session's labels.
+ *
+ * and writes a room model: the refiner's bytes unchanged, with the calibration in its
+ * `room_calibration` metadata (ROOM_CALIBRATION_KEY), which the service reads at load and the
+ * `floorMap` stage applies from the first packet (no learning of the empty room at start).
+ * The last 15 % of each session's labels are held out: the fused map's first candidate against the
+ * labelled floor point, without and with the fitted chain phases, is the report's figure.
+ *
+ * The refiner's own weights are not refitted: the model reads front-end features that calibration
+ * corrects at their source.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import onnxProto from 'onnx-proto';
+import { lastValueFrom, type Observable, tap, ignoreElements, defaultIfEmpty } from 'rxjs';
+import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
+import { siteLinks, type RadioConfig, type SiteLink } from '../csi/radios.js';
+import { CONTRACT_V3, ROOM_CALIBRATION_KEY } from '../model/contract.js';
+import { PoseModel } from '../model/runtime.js';
+import { viewCamera, type ViewSettings } from '../pose/camera.js';
+import { floorFromLabel, LabelIndex, parseLabels, type Label } from '../pose/labels.js';
+import { FloorBeamformer, floorGrid, fuseMaps, type FloorGrid } from '../physics/beamform.js';
+import { CALIBRATION_VERSION, ChainPhaseFit, chainFactors, roomCalibrationToJson, type LinkCalibration, type RoomCalibration } from '../physics/calibration.js';
+import { findCandidates } from '../physics/candidates.js';
+import { applyChainCorrection } from '../physics/chains.js';
+import { centreFrequencyHz, linkGeometry, type LinkGeometry } from '../physics/geometry.js';
+import { losDelayS, StaticChannel } from '../physics/static.js';
+import type { MovingWindow } from '../physics/types.js';
+import { MovingWindows, SHORT_WINDOW } from '../physics/window.js';
+import { parseSource } from '../sources/uri.js';
+import { formatSeconds, Progress, type ProgressStream } from './progress.js';
+
+const { onnx } = onnxProto;
+
+/** Share of each session's labels (its end) held out for the report. */
+export const HOLD_OUT = 0.15;
+/** Fewest labelled one-person windows a link's chain phases are fitted from. */
+export const MIN_WINDOWS = 20;
+/** Channel assumed for frames that do not say theirs (as floorMap). */
+const DEFAULT_CHANNEL = 36;
+/** A link whose newest packet is older than this before the primary's window is left out, ms (as floorMap). */
+const STALE_MS = 1000;
+
+/** One recorded session: its CSI (a capture path, or a source list `file:A?link=rx1 file:B?link=rx2`) and its labels. */
+export interface RoomSession {
+  csi: string;
+  keypoints: string;
+}
+
+/** Everything room calibration needs. */
+export interface RoomCalibrationOptions {
+  /** The v3 refiner to calibrate (its bytes are kept). */
+  model: string;
+  /** Where the room model goes; its report goes beside it as `.json`. */
+  out: string;
+  /** A recording of the empty room (a capture path or source list); without it no static channel is stored. */
+  empty?: string;
+  sessions: RoomSession[];
+  /** Format of plain capture paths (default: from the file name). */
+  format?: CaptureFormat;
+  /** The camera the labels were made in (`environment.view`). */
+  view: ViewSettings;
+  /** The site (`environment.site.radios`). */
+  radios: readonly RadioConfig[];
+  /** The room, metres (`environment.site` room_width x room_depth). */
+  room: { width: number; depth: number };
+  progress?: ProgressStream;
+}
+
+/** Per link, what calibration saw. */
+export interface LinkReport {
+  id: string;
+  /** Packets of the empty-room recording. */
+  emptyPackets: number;
+  /** Labelled one-person windows fitted. */
+  windows: number;
+  focusBefore: number;
+  focusAfter: number;
+}
+
+/** What {@link calibrateRoom} did. */
+export interface RoomCalibrationResult {
+  out: string;
+  reportPath: string;
+  calibration: RoomCalibration;
+  links: LinkReport[];
+  /** Held-out windows (one labelled person), and the first candidate's median distance to the label without and with the chain phases, metres. */
+  heldOut: { windows: number; before: number; after: number };
+  seconds: number;
+}
+
+/** One link while a recording is read. */
+class LinkRun {
+  readonly geometry: LinkGeometry;
+  readonly st: StaticChannel;
+  readonly windows: MovingWindows;
+  readonly aligned: Float32Array;
+  readonly buffer: Float32Array;
+  readonly subcarriers: Int16Array;
+  readonly nRx: number;
+  readonly nTx: number;
+  packets = 0;
+  firstTime = NaN;
+  lastTime = NaN;
+
+  constructor(
+    readonly link: SiteLink,
+    f: CsiFrame,
+    staticChannel: Float32Array | null,
+  ) {
+    this.subcarriers = Int16Array.from(f.subcarriers);
+    this.nRx = f.nRx;
+    this.nTx = f.nTx;
+    const tx = f.nTx === link.tx.antennas ? link.tx : { ...link.tx, antennas: f.nTx };
+    const rx = f.nRx === link.rx.antennas ? link.rx : { ...link.rx, antennas: f.nRx };
+    const centre = centreFrequencyHz(Number.isFinite(f.channel) ? f.channel : DEFAULT_CHANNEL, f.bandwidthMhz, f.nSub);
+    this.geometry = linkGeometry(tx, rx, this.subcarriers, centre);
+    this.st = new StaticChannel({ subcarriers: this.subcarriers, nRx: f.nRx, nTx: f.nTx, losDelayS: losDelayS(tx, rx) });
+    if (staticChannel && staticChannel.length === f.csi.length) this.st.learn([{ csi: staticChannel, time: 0 }]);
+    this.windows = new MovingWindows({ nSub: f.nSub, nRx: f.nRx, nTx: f.nTx });
+    this.aligned = new Float32Array(f.csi.length);
+    this.buffer = new Float32Array(SHORT_WINDOW * f.csi.length);
+  }
+
+  fits(f: CsiFrame): boolean {
+    if (f.nRx !== this.nRx || f.nTx !== this.nTx || f.subcarriers.length !== this.subcarriers.length) return false;
+    for (let k = 0; k < this.subcarriers.length; k++) if (f.subcarriers[k] !== this.subcarriers[k]) return false;
+    return true;
+  }
+
+  /** The static channel to take away, or null (window mean) when there is none. */
+  get channel(): Float32Array | null {
+    return this.st.ready ? this.st.channel : null;
+  }
+}
+
+/** Frames of a capture path or a source list, read as fast as they decode. */
+function recording(spec: string, radios: readonly RadioConfig[], format: CaptureFormat | undefined): Observable<CsiFrame> {
+  const uri = /^(file|udp|mqtt):/.test(spec.trim()) ? spec : `file:${spec}${format ? `?format=${format}` : ''}`;
+  return parseSource(uri).open('frame', { speed: 0, environmentId: 'calibration', radios: () => radios }) as Observable<CsiFrame>;
+}
+
+/** Runs `each` over every frame of a recording with the link it belongs to (frames of links the site lacks are skipped). */
+async function readLinks(
+  spec: string,
+  o: RoomCalibrationOptions,
+  runs: Map<string, LinkRun>,
+  statics: Map<string, Float32Array>,
+  each: (run: LinkRun, index: number, f: CsiFrame) => void,
+): Promise<number> {
+  const links = siteLinks(o.radios);
+  const index = new Map(links.map((l, i) => [l.id, i]));
+  let frames = 0;
+  await lastValueFrom(
+    recording(spec, o.radios, o.format).pipe(
+      tap((f) => {
+        const i = f.linkId === undefined ? 0 : (index.get(f.linkId) ?? -1);
+        if (i < 0) return;
+        const link = links[i]!;
+        let run = runs.get(link.id);
+        if (!run || !run.fits(f)) {
+          run = new LinkRun(link, f, statics.get(link.id) ?? null);
+          runs.set(link.id, run);
+        }
+        frames++;
+        each(run, i, f);
+      }),
+      ignoreElements(),
+      defaultIfEmpty(null),
+    ),
+  );
+  return frames;
+}
+
+/** Labels of a session and which of them are held out (the last HOLD_OUT of them in time). */
+function sessionLabels(labels: Label[]): { index: LabelIndex; held: Set<Label> } {
+  const key = (l: Label) => (Number.isFinite(l.t) ? l.t : l.time);
+  const sorted = [...labels].sort((a, b) => key(a) - key(b));
+  const held = new Set(sorted.slice(Math.floor(sorted.length * (1 - HOLD_OUT))));
+  return { index: new LabelIndex(labels), held };
+}
+
+const median = (v: number[]): number => {
+  if (v.length === 0) return NaN;
+  const s = [...v].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+};
+
+/**
+ * Calibrates the physics front end for one room and writes a room model (module comment).
+ * @param o the model, recordings, camera, site and room
+ * @returns the calibration, per-link figures and the held-out figure
+ * @throws Error for a model that is not a v3 refiner, an unreadable recording or labels file, or a
+ *   link with fewer than MIN_WINDOWS labelled one-person windows
+ * @example
+ * await calibrateRoom({ model: 'models/csipose-refiner.onnx', out: 'room.onnx', empty: 'empty.dat',
+ *   sessions: [{ csi: 's1.dat', keypoints: 's1.labels.jsonl' }], view, radios, room: { width: 6, depth: 5 } });
+ */
+export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCalibrationResult> {
+  const t0 = performance.now();
+  const progress = new Progress(o.progress ?? { write: () => undefined });
+  const bytes = await readFile(o.model);
+  const checked = await PoseModel.load(bytes, { thread: 'inline' });
+  const contract = checked.metadata.csipose_contract;
+  await checked.release();
+  if (checked.contract !== 3) throw new Error(`${o.model} is a ${contract || `contract v${checked.contract}`} model: room calibration of the front end needs a ${CONTRACT_V3} refiner`);
+  const camera = viewCamera(o.view);
+  const links = siteLinks(o.radios);
+  if (links.length === 0) throw new Error('the site has no link (its radios need one tx and at least one rx)');
+
+  // 1. The empty room.
+  const statics = new Map<string, Float32Array>();
+  const emptyPackets = new Map<string, number>();
+  if (o.empty) {
+    const runs = new Map<string, LinkRun>();
+    await readLinks(o.empty, o, runs, new Map(), (run, _i, f) => {
+      run.st.process(f.csi, f.time, true, run.aligned);
+      run.packets++;
+    });
+    for (const [id, run] of runs) {
+      run.st.anchor();
+      statics.set(id, run.st.channel.slice());
+      emptyPackets.set(id, run.packets);
+    }
+    progress.done(`empty room: ${[...emptyPackets].map(([id, n]) => `${id} ${n} packets`).join(', ') || 'no packets'}`);
+  }
+
+  // 2. The chain phases, from the first 85 % of each session's labels; 3. the held-out figure.
+  const fits = new Map<string, ChainPhaseFit>();
+  const grid = floorGrid({ x0: 0, x1: o.room.width, y0: 0, y1: o.room.depth });
+  const inRoom = (p: { x: number; y: number } | null): p is { x: number; y: number } => p !== null && p.x >= 0 && p.y >= 0 && p.x <= o.room.width && p.y <= o.room.depth;
+  const labelled = new Map<string, { labels: Label[] }>();
+  for (const s of o.sessions) labelled.set(s.keypoints, { labels: parseLabels(await readFile(s.keypoints, 'utf8'), s.keypoints) });
+
+  /** Reads every session; calls `use` for each primary window matched to a one-person label, with every fresh link's window. */
+  const pass = async (what: string, use: (held: boolean, point: { x: number; y: number }, windows: Array<[LinkRun, MovingWindow]>) => void): Promise<void> => {
+    for (const [k, s] of o.sessions.entries()) {
+      const { index, held } = sessionLabels(labelled.get(s.keypoints)!.labels);
+      const runs = new Map<string, LinkRun>();
+      let first = NaN;
+      const frames = await readLinks(s.csi, o, runs, statics, (run, i, f) => {
+        if (Number.isNaN(first)) first = f.time;
+        if (Number.isNaN(run.firstTime)) run.firstTime = f.time;
+        run.lastTime = f.time;
+        run.packets++;
+        run.st.process(f.csi, f.time, false, run.aligned);
+        run.windows.push(run.aligned, f.time);
+        if (i !== 0) return;
+        const w = run.windows.take('short', run.channel);
+        if (!w) return;
+        // The label nearest the window's middle.
+        const period = run.packets > 1 ? (f.time - run.firstTime) / (run.packets - 1) : 10;
+        const mid = w.time - (SHORT_WINDOW / 2) * period;
+        const label = index.nearest((mid - first) / 1000, mid);
+        if (!label || label.people.length !== 1) return;
+        const point = floorFromLabel(label.people[0]!.keypoints, camera);
+        if (!inRoom(point)) return;
+        const ws: Array<[LinkRun, MovingWindow]> = [[run, w]];
+        for (const other of runs.values()) {
+          if (other === run || other.windows.count < SHORT_WINDOW || !(w.time - other.lastTime <= STALE_MS)) continue;
+          ws.push([other, other.windows.window(SHORT_WINDOW, other.channel, other.buffer)]);
+        }
+        use(held.has(label), point, ws);
+      });
+      progress.update(`${what}: session ${k + 1}/${o.sessions.length}, ${frames} packets`, true);
+    }
+  };
+
+  await pass('chain phases', (held, p, ws) => {
+    if (held) return;
+    for (const [run, w] of ws) {
+      let fit = fits.get(run.link.id);
+      if (!fit || fit.geometry.frequencies.length !== w.nSub || fit.geometry.nRx !== w.nRx || fit.geometry.nTx !== w.nTx) {
+        fit = new ChainPhaseFit(run.geometry);
+        fits.set(run.link.id, fit);
+      }
+      fit.add(w, p.x, p.y);
+    }
+  });
+  const calLinks: LinkCalibration[] = [];
+  const reports: LinkReport[] = [];
+  for (const link of links) {
+    const fit = fits.get(link.id);
+    if (!fit) continue;
+    if (fit.windows < MIN_WINDOWS)
+      throw new Error(`link ${link.id}: only ${fit.windows} windows in which the camera saw exactly one person (at least ${MIN_WINDOWS}): record more minutes with one person walking through the room`);
+    const r = fit.fit();
+    const g = fit.geometry;
+    calLinks.push({
+      id: link.id,
+      subcarriers: g.subcarriers,
+      nRx: g.nRx,
+      nTx: g.nTx,
+      chainPhases: r.phases,
+      staticChannel: statics.get(link.id) ?? null,
+      windows: fit.windows,
+      focusBefore: r.focusBefore,
+      focusAfter: r.focusAfter,
+    });
+    reports.push({ id: link.id, emptyPackets: emptyPackets.get(link.id) ?? 0, windows: fit.windows, focusBefore: r.focusBefore, focusAfter: r.focusAfter });
+  }
+  if (calLinks.length === 0)
+    throw new Error(`no window in which the camera saw exactly one person on the site's links (${links.map((l) => l.id).join(', ')}): check the labels' times and the links of the recordings`);
+  progress.done(`chain phases: ${reports.map((r) => `${r.id} ${r.windows} windows, focus ${r.focusBefore.toFixed(3)} -> ${r.focusAfter.toFixed(3)}`).join('; ')}`);
+
+  const factors = new Map(calLinks.map((c) => [c.id, chainFactors(c.chainPhases)]));
+  const beamformers = new Map<string, { bf: FloorBeamformer; map: Float32Array }>();
+  const before: number[] = [];
+  const after: number[] = [];
+  const maps: Float32Array[] = [];
+  const fused = new Float32Array(grid.size);
+  const firstCandidate = (ws: Array<[LinkRun, MovingWindow]>, g: FloorGrid): { x: number; y: number } | null => {
+    maps.length = 0;
+    for (const [run, w] of ws) {
+      let b = beamformers.get(run.link.id);
+      if (!b || b.bf.nSub !== w.nSub || b.bf.nRx !== w.nRx || b.bf.nTx !== w.nTx) {
+        b = { bf: new FloorBeamformer(run.geometry, g), map: new Float32Array(g.size) };
+        beamformers.set(run.link.id, b);
+      }
+      b.bf.beamform(w, b.map);
+      maps.push(b.map);
+    }
+    fuseMaps(maps, fused);
+    return findCandidates(fused, g, { maxCandidates: 1 })[0] ?? null;
+  };
+  await pass('held-out check', (held, p, ws) => {
+    if (!held) return;
+    const c0 = firstCandidate(ws, grid);
+    for (const [run, w] of ws) {
+      const f = factors.get(run.link.id);
+      if (f && f.length === 2 * w.nRx * w.nTx) applyChainCorrection(w, f);
+    }
+    const c1 = firstCandidate(ws, grid);
+    before.push(c0 ? Math.hypot(c0.x - p.x, c0.y - p.y) : Infinity);
+    after.push(c1 ? Math.hypot(c1.x - p.x, c1.y - p.y) : Infinity);
+  });
+  const heldOut = { windows: before.length, before: median(before), after: median(after) };
+  progress.done(`held-out windows: ${heldOut.windows}, first candidate ${heldOut.before.toFixed(2)} -> ${heldOut.after.toFixed(2)} m from the labelled person (median)`);
+
+  // 4. The room model: the refiner's bytes with the calibration in its metadata.
+  const calibration: RoomCalibration = { version: CALIBRATION_VERSION, created: new Date().toISOString(), links: calLinks };
+  const model = onnx.ModelProto.decode(bytes);
+  const props = (model.metadataProps ?? []).filter((p) => p.key !== ROOM_CALIBRATION_KEY && p.key !== 'model_version');
+  const version = (model.metadataProps ?? []).find((p) => p.key === 'model_version')?.value ?? '';
+  props.push({ key: 'model_version', value: `${version.replace(/\+room$/, '')}+room` }, { key: ROOM_CALIBRATION_KEY, value: roomCalibrationToJson(calibration) });
+  model.metadataProps = props.map((p) => onnx.StringStringEntryProto.create(p));
+  const outBytes = onnx.ModelProto.encode(model).finish();
+  await writeFile(o.out, outBytes);
+  // What the service will load: refused here rather than at its start.
+  const back = await PoseModel.load(o.out, { thread: 'inline' });
+  await back.release();
+  const seconds = (performance.now() - t0) / 1000;
+  const reportPath = o.out.replace(/\.onnx$/i, '') + '.json';
+  const report = {
+    model: o.model,
+    out: o.out,
+    created: calibration.created,
+    sessions: o.sessions,
+    empty: o.empty ?? null,
+    links: reports.map((l) => ({ id: l.id, empty_packets: l.emptyPackets, windows: l.windows, focus_before: l.focusBefore, focus_after: l.focusAfter })),
+    held_out: { windows: heldOut.windows, first_candidate_median_m: { before: heldOut.before, after: heldOut.after } },
+    seconds,
+  };
+  await writeFile(reportPath, JSON.stringify(report, null, 2) + '\n');
+  progress.done(`room model -> ${o.out} in ${formatSeconds(seconds)}`);
+  return { out: o.out, reportPath, calibration, links: reports, heldOut, seconds };
+}
