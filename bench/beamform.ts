@@ -5,9 +5,10 @@
  * One person walks across the default room (ideal simulator, impairments off); each link's 64
  * packets become a MovingWindow by taking each complex entry's window mean away. The grid is the
  * default room, 6 x 5 m at 0.2 m with heights 0.5, 1.0 and 1.4 m (2418 points); 30 subcarriers,
- * 3 x 3 antennas. Each figure is the median of `--rounds` timed calls (default 31) after warm-up,
- * in CPU time of this process (one core: everything is synchronous; CPU rather than wall time
- * because the build machine is shared), with the spread (max - min) / median.
+ * 3 x 3 antennas. Each figure is the median of `--rounds` timed samples (default 31) after warm-up,
+ * each sample as many calls as take about 20 ms, in CPU time of this process (one core: everything
+ * is synchronous; CPU rather than wall time because the build machine is shared), with the spread
+ * (max - min) / median.
  *
  * Run: `npm run bench -- --only beamform` (a suite of bench/run.ts), or after a build
  * `node dist/bench/beamform.js [--rounds N] [--json]`.
@@ -47,15 +48,22 @@ function windows(sim: CsiSimulator): MovingWindow[] {
   });
 }
 
-/** Median and spread of `rounds` calls, CPU milliseconds of this process (one core: all synchronous). */
+/**
+ * Median and spread of `rounds` samples, CPU milliseconds per call of this process (one core: all
+ * synchronous). A sample times as many calls as make it last about 20 ms, since the CPU clock of
+ * `process.cpuUsage` ticks too coarsely for a single call of a millisecond.
+ */
 function timeMs(fn: () => unknown, rounds: number): { median: number; spread: number } {
   for (let i = 0; i < 3; i++) consume(fn());
+  const t0 = performance.now();
+  consume(fn());
+  const batch = Math.max(1, Math.ceil(20 / Math.max(performance.now() - t0, 1e-3)));
   const ms: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    const t0 = process.cpuUsage();
-    consume(fn());
-    const d = process.cpuUsage(t0);
-    ms.push((d.user + d.system) / 1000);
+    const c0 = process.cpuUsage();
+    for (let b = 0; b < batch; b++) consume(fn());
+    const d = process.cpuUsage(c0);
+    ms.push((d.user + d.system) / 1000 / batch);
   }
   ms.sort((a, b) => a - b);
   const median = ms[ms.length >> 1]!;
@@ -92,6 +100,10 @@ export async function run(rounds = Number(argValue('--rounds') ?? '') || 31): Pr
   const results: BenchResult[] = [];
   const r4 = timeMs(() => bfs[0]!.beamform(wins[0]!, maps[0]!), rounds);
   results.push({ name: 'beamform.window.r4', value: r4.median, unit: 'ms/window/link', n: rounds, spread: r4.spread, note: `64 snapshots, top 4 components (kept ${(bfs[0]!.capturedFraction * 100).toFixed(2)}% of the power), ${grid.size} points` });
+  const red = timeMs(() => bfs[0]!.reduce(wins[0]!), rounds);
+  results.push({ name: 'beamform.window.reduce', value: red.median, unit: 'ms/window/link', n: rounds, spread: red.spread, note: 'of which the top 4 principal components (FloorBeamformer.reduce)' });
+  const scan = timeMs(() => bfs[0]!.scan(maps[0]!), rounds);
+  results.push({ name: 'beamform.window.scan', value: scan.median, unit: 'ms/window/link', n: rounds, spread: scan.spread, note: `of which the scan of the ${grid.size} points, the per-window tables already built (the 1.4 m layer is the 1.0 m one mirrored about the radios' 1.2 m and is copied)` });
   const all = timeMs(() => plain.beamform(wins[0]!, maps[0]!), Math.max(5, rounds >> 2));
   results.push({ name: 'beamform.window.plain', value: all.median, unit: 'ms/window/link', n: Math.max(5, rounds >> 2), spread: all.spread, note: "every one of 64 snapshots beamformed, 'delay' method" });
   const exact = new FloorBeamformer(linkGeometry(links[0]!.tx, links[0]!.rx, sim.subcarriers, centre), grid, { method: 'factored' });

@@ -8,7 +8,7 @@ import type { ConfigSnapshot } from '../src/config/store.js';
 import { livePipeline } from '../pipelines/build.js';
 import { liveParams } from '../pipelines/settings.js';
 import type { InferStats } from '../operators/infer.js';
-import { simFrames } from './frames.js';
+import { simFrames, siteFrames } from './frames.js';
 import { repoRoot } from './serve.js';
 import type { BenchResult } from './lib.js';
 import { join } from 'node:path';
@@ -27,6 +27,10 @@ const CHUNK = 64;
  * links that rate serves.
  */
 export async function run(): Promise<BenchResult[]> {
+  return [...(await pipeline()), ...(await physics())];
+}
+
+async function pipeline(): Promise<BenchResult[]> {
   const N = 8000;
   const frames = simFrames(N);
   const model = await PoseModel.load(join(repoRoot, 'models/csipose-pose.onnx'));
@@ -58,6 +62,53 @@ export async function run(): Promise<BenchResult[]> {
     return [
       { name: 'live.pipeline', value: rate, unit: 'frames/s', n: N * rounds.length, spread: (rounds[2]!.seconds - rounds[0]!.seconds) / med.seconds, note },
       { name: 'live.links', value: rate / 100, unit: 'links at 100 Hz', n: rounds.length, note: 'live.pipeline / 100: CSI links of 100 packets/s one core keeps up with' },
+    ];
+  } finally {
+    await model.release();
+  }
+}
+
+/** Simulator ticks of `live.physics`: three frames each (26.7 s of the default site). */
+const PHYSICS_TICKS = 2667;
+
+/**
+ * `live.physics`: the simulator's frames of the default site's three links (DEFAULT_RADIOS, two
+ * people, default impairments, generated before timing) through the `physics-live` pipeline the
+ * service runs with a v3 refiner (floorMap with its default 10 s of learning, refine with the
+ * shipped `models/csipose-refiner.onnx`, track, activity, alerts), frames per second, every map
+ * refined (the refine stage's queue bound lifted for the run). Fed in chunks as `live.pipeline`
+ * is; median of 3 rounds after a warm-up. `live.physics.links` is how many 100 Hz links one core
+ * keeps up with through the front end. Where the time goes: bench/physics.ts.
+ */
+async function physics(): Promise<BenchResult[]> {
+  const frames = siteFrames(PHYSICS_TICKS);
+  const N = frames.length;
+  const model = await PoseModel.load(join(repoRoot, 'models/csipose-refiner.onnx'));
+  const base = liveParams(deepFreeze(defaults()) as ConfigSnapshot);
+  const params = { ...base, refine: { ...base.refine, maxQueue: 1_000_000 } };
+  try {
+    const round = async () => {
+      const input = new Subject<CsiFrame>();
+      const done = lastValueFrom(input.pipe(livePipeline({ model }, () => params), toArray()));
+      const t0 = performance.now();
+      for (let i = 0; i < frames.length; i += CHUNK) {
+        for (let k = i; k < Math.min(i + CHUNK, frames.length); k++) input.next(frames[k]!);
+        await new Promise((r) => setImmediate(r));
+      }
+      input.complete();
+      const out: PoseFrame[] = await done;
+      return { seconds: (performance.now() - t0) / 1000, poses: out.length };
+    };
+    await round();
+    const rounds: Array<{ seconds: number; poses: number }> = [];
+    for (let r = 0; r < 3; r++) rounds.push(await round());
+    rounds.sort((a, b) => a.seconds - b.seconds);
+    const med = rounds[1]!;
+    const rate = N / med.seconds;
+    const note = `${N} simulator frames of 3 links (3x3x30, 2 people) -> physics-live: floorMap, refine (shipped refiner, session ${threadFor('auto', availableParallelism())} on ${availableParallelism()} core(s)), track, activity, alerts; ${med.poses} pose frames (one per map); median of 3 rounds`;
+    return [
+      { name: 'live.physics', value: rate, unit: 'frames/s', n: N * rounds.length, spread: (rounds[2]!.seconds - rounds[0]!.seconds) / med.seconds, note },
+      { name: 'live.physics.links', value: rate / 100, unit: 'links at 100 Hz', n: rounds.length, note: 'live.physics / 100: CSI links of 100 packets/s one core keeps up with through the physics front end' },
     ];
   } finally {
     await model.release();

@@ -16,10 +16,11 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   http: () => import('./http.js'),
   live: () => import('./live.js'),
   beamform: () => import('./beamform.js'),
+  physics: () => import('./physics.js'),
 };
 
 /** Suites measured on one core: the process is pinned with taskset where there is one. */
-const ONE_CORE = new Set(['live', 'beamform']);
+const ONE_CORE = new Set(['live', 'beamform', 'physics']);
 const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((p) => existsSync(p));
 
 /**

@@ -1,11 +1,11 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import { Observable, tap, type OperatorFunction } from 'rxjs';
 import type { CsiFrame } from '../src/csi/frame.js';
 import { isoTime } from '../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks, type RadioConfig, type SiteLink } from '../src/csi/radios.js';
 import { configParam } from '../src/config/params.js';
 import type { OperatorContext, OperatorSpec } from '../src/engine/spec.js';
-import { DEFAULT_CELL_M, FloorBeamformer, floorGrid, fuseMaps, type FloorGrid } from '../src/physics/beamform.js';
-import { findCandidates, type Candidate } from '../src/physics/candidates.js';
+import { DEFAULT_CELL_M, DEFAULT_COMPONENTS, FloorBeamformer, floorGrid, type BeamformerOptions, type FloorGrid } from '../src/physics/beamform.js';
+import { CandidateSearch, type Candidate } from '../src/physics/candidates.js';
 import { applyChainCorrection, chainCorrection } from '../src/physics/chains.js';
 import { DEFAULT_DOPPLER_BINS, DopplerSteerer, steerCandidates } from '../src/physics/doppler.js';
 import { centreFrequencyHz, linkGeometry } from '../src/physics/geometry.js';
@@ -15,6 +15,14 @@ import { MovingWindows, SHORT_WINDOW } from '../src/physics/window.js';
 
 /** Default seconds of each link taken as the empty room (the static channel is learned from them, then frozen). */
 export const DEFAULT_LEARN_SECONDS = 10;
+/**
+ * Default coarse step of the candidate search: 1, every grid point beamformed. Coarse-to-fine (2:
+ * a 0.4 m grid, then the cells around its peaks) beamforms 30-40 % of the default grid's points
+ * (672 nodes and about 48 points per candidate) but moves 13 % of the candidates of at least 0.3 of
+ * the first by more than a cell (1.5 % of those of at least 0.8) on the simulator, for 1.09x on the
+ * whole front end, and the shipped refiner was trained on full maps (docs/physics.md "Speed").
+ */
+export const DEFAULT_SEARCH_STEP = 1;
 /** Default candidates per map: max_persons (4) + 2. */
 export const DEFAULT_MAX_CANDIDATES = 6;
 /** The room's width and depth as parameters: type, default and range from `environment.site` in the config schema. */
@@ -32,6 +40,7 @@ export const GAP_MS = 1000;
 const LEARN_MAX = 3600;
 const CELL_MIN = 0.05;
 const CELL_MAX = 1;
+const COARSE_MAX = 4;
 /** Most grid points a map may have (the default room has 2418): beamforming cost grows with it. */
 const MAX_GRID_POINTS = 200_000;
 
@@ -102,6 +111,52 @@ export interface FloorMapOptions {
    * and in the `room` realism (0.98 -> 1.25 m).
    */
   chainCalibration?: boolean;
+  /**
+   * Grid points between the coarse nodes of the candidate search along x and y (CandidateSearch):
+   * each link is beamformed on that coarse grid, then exactly in the cells around each peak; 1
+   * beamforms every point. Default {@link DEFAULT_SEARCH_STEP} (1).
+   */
+  coarseStep?: number;
+  /**
+   * Each link's beamformer: principal components (default DEFAULT_COMPONENTS, 4), subspace
+   * iterations (1), method ('delay'). Fewer components or iterations are faster and move some
+   * candidates (docs/physics.md "Speed").
+   */
+  beamformer?: BeamformerOptions;
+  /** Time spent per stage is added here when given (bench/physics.ts); nothing is timed without it. */
+  profile?: FloorMapProfile;
+}
+
+/**
+ * Milliseconds (performance.now(), so wall time: pin the process to one core to read it as CPU
+ * time) that `floorMap` spent per stage, summed over the subscription, and the counts behind them.
+ */
+export interface FloorMapProfile {
+  /** Every packet aligned onto its link's static channel (learning it while the room is taken as empty) and pushed into the ring. */
+  align: number;
+  /** The links' moving windows taken out of their rings (static channel or mean removed). */
+  window: number;
+  /** Each window's principal components (FloorBeamformer.reduce). */
+  components: number;
+  /** The beamforming scan over the grid points (FloorBeamformer.scan; its per-window tables included). */
+  scan: number;
+  /** Fusing the links' maps and finding the candidates. */
+  candidates: number;
+  /** Each candidate's Doppler spectrum steered over the links (steerCandidates). */
+  doppler: number;
+  /** The item: the map copied out, the lists. */
+  emit: number;
+  /** Packets aligned. */
+  packets: number;
+  /** Maps emitted. */
+  maps: number;
+  /** Link windows beamformed. */
+  windows: number;
+}
+
+/** A profile of zeros, for {@link FloorMapOptions.profile}. */
+export function floorMapProfile(): FloorMapProfile {
+  return { align: 0, window: 0, components: 0, scan: 0, candidates: 0, doppler: 0, emit: 0, packets: 0, maps: 0, windows: 0 };
 }
 
 /** One link of one environment: its layout, static channel, window ring and beamformer. */
@@ -130,6 +185,7 @@ class LinkTrack {
     readonly link: SiteLink,
     f: CsiFrame,
     grid: FloorGrid,
+    beamformer: BeamformerOptions = {},
   ) {
     this.sourceId = f.sourceId;
     this.subcarriers = Int16Array.from(f.subcarriers);
@@ -146,7 +202,7 @@ class LinkTrack {
     this.aligned = new Float32Array(f.csi.length);
     this.buffer = new Float32Array(SHORT_WINDOW * f.csi.length);
     const geometry = linkGeometry(tx, rx, this.subcarriers, centre);
-    this.beamformer = new FloorBeamformer(geometry, grid);
+    this.beamformer = new FloorBeamformer(geometry, grid, beamformer);
     this.doppler = new DopplerSteerer(geometry, { bins: DEFAULT_DOPPLER_BINS });
     this.map = new Float32Array(grid.size);
   }
@@ -188,7 +244,8 @@ interface EnvState {
  *    (`FloorBeamformer`, one per link, built from the radios and the link's first frame's
  *    subcarriers and channel: an unknown channel is taken as {@link DEFAULT_CHANNEL}; the frames'
  *    antenna counts win over the radios'), the maps fused (`fuseMaps`) and candidates found
- *    (`findCandidates`), and one {@link FloorMapItem} is emitted.
+ *    (`findCandidates`; with `coarseStep` > 1 coarse-to-fine, `CandidateSearch`), the Doppler of
+ *    each candidate steered, and one {@link FloorMapItem} is emitted.
  *
  * A link whose frames change layout mid-stream (antennas, subcarriers, channel or bandwidth) is
  * reset: its static channel, ring and beamformer are built again from the new frame and it learns
@@ -209,6 +266,9 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
   const maxCandidates = options.maxCandidates ?? DEFAULT_MAX_CANDIDATES;
   const cell = options.cell ?? DEFAULT_CELL_M;
   const chainCalibration = options.chainCalibration ?? false;
+  const coarseStep = options.coarseStep ?? DEFAULT_SEARCH_STEP;
+  if (!(Number.isInteger(coarseStep) && coarseStep >= 1 && coarseStep <= COARSE_MAX))
+    throw new RangeError(`floorMap: coarseStep must be an integer in [1, ${COARSE_MAX}], got ${coarseStep}`);
   if (!(learnSeconds >= 0 && learnSeconds <= LEARN_MAX)) throw new RangeError(`floorMap: learnSeconds must be in [0, ${LEARN_MAX}], got ${learnSeconds}`);
   if (!(Number.isInteger(maxCandidates) && maxCandidates >= 1 && maxCandidates <= 64))
     throw new RangeError(`floorMap: maxCandidates must be an integer in [1, 64], got ${maxCandidates}`);
@@ -235,11 +295,18 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
       const index = new Map(links.map((l, i) => [l.id, i]));
       const envs = new Map<string, EnvState>();
       const fused = new Float32Array(grid.size);
-      const scratch = new Uint8Array(grid.size);
+      const search = new CandidateSearch(grid, { step: coarseStep });
+      const candidateOptions = {
+        maxCandidates,
+        ...(options.minFraction !== undefined ? { minFraction: options.minFraction } : {}),
+        ...(options.suppressRadius !== undefined ? { suppressRadius: options.suppressRadius } : {}),
+      };
       const maps: Float32Array[] = [];
       const ids: string[] = [];
       const steerers: DopplerSteerer[] = [];
       const windows: MovingWindow[] = [];
+      const beamformers: FloorBeamformer[] = [];
+      const linkWindows = new Array<MovingWindow | undefined>(links.length).fill(undefined);
       const gridOut: FloorMapGrid = Object.freeze({ x0: grid.x0, y0: grid.y0, cell: grid.cell, nx: grid.nx, ny: grid.ny, heights: Object.freeze(Array.from(grid.heights)) });
 
       /** The link's window with its chain phases corrected, once its static channel is learned (fitted then, once). */
@@ -249,39 +316,52 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         return applyChainCorrection(w, t.chains);
       };
 
+      const profile = options.profile;
+      const now = (): number => (profile ? performance.now() : 0);
+
       const emit = (env: string, state: EnvState, primary: LinkTrack, w: MovingWindow): void => {
+        let t0 = now();
         maps.length = 0;
         ids.length = 0;
         steerers.length = 0;
         windows.length = 0;
-        primary.beamformer.beamform(w, primary.map);
         maps.push(primary.map);
         ids.push(primary.link.id);
         steerers.push(primary.doppler);
         windows.push(w);
+        beamformers.length = 0;
+        beamformers.push(primary.beamformer);
         for (let i = 1; i < state.tracks.length; i++) {
           const t = state.tracks[i];
           if (!t || t.windows.count < SHORT_WINDOW || !(w.time - t.lastTime <= STALE_MS)) continue;
           const learning = learnMs > 0 && t.lastTime - t.firstTime < learnMs;
           const win = calibrated(t, t.windows.window(SHORT_WINDOW, learning || !t.staticChannel.ready ? null : t.staticChannel.channel, t.buffer), learning);
-          t.beamformer.beamform(win, t.map);
           maps.push(t.map);
           ids.push(t.link.id);
+          beamformers.push(t.beamformer);
           // Links of other channels cannot share the primary's Doppler bins (steerCandidates needs one centre frequency).
           if (t.doppler.geometry.centreHz === primary.doppler.geometry.centreHz) {
             steerers.push(t.doppler);
             windows.push(win);
           }
+          linkWindows[beamformers.length - 1] = win;
         }
-        fuseMaps(maps, fused);
-        const candidates = findCandidates(fused, grid, {
-          maxCandidates,
-          scratch,
-          ...(options.minFraction !== undefined ? { minFraction: options.minFraction } : {}),
-          ...(options.suppressRadius !== undefined ? { suppressRadius: options.suppressRadius } : {}),
-        });
+        linkWindows[0] = w;
+        let t1 = now();
+        if (profile) {
+          profile.window += t1 - t0;
+          profile.windows += beamformers.length;
+        }
+        for (let l = 0; l < beamformers.length; l++) beamformers[l]!.reduce(linkWindows[l]!);
+        t0 = now();
+        if (profile) profile.components += t0 - t1;
+        const candidates = search.run(beamformers, maps, fused, candidateOptions, profile);
+        t0 = now();
         const bins = primary.doppler.bins;
         const doppler = steerCandidates(steerers, windows, candidates, new Float32Array(candidates.length * bins));
+        t1 = now();
+        if (profile) profile.doppler += t1 - t0;
+        linkWindows.fill(undefined);
         subscriber.next({
           environmentId: env,
           sourceId: primary.sourceId,
@@ -295,6 +375,10 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
           dopplerBins: bins,
           dopplerRates: primary.doppler.pathRates,
         });
+        if (profile) {
+          profile.emit += now() - t1;
+          profile.maps++;
+        }
       };
 
       const sub = source.subscribe({
@@ -310,7 +394,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             }
             let t = state.tracks[i];
             if (!t || !t.fits(f)) {
-              t = new LinkTrack(links[i]!, f, grid);
+              t = new LinkTrack(links[i]!, f, grid, options.beamformer);
               state.tracks[i] = t;
             }
             const time = f.time;
@@ -319,10 +403,17 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             t.lastTime = time;
             t.sourceId = f.sourceId;
             const learning = learnMs > 0 && time - t.firstTime < learnMs;
+            const t0 = now();
             t.staticChannel.process(f.csi, time, learning, t.aligned);
             t.windows.push(t.aligned, time);
+            if (profile) {
+              profile.align += now() - t0;
+              profile.packets++;
+            }
             if (i !== 0) return;
+            const t1 = now();
             const w = t.windows.take('short', learning || !t.staticChannel.ready ? null : t.staticChannel.channel);
+            if (profile) profile.window += now() - t1;
             if (w) emit(env, state, t, calibrated(t, w, learning));
           } catch (e) {
             subscriber.error(e);
@@ -372,6 +463,8 @@ export interface FloorMapContext extends OperatorContext {
   readonly radios?: () => readonly RadioConfig[];
   /** The room (`environment.site` room_width x room_depth), read at subscription; when given it wins over roomWidth / roomDepth. */
   readonly room?: () => FloorRoom;
+  /** Called with each map the stage emits, before it goes on (the service keeps the latest for display); a throw errors the stream. */
+  readonly onMap?: (item: FloorMapItem) => void;
 }
 
 export const spec: OperatorSpec = {
@@ -392,14 +485,25 @@ export const spec: OperatorSpec = {
     { name: 'roomWidth', ...ROOM_WIDTH, description: 'Room width (x), metres (environment.site.room_width)' },
     { name: 'roomDepth', ...ROOM_DEPTH, description: 'Room depth (y), metres (environment.site.room_depth)' },
     { name: 'cell', type: 'number', default: DEFAULT_CELL_M, min: CELL_MIN, max: CELL_MAX, description: 'Grid cell, metres' },
+    {
+      name: 'coarseStep',
+      type: 'int',
+      default: DEFAULT_SEARCH_STEP,
+      min: 1,
+      max: COARSE_MAX,
+      description: 'Coarse-to-fine search: beamform every coarseStep-th grid point, then the cells around each peak exactly; 1 = every point',
+    },
+    { name: 'components', type: 'int', default: DEFAULT_COMPONENTS, min: 1, max: 16, description: "Principal components of each link's window that are beamformed" },
   ],
   create: (params, ctx: FloorMapContext) => {
     const width = Number(params.roomWidth ?? DEFAULT_ROOM_WIDTH);
     const depth = Number(params.roomDepth ?? DEFAULT_ROOM_DEPTH);
-    return floorMap({
+    const op = floorMap({
       learnSeconds: Number(params.learnSeconds ?? DEFAULT_LEARN_SECONDS),
       maxCandidates: Number(params.maxCandidates ?? DEFAULT_MAX_CANDIDATES),
       cell: Number(params.cell ?? DEFAULT_CELL_M),
+      coarseStep: Number(params.coarseStep ?? DEFAULT_SEARCH_STEP),
+      beamformer: { components: Number(params.components ?? DEFAULT_COMPONENTS) },
       // The service's live room (environment.site), read at subscription; else the parameters.
       room:
         ctx.room ??
@@ -409,5 +513,8 @@ export const spec: OperatorSpec = {
         }),
       ...(ctx.radios ? { radios: ctx.radios } : {}),
     });
+    // Each emitted map to the hook; a throw in it goes to subscriber.error (tap's contract).
+    const onMap = ctx.onMap;
+    return onMap ? (source) => op(source).pipe(tap(onMap)) : op;
   },
 };

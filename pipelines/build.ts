@@ -2,12 +2,13 @@ import type { OperatorFunction, SchedulerLike } from 'rxjs';
 import type { CsiFrame } from '../src/csi/frame.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import type { ParamValues } from '../src/engine/spec.js';
-import { pipelineOperator } from '../src/engine/pipeline.js';
+import { pipelineOperator, type PipelineDef } from '../src/engine/pipeline.js';
 import type { PoseRunner } from '../src/model/runtime.js';
 import type { MultiPersonTracker } from '../src/pose/tracker.js';
 import type { InferContext, InferStats, UntrainedPolicy } from '../operators/infer.js';
 import type { TrackContext } from '../operators/track.js';
 import type { RefineContext } from '../operators/refine.js';
+import type { FloorMapContext, FloorMapItem } from '../operators/floorMap.js';
 import type { LinksContext, LinkStatsHolder } from '../operators/links.js';
 import type { RadioConfig } from '../src/csi/radios.js';
 import { registry } from '../operators/index.js';
@@ -32,11 +33,13 @@ export interface PipelineResources {
   radios?: () => readonly RadioConfig[];
   /** Where the `links` stage puts its per-link figures. */
   linkStats?: LinkStatsHolder;
+  /** Called with each floor map of the `floorMap` stage (physics-live only), before it goes on. */
+  onMap?: (item: FloorMapItem) => void;
   scheduler?: SchedulerLike;
 }
 
 function run(def: typeof live, r: PipelineResources, params: () => Partial<Record<string, Readonly<ParamValues>>>): OperatorFunction<CsiFrame, PoseFrame> {
-  const ctx: InferContext & TrackContext & LinksContext & RefineContext = {
+  const ctx: InferContext & TrackContext & LinksContext & RefineContext & FloorMapContext = {
     model: r.model,
     ...(r.model.contract === 3 ? { refiner: r.model } : {}),
     live: (op) => params()[op],
@@ -46,6 +49,7 @@ function run(def: typeof live, r: PipelineResources, params: () => Partial<Recor
     ...(r.firstTrackId !== undefined ? { firstTrackId: r.firstTrackId } : {}),
     ...(r.radios ? { radios: r.radios } : {}),
     ...(r.linkStats ? { linkStats: r.linkStats } : {}),
+    ...(r.onMap ? { onMap: r.onMap } : {}),
     ...(r.scheduler ? { scheduler: r.scheduler } : {}),
   };
   return pipelineOperator(def, registry, 'frame', ctx) as OperatorFunction<CsiFrame, PoseFrame>;
@@ -63,8 +67,18 @@ function run(def: typeof live, r: PipelineResources, params: () => Partial<Recor
  * @example frames$.pipe(livePipeline({ model }, () => liveParams(config.get())))
  */
 export function livePipeline(r: PipelineResources, params: () => LiveParams): OperatorFunction<CsiFrame, PoseFrame> {
-  // A v3 refiner reads the physics front end's candidates, not window features.
-  return run(r.model.contract === 3 ? physicsLive : live, r, params);
+  return run(liveDef(r.model), r, params);
+}
+
+/**
+ * Which pipeline {@link livePipeline} runs for a model: `physics-live` for a v3 refiner (it reads
+ * the physics front end's candidates, not window features), else `live`.
+ * @param model the loaded model
+ * @returns the pipeline's definition (its stages say, e.g., whether floor maps are made)
+ * @example liveDef(model).stages.some(([op]) => op === 'floorMap')
+ */
+export function liveDef(model: Pick<PoseRunner, 'contract'>): PipelineDef {
+  return model.contract === 3 ? physicsLive : live;
 }
 
 /** A submission's settings (`processing_options` over the configuration). */

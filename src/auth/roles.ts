@@ -57,6 +57,8 @@ export interface EndpointAccess {
  * - `POST /pose/query` only reads, so `viewer`.
  * - `/auth/keys` is the HTTP face of key management (`csipose keys`): the spec shows no such
  *   endpoint, these paths are our choice, admin only.
+ * - `GET /pose/floor-map` (the physics front end's map; not in the spec, docs/service.md) only
+ *   reads, so `viewer`.
  * - `GET /ws/pose` is the WebSocket upgrade: any authenticated principal.
  */
 export const ENDPOINT_ACCESS: readonly EndpointAccess[] = Object.freeze([
@@ -75,6 +77,7 @@ export const ENDPOINT_ACCESS: readonly EndpointAccess[] = Object.freeze([
   { method: 'GET', pattern: '/pose/history', access: 'viewer' },
   { method: 'POST', pattern: '/pose/query', access: 'viewer' },
   { method: 'GET', pattern: '/pose/tracking/:track_id', access: 'viewer' },
+  { method: 'GET', pattern: '/pose/floor-map', access: 'viewer' },
   { method: 'POST', pattern: '/pose/process', access: 'operator' },
 
   { method: 'GET', pattern: '/system/status', access: 'viewer' },

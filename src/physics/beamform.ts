@@ -23,7 +23,7 @@
  *   and per point a(g)^H h = sum_q exp(+j 2 pi f_c L_q / c) S_q(L_q), S_q by its third-order Taylor
  *   expansion at the nearest node (remainder (b idx 0.125 m)^4 / 24 < 2e-7 for 114 subcarriers).
  *   Measured against 'factored' on the default site, 30 and 114 subcarriers: maps agree to 1.1e-7
- *   of their peak and 2.4e-7 relative at every point (float32 rounding); about 10 times faster.
+ *   of their peak and 2.4e-7 relative at every point (float32 rounding); 5-8 times faster.
  *
  * Its power, over |a|^2 = nSub nRx nTx (the steering has unit entries), summed over the window is
  * the beam power P(g).
@@ -174,6 +174,8 @@ export interface BeamformerOptions {
   readonly method?: 'delay' | 'factored';
 }
 
+/** Two points whose distances to every antenna agree to this are beamformed once, metres (a phase of 1e-7 rad at 5 GHz). */
+const ALIAS_M = 1e-9;
 /** Spacing of the path-length nodes of the 'delay' method, metres. */
 const NODE_M = 0.25;
 /** Taylor terms (orders 0..3) of the 'delay' method. */
@@ -184,13 +186,19 @@ const ORDERS = 4;
  * factors of every grid point are computed then), it turns each {@link MovingWindow} into a beam
  * power map without allocating (buffers grow only when a window has more snapshots than any before).
  *
- * Measured (bench/beamform.ts, `node dist/bench/beamform.js`, CPU time, median of 61 calls): default
- * room 6 x 5 m, 0.2 m cells, 3 heights (2418 points), 30 subcarriers, 3 x 3 antennas, a 64-snapshot
- * window of one person walking, 4 components, 'delay' method: 2.8 ms per window per link in two
- * of three runs and 5.2 ms in the third (the 2-core Xeon was shared with a CI job: a plain complex
- * multiply-add loop measured 2.7-4.7 ns across the runs); the three links of DEFAULT_RADIOS with
- * fuseMaps and findCandidates 9.1-9.3 ms per window. For comparison, same machine: 'factored' method 10.3 ms, every
- * snapshot beamformed ('delay', no reduction) 23 ms; building one link's beamformer 22-35 ms.
+ * Measured (bench/beamform.ts, `npm run bench -- --only beamform`, one core, CPU time; the 2-core
+ * machine was shared, so the figures to compare are the ratios within one run): default room
+ * 6 x 5 m, 0.2 m cells, 3 heights (2418 points), 30 subcarriers, 3 x 3 antennas, a 64-snapshot
+ * window of one person walking, 4 components, 'delay' method: 1.2-1.3 ms per window per link, of
+ * which 0.65 ms {@link reduce} (the principal components), 0.16 ms the per-window tables and 0.4 ms
+ * the scan of the points; before issue 19's speed work 2.6 ms (2.1x in one interleaved run, the
+ * maps the same to float32). Every snapshot beamformed ('delay', no reduction) 9-15 ms, the
+ * 'factored' method 6-10 ms; building one link's beamformer 15-19 ms (the per-point factors of
+ * 'factored' and {@link steering} are built on first use).
+ *
+ * Points at the same distance from every antenna as a point of a lower layer (the same floor cell
+ * mirrored about a height all antennas share: on DEFAULT_RADIOS, all at 1.2 m, the 1.4 m layer is
+ * the 1.0 m one) are beamformed once and copied.
  *
  * @example
  * const geom = linkGeometry(link.tx, link.rx, frame.subcarriers, centreFrequencyHz(frame.channel, frame.bandwidthMhz));
@@ -206,22 +214,30 @@ export class FloorBeamformer {
   readonly nTx: number;
   /** Principal components beamformed per window (0: every snapshot). */
   readonly components: number;
-  /**
-   * Per grid point, per subcarrier: conj(T[k, 0..nTx-1]) then conj(R[k, 0..nRx-1]), interleaved
-   * complex: point p, subcarrier k starts at 2 * (p * nSub + k) * (nTx + nRx).
-   */
-  private readonly factors: Float32Array;
+  /** The steering factors once built ({@link factors}). */
+  private factorsBuf: Float32Array | null = null;
+  /** Per point: the lower-layer point with the same antenna distances (beamformed once, copied), or -1. */
+  private readonly alias: Int32Array;
+  /** The points that are not aliases (null: every point). */
+  private readonly canonical: Int32Array | null;
+  /** Scan work: the points computed, and stamps marking the points of one call. */
+  private readonly work: Int32Array;
+  private readonly stamp: Uint32Array;
+  private calls = 0;
   private readonly iterations: number;
   /** 'delay' or 'factored' (BeamformerOptions.method). */
   readonly method: 'delay' | 'factored';
-  /** 'delay': per point and antenna pair (q = m * nTx + n): node index, offset from it (m), carrier phasor (re, im). */
+  /** 'delay': per point and antenna pair (q = m * nTx + n): offset from the node (m), carrier phasor (re, im). */
   private readonly pairs: Float32Array;
+  /** 'delay': per point and pair, where its node's expansion starts in a group's tables: (q * nodes + j) * 8 * ORDERS. */
+  private readonly pairNodes: Int32Array;
   /** 'delay': the number of path-length nodes. */
   private readonly nodes: number;
-  /** 'delay': E[k, j, o] = exp(+j b idx_k L_j) (j b idx_k)^o / o!, b = 2 pi 312.5 kHz / c; complex, (k * nodes + j) * ORDERS + o. */
+  /** 'delay': E[k, j, o] = exp(+j b idx_k L_j) (j b idx_k)^o / o!, b = 2 pi 312.5 kHz / c; complex, (j * ORDERS + o) * nSub + k (the subcarriers of one node and order together). */
   private readonly expansion: Float64Array;
   private tables = new Float64Array(0);
-  private acc = new Float64Array(0);
+  /** One antenna pair's entries of a group of four vectors, per subcarrier: (k * 4 + v), complex. */
+  private pairVecs = new Float64Array(0);
   // Work buffers (grown on demand, never per call in steady state).
   private norms = new Float64Array(0);
   private y = new Float64Array(0);
@@ -230,6 +246,12 @@ export class FloorBeamformer {
   private vecs = new Float32Array(0);
   private zero = new Float32Array(0);
   private captured = 1;
+  /** The vectors of the last reduce (this.vecs, or the window's data), and how many. */
+  private source: Float32Array = new Float32Array(0);
+  private count = 0;
+  /** Bumped by every reduce; the 'delay' tables belong to tablesOf's. */
+  private generation = 0;
+  private tablesOf = -1;
 
   /**
    * @param geometry the link's antennas and subcarriers ({@link linkGeometry})
@@ -251,34 +273,44 @@ export class FloorBeamformer {
     if (!(Number.isInteger(this.iterations) && this.iterations >= 0)) throw new RangeError('FloorBeamformer: iterations must be an integer >= 0');
     if (this.nSub < 1) throw new RangeError('FloorBeamformer: no subcarriers');
     const { nSub, nRx, nTx, grid } = this;
-    const per = nTx + nRx;
-    this.factors = new Float32Array(2 * grid.size * nSub * per);
     const tp = geometry.txPositions;
     const rp = geometry.rxPositions;
-    const stride = 2 * per;
+    // Points whose distance to every antenna equals that of a point of a lower layer (the same floor
+    // cell mirrored about a common antenna height, as on a site whose radios all hang at one
+    // height) have the same steering: they are beamformed once and copied.
+    const per = nTx + nRx;
+    const dist = new Float64Array(grid.size * per);
     for (let p = 0; p < grid.size; p++) {
       const g = gridPoint(grid, p);
-      const base = 2 * p * nSub * per;
-      for (let n = 0; n < nTx; n++) {
-        const d = Math.hypot(tp[3 * n]! - g.x, tp[3 * n + 1]! - g.y, tp[3 * n + 2]! - g.z);
-        legPhasors(d, geometry.centreHz, geometry.subcarriers, this.factors, base + 2 * n, stride);
-      }
-      for (let m = 0; m < nRx; m++) {
-        const d = Math.hypot(rp[3 * m]! - g.x, rp[3 * m + 1]! - g.y, rp[3 * m + 2]! - g.z);
-        legPhasors(d, geometry.centreHz, geometry.subcarriers, this.factors, base + 2 * (nTx + m), stride);
-      }
+      for (let n = 0; n < nTx; n++) dist[p * per + n] = Math.hypot(tp[3 * n]! - g.x, tp[3 * n + 1]! - g.y, tp[3 * n + 2]! - g.z);
+      for (let m = 0; m < nRx; m++) dist[p * per + nTx + m] = Math.hypot(rp[3 * m]! - g.x, rp[3 * m + 1]! - g.y, rp[3 * m + 2]! - g.z);
     }
+    this.alias = new Int32Array(grid.size).fill(-1);
+    const canonical: number[] = [];
+    for (let p = 0; p < grid.size; p++) {
+      const layer = Math.floor(p / grid.cells);
+      const c = p - layer * grid.cells;
+      for (let h = 0; h < layer && this.alias[p]! < 0; h++) {
+        const q = h * grid.cells + c;
+        let same = this.alias[q]! < 0;
+        for (let a = 0; a < per && same; a++) same = Math.abs(dist[p * per + a]! - dist[q * per + a]!) <= ALIAS_M;
+        if (same) this.alias[p] = q;
+      }
+      if (this.alias[p]! < 0) canonical.push(p);
+    }
+    this.canonical = canonical.length < grid.size ? Int32Array.from(canonical) : null;
+    this.stamp = new Uint32Array(grid.size);
+    this.work = new Int32Array(grid.size);
     // The 'delay' method: every pair's bistatic length at every point, its node and carrier phasor.
     const nPair = nRx * nTx;
     const lengths = new Float64Array(grid.size * nPair);
     let lo = Infinity;
     let hi = -Infinity;
     for (let p = 0; p < grid.size; p++) {
-      const g = gridPoint(grid, p);
       for (let m = 0; m < nRx; m++) {
-        const dr = Math.hypot(rp[3 * m]! - g.x, rp[3 * m + 1]! - g.y, rp[3 * m + 2]! - g.z);
+        const dr = dist[p * per + nTx + m]!;
         for (let n = 0; n < nTx; n++) {
-          const L = dr + Math.hypot(tp[3 * n]! - g.x, tp[3 * n + 1]! - g.y, tp[3 * n + 2]! - g.z);
+          const L = dr + dist[p * per + n]!;
           lengths[p * nPair + m * nTx + n] = L;
           lo = Math.min(lo, L);
           hi = Math.max(hi, L);
@@ -286,16 +318,17 @@ export class FloorBeamformer {
       }
     }
     this.nodes = Math.floor((hi - lo) / NODE_M) + 2;
-    this.pairs = new Float32Array(4 * grid.size * nPair);
+    this.pairs = new Float32Array(3 * grid.size * nPair);
+    this.pairNodes = new Int32Array(grid.size * nPair);
     for (let i = 0; i < lengths.length; i++) {
       const L = lengths[i]!;
       const j = Math.round((L - lo) / NODE_M);
       const cycles = (geometry.centreHz * L) / SPEED_OF_LIGHT;
       const ph = 2 * Math.PI * (cycles - Math.floor(cycles));
-      this.pairs[4 * i] = j;
-      this.pairs[4 * i + 1] = L - (lo + j * NODE_M);
-      this.pairs[4 * i + 2] = Math.cos(ph);
-      this.pairs[4 * i + 3] = Math.sin(ph);
+      this.pairNodes[i] = ((i % nPair) * this.nodes + j) * 8 * ORDERS;
+      this.pairs[3 * i] = L - (lo + j * NODE_M);
+      this.pairs[3 * i + 1] = Math.cos(ph);
+      this.pairs[3 * i + 2] = Math.sin(ph);
     }
     const b = (2 * Math.PI * SUBCARRIER_SPACING_HZ) / SPEED_OF_LIGHT;
     this.expansion = new Float64Array(2 * nSub * this.nodes * ORDERS);
@@ -306,7 +339,7 @@ export class FloorBeamformer {
         let er = Math.cos(ph);
         let ei = Math.sin(ph);
         for (let o = 0; o < ORDERS; o++) {
-          const e = 2 * ((k * this.nodes + j) * ORDERS + o);
+          const e = 2 * ((j * ORDERS + o) * nSub + k);
           this.expansion[e] = er;
           this.expansion[e + 1] = ei;
           // Next order: times j x / (o + 1).
@@ -317,6 +350,36 @@ export class FloorBeamformer {
         }
       }
     }
+  }
+
+  /**
+   * Per grid point, per subcarrier: conj(T[k, 0..nTx-1]) then conj(R[k, 0..nRx-1]), interleaved
+   * complex: point p, subcarrier k starts at 2 * (p * nSub + k) * (nTx + nRx). Built on first use
+   * (the 'factored' method and {@link steering}; 'delay' does not need them: 3.5 MB per link on
+   * the default grid).
+   */
+  private get factors(): Float32Array {
+    if (this.factorsBuf) return this.factorsBuf;
+    const { nSub, nRx, nTx, grid, geometry } = this;
+    const per = nTx + nRx;
+    const F = new Float32Array(2 * grid.size * nSub * per);
+    const tp = geometry.txPositions;
+    const rp = geometry.rxPositions;
+    const stride = 2 * per;
+    for (let p = 0; p < grid.size; p++) {
+      const g = gridPoint(grid, p);
+      const base = 2 * p * nSub * per;
+      for (let n = 0; n < nTx; n++) {
+        const d = Math.hypot(tp[3 * n]! - g.x, tp[3 * n + 1]! - g.y, tp[3 * n + 2]! - g.z);
+        legPhasors(d, geometry.centreHz, geometry.subcarriers, F, base + 2 * n, stride);
+      }
+      for (let m = 0; m < nRx; m++) {
+        const d = Math.hypot(rp[3 * m]! - g.x, rp[3 * m + 1]! - g.y, rp[3 * m + 2]! - g.z);
+        legPhasors(d, geometry.centreHz, geometry.subcarriers, F, base + 2 * (nTx + m), stride);
+      }
+    }
+    this.factorsBuf = F;
+    return F;
   }
 
   /**
@@ -360,9 +423,9 @@ export class FloorBeamformer {
   }
 
   /**
-   * Beam power of a window at every grid point: P(g) = sum_i |a(g)^H w_i|^2 / |a(g)|^2 over the
+   * Beam power of a window at every grid point: P(g) = sum_i |a(g)^H w_i|^2 / |a|^2 over the
    * window's top `components` principal components w_i (or over every snapshot when components is
-   * 0). No allocation per call.
+   * 0). No allocation per call. The same as {@link reduce} then {@link scan} over every point.
    * @param w the window (its nSub, nRx, nTx must be the geometry's)
    * @param out the map, grid.size values (overwritten)
    * @returns out
@@ -371,36 +434,109 @@ export class FloorBeamformer {
    * bf.beamform(window, map);
    */
   beamform(w: MovingWindow, out: Float32Array): Float32Array {
+    this.reduce(w);
+    return this.scan(out);
+  }
+
+  /**
+   * The first half of {@link beamform}: reduces a window to the vectors that are beamformed (its
+   * top `components` principal components, or every snapshot), kept until the next call; then
+   * {@link scan} takes the beam power at any grid points, e.g. a coarse grid first and the fine
+   * cells around its peaks after (coarse-to-fine search, operators/floorMap.ts). With 0 components
+   * the vectors are the window's own data, so the window must not change before the scans.
+   * @param w the window (its nSub, nRx, nTx must be the geometry's)
+   * @returns the number of vectors (0 for an empty window)
+   * @throws RangeError when the window's shape is not the link's
+   * @example
+   * bf.reduce(window);
+   * bf.scan(map, coarse, coarse.length); // then bf.scan(map, fine, n) around the peaks
+   */
+  reduce(w: MovingWindow): number {
     const { nSub, nRx, nTx } = this;
     if (w.nSub !== nSub || w.nRx !== nRx || w.nTx !== nTx) throw new RangeError('FloorBeamformer: window shape differs from the link geometry');
-    if (out.length < this.grid.size) throw new RangeError('FloorBeamformer: out is shorter than the grid');
     const D = nSub * nRx * nTx;
     const W = w.snapshots;
+    this.generation++;
     if (W <= 0) {
-      out.fill(0, 0, this.grid.size);
+      this.count = 0;
       this.captured = 1;
-      return out;
-    }
-    let vecs: Float32Array;
-    let r: number;
-    if (this.components === 0 || this.components >= W) {
-      vecs = w.data;
-      r = W;
+    } else if (this.components === 0 || this.components >= W) {
+      this.source = w.data;
+      this.count = W;
       this.captured = 1;
     } else {
-      r = this.principal(w.data, W, D);
-      vecs = this.vecs;
+      this.count = this.principal(w.data, W, D);
+      this.source = this.vecs;
     }
-    if (this.method === 'factored') this.scan(vecs, r, out);
-    else this.scanDelay(vecs, r, out);
+    return this.count;
+  }
+
+  /**
+   * Beam power of the last {@link reduce}d window at grid points: out[p] = P(p) for every point
+   * (points omitted) or for points[0 .. count - 1]; other entries of out are left as they are.
+   * The 'delay' method's per-window tables are built by the first scan after a reduce.
+   * @param out a map, grid.size values
+   * @param points grid indices (omitted: all)
+   * @param count how many of points (default points.length)
+   * @returns out
+   * @throws RangeError when out is too short or a point is outside the grid
+   * @example
+   * bf.scan(map, fineCells, n);
+   */
+  scan(out: Float32Array, points?: Int32Array, count?: number): Float32Array {
+    const size = this.grid.size;
+    if (out.length < size) throw new RangeError('FloorBeamformer: out is shorter than the grid');
+    const n = points ? (count ?? points.length) : size;
+    if (points) {
+      if (!(n >= 0 && n <= points.length)) throw new RangeError('FloorBeamformer: count exceeds the points');
+      for (let i = 0; i < n; i++) if (!(points[i]! >= 0 && points[i]! < size)) throw new RangeError('FloorBeamformer: a point is outside the grid');
+    }
+    if (this.count === 0) {
+      if (points) for (let i = 0; i < n; i++) out[points[i]!] = 0;
+      else out.fill(0, 0, size);
+      return out;
+    }
+    // The points to compute: every canonical one, or the listed ones but the aliases of a listed point (copied after).
+    let list: Int32Array | null;
+    let m: number;
+    const alias = this.alias;
+    if (!points) {
+      list = this.canonical;
+      m = list ? list.length : size;
+    } else {
+      const stamp = this.stamp;
+      const call = (this.calls = (this.calls + 1) >>> 0 || 1);
+      for (let i = 0; i < n; i++) stamp[points[i]!] = call;
+      list = this.work;
+      m = 0;
+      for (let i = 0; i < n; i++) {
+        const p = points[i]!;
+        const q = alias[p]!;
+        if (q < 0 || stamp[q] !== call) list[m++] = p;
+      }
+    }
+    if (this.method === 'factored') this.scanFactored(this.source, this.count, out, list, m);
+    else this.scanDelay(this.source, this.count, out, list, m);
+    if (!points) {
+      if (this.canonical) for (let p = 0; p < size; p++) if (alias[p]! >= 0) out[p] = out[alias[p]!]!;
+    } else {
+      const call = this.calls;
+      for (let i = 0; i < n; i++) {
+        const p = points[i]!;
+        const q = alias[p]!;
+        if (q >= 0 && this.stamp[q] === call) out[p] = out[q]!;
+      }
+    }
     return out;
   }
 
   /**
    * Fills this.vecs with the top-r principal vectors H q_i of the window (H: D x W, the snapshots
    * as columns) by subspace iteration without forming the Gram matrix: Q starts as the unit
-   * vectors of the r strongest snapshots, and each pass takes Q to orthonormalise(H^H (H Q))
-   * (cost 2 W D r per pass, against W^2 D / 2 for the Gram matrix); returns r.
+   * vectors of the r strongest snapshots (so the first H Q is those snapshots, copied), and each
+   * pass takes Q to orthonormalise(H^H (H Q)) (cost 2 W D r per pass, against W^2 D / 2 for the
+   * Gram matrix); returns r. Both products run four vectors at a time, so that each sample of the
+   * window loaded serves four of them.
    */
   private principal(data: Float32Array, W: number, D: number): number {
     const r = this.components;
@@ -422,40 +558,24 @@ export class FloorBeamformer {
       norms[s] = e;
       trace += e;
     }
-    // Start: the unit vectors of the r strongest snapshots (deterministic).
+    // Start: the unit vectors of the r strongest snapshots (deterministic); H Q is those snapshots.
     Q.fill(0, 0, 2 * W * r);
     for (let i = 0; i < r; i++) {
       let best = 0;
       for (let s = 1; s < W; s++) if (norms[s]! > norms[best]!) best = s;
       Q[2 * (i * W + best)] = 1;
       norms[best] = -1;
+      const from = 2 * best * D;
+      for (let c = 0; c < 2 * D; c++) Y[2 * i * D + c] = data[from + c]!;
     }
     for (let it = 0; it <= this.iterations; it++) {
-      this.timesH(data, W, D, r);
-      // Z = H^H Y: z_i[s] = h_s^H y_i.
-      for (let i = 0; i < r; i++) {
-        const yi = 2 * i * D;
-        for (let s = 0; s < W; s++) {
-          const hs = 2 * s * D;
-          let re = 0;
-          let im = 0;
-          for (let c = 0; c < 2 * D; c += 2) {
-            const hr = data[hs + c]!;
-            const hi = data[hs + c + 1]!;
-            const ur = Y[yi + c]!;
-            const ui = Y[yi + c + 1]!;
-            re += hr * ur + hi * ui;
-            im += hr * ui - hi * ur;
-          }
-          Z[2 * (i * W + s)] = re;
-          Z[2 * (i * W + s) + 1] = im;
-        }
-      }
+      if (it > 0) timesQ(data, Q, Y, W, D, r);
+      adjointTimes(data, Y, Z, W, D, r);
       orthonormalise(Z, W, r);
       Q.set(Z.subarray(0, 2 * W * r));
     }
     // The vectors: H q_i; their power q_i^H G q_i is what the window kept.
-    this.timesH(data, W, D, r);
+    timesQ(data, Q, Y, W, D, r);
     const V = this.vecs;
     let kept = 0;
     for (let c = 0; c < 2 * D * r; c++) {
@@ -466,95 +586,124 @@ export class FloorBeamformer {
     return r;
   }
 
-  /** this.y = H Q: y_i = sum_s q_i[s] h_s (D complex each). */
-  private timesH(data: Float32Array, W: number, D: number, r: number): void {
-    const Q = this.q;
-    const Y = this.y;
-    Y.fill(0, 0, 2 * D * r);
-    for (let i = 0; i < r; i++) {
-      const yi = 2 * i * D;
-      for (let s = 0; s < W; s++) {
-        const qr = Q[2 * (i * W + s)]!;
-        const qi = Q[2 * (i * W + s) + 1]!;
-        if (qr === 0 && qi === 0) continue;
-        const hs = 2 * s * D;
-        for (let c = 0; c < 2 * D; c += 2) {
-          const hr = data[hs + c]!;
-          const hi = data[hs + c + 1]!;
-          Y[yi + c] = Y[yi + c]! + hr * qr - hi * qi;
-          Y[yi + c + 1] = Y[yi + c + 1]! + hr * qi + hi * qr;
-        }
-      }
-    }
-  }
-
   /**
    * The 'delay' method: per window, each vector's and antenna pair's subcarrier sum expanded at
    * every node, S_o[i,q,j] = sum_k w_i[k,q] E[k,j,o]; per point and pair, the expansion evaluated at
-   * the point's offset from its node (Horner) times the carrier phasor, summed over pairs.
+   * the point's offset from its node (Horner) times the carrier phasor, summed over pairs. The
+   * vectors go in groups of four (a group short of four is padded with zeros): the tables of a
+   * group hold, per pair, node and order, the four vectors' values side by side, so a point reads
+   * one run of 32 numbers per pair.
    */
-  private scanDelay(vecs: Float32Array, r: number, out: Float32Array): void {
+  private scanDelay(vecs: Float32Array, r: number, out: Float32Array, points: Int32Array | null, n: number): void {
     const { nSub, nRx, nTx, nodes } = this;
     const nPair = nRx * nTx;
     const D2 = 2 * nSub * nPair;
-    const row = 2 * nodes * ORDERS;
-    const need = r * nPair * row;
+    const groups = Math.ceil(r / 4);
+    const block = 8 * ORDERS;
+    const need = groups * nPair * nodes * block;
     if (this.tables.length < need) this.tables = new Float64Array(need);
-    if (this.acc.length < 2 * r) this.acc = new Float64Array(2 * r);
+    if (this.pairVecs.length < 8 * nSub) this.pairVecs = new Float64Array(8 * nSub);
     const S = this.tables;
     const E = this.expansion;
-    S.fill(0, 0, need);
-    for (let i = 0; i < r; i++) {
-      for (let q = 0; q < nPair; q++) {
-        const sb = (i * nPair + q) * row;
-        for (let k = 0; k < nSub; k++) {
-          const c = i * D2 + 2 * (k * nPair + q);
-          const wr = vecs[c]!;
-          const wi = vecs[c + 1]!;
-          if (wr === 0 && wi === 0) continue;
-          const eb = k * row;
-          for (let e = 0; e < row; e += 2) {
-            const er = E[eb + e]!;
-            const ei = E[eb + e + 1]!;
-            S[sb + e] = S[sb + e]! + wr * er - wi * ei;
-            S[sb + e + 1] = S[sb + e + 1]! + wr * ei + wi * er;
+    if (this.tablesOf !== this.generation) {
+      this.tablesOf = this.generation;
+      const wq = this.pairVecs;
+      for (let g = 0; g < groups; g++) {
+        const m = Math.min(4, r - 4 * g);
+        for (let q = 0; q < nPair; q++) {
+          wq.fill(0);
+          for (let v = 0; v < m; v++) {
+            const base = (4 * g + v) * D2 + 2 * q;
+            for (let k = 0; k < nSub; k++) {
+              wq[8 * k + 2 * v] = vecs[base + k * 2 * nPair]!;
+              wq[8 * k + 2 * v + 1] = vecs[base + k * 2 * nPair + 1]!;
+            }
+          }
+          let sb = (g * nPair + q) * nodes * block;
+          for (let jo = 0; jo < nodes * ORDERS; jo++) {
+            const eb = 2 * jo * nSub;
+            let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+            for (let k = 0; k < nSub; k++) {
+              const er = E[eb + 2 * k]!;
+              const ei = E[eb + 2 * k + 1]!;
+              const w = 8 * k;
+              let wr = wq[w]!;
+              let wi = wq[w + 1]!;
+              a0r += wr * er - wi * ei;
+              a0i += wr * ei + wi * er;
+              if (m > 1) {
+                wr = wq[w + 2]!;
+                wi = wq[w + 3]!;
+                a1r += wr * er - wi * ei;
+                a1i += wr * ei + wi * er;
+                if (m > 2) {
+                  wr = wq[w + 4]!;
+                  wi = wq[w + 5]!;
+                  a2r += wr * er - wi * ei;
+                  a2i += wr * ei + wi * er;
+                  if (m > 3) {
+                    wr = wq[w + 6]!;
+                    wi = wq[w + 7]!;
+                    a3r += wr * er - wi * ei;
+                    a3i += wr * ei + wi * er;
+                  }
+                }
+              }
+            }
+            S[sb] = a0r;
+            S[sb + 1] = a0i;
+            S[sb + 2] = a1r;
+            S[sb + 3] = a1i;
+            S[sb + 4] = a2r;
+            S[sb + 5] = a2i;
+            S[sb + 6] = a3r;
+            S[sb + 7] = a3i;
+            sb += 8;
           }
         }
       }
     }
     const P = this.pairs;
-    const acc = this.acc;
-    const size = this.grid.size;
+    const J = this.pairNodes;
     const norm = 1 / (nSub * nPair);
-    const qRow = nPair * row;
-    for (let p = 0; p < size; p++) {
-      acc.fill(0, 0, 2 * r);
-      let pp = 4 * p * nPair;
-      for (let q = 0; q < nPair; q++) {
-        const j = P[pp]!;
-        const d = P[pp + 1]!;
-        const cr = P[pp + 2]!;
-        const ci = P[pp + 3]!;
-        pp += 4;
-        let sb = q * row + j * 2 * ORDERS;
-        for (let i = 0; i < r; i++) {
-          // Horner over orders 3..0: v = ((S3 d + S2) d + S1) d + S0.
-          let vr = S[sb + 6]!;
-          let vi = S[sb + 7]!;
-          vr = vr * d + S[sb + 4]!;
-          vi = vi * d + S[sb + 5]!;
-          vr = vr * d + S[sb + 2]!;
-          vi = vi * d + S[sb + 3]!;
-          vr = vr * d + S[sb]!;
-          vi = vi * d + S[sb + 1]!;
-          acc[2 * i] = acc[2 * i]! + cr * vr - ci * vi;
-          acc[2 * i + 1] = acc[2 * i + 1]! + cr * vi + ci * vr;
-          sb += qRow;
+    for (let g = 0; g < groups; g++) {
+      const gb = g * nPair * nodes * block;
+      // Vectors in this group (the padding's are zero: the last two are skipped when absent).
+      const m = Math.min(4, r - 4 * g);
+      for (let t = 0; t < n; t++) {
+        const p = points === null ? t : points[t]!;
+        let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+        const q0 = p * nPair;
+        for (let q = q0; q < q0 + nPair; q++) {
+          const d = P[3 * q]!;
+          const cr = P[3 * q + 1]!;
+          const ci = P[3 * q + 2]!;
+          // Orders 0..3 of the four vectors at offsets 0, 8, 16, 24; Horner from order 3 down.
+          const sb = gb + J[q]!;
+          let vr = ((S[sb + 24]! * d + S[sb + 16]!) * d + S[sb + 8]!) * d + S[sb]!;
+          let vi = ((S[sb + 25]! * d + S[sb + 17]!) * d + S[sb + 9]!) * d + S[sb + 1]!;
+          a0r += cr * vr - ci * vi;
+          a0i += cr * vi + ci * vr;
+          vr = ((S[sb + 26]! * d + S[sb + 18]!) * d + S[sb + 10]!) * d + S[sb + 2]!;
+          vi = ((S[sb + 27]! * d + S[sb + 19]!) * d + S[sb + 11]!) * d + S[sb + 3]!;
+          a1r += cr * vr - ci * vi;
+          a1i += cr * vi + ci * vr;
+          if (m > 2) {
+            vr = ((S[sb + 28]! * d + S[sb + 20]!) * d + S[sb + 12]!) * d + S[sb + 4]!;
+            vi = ((S[sb + 29]! * d + S[sb + 21]!) * d + S[sb + 13]!) * d + S[sb + 5]!;
+            a2r += cr * vr - ci * vi;
+            a2i += cr * vi + ci * vr;
+            if (m > 3) {
+              vr = ((S[sb + 30]! * d + S[sb + 22]!) * d + S[sb + 14]!) * d + S[sb + 6]!;
+              vi = ((S[sb + 31]! * d + S[sb + 23]!) * d + S[sb + 15]!) * d + S[sb + 7]!;
+              a3r += cr * vr - ci * vi;
+              a3i += cr * vi + ci * vr;
+            }
+          }
         }
+        const power = (a0r * a0r + a0i * a0i + a1r * a1r + a1i * a1i + a2r * a2r + a2i * a2i + a3r * a3r + a3i * a3i) * norm;
+        out[p] = g === 0 ? power : out[p]! + power;
       }
-      let power = 0;
-      for (let i = 0; i < 2 * r; i++) power += acc[i]! * acc[i]!;
-      out[p] = power * norm;
     }
   }
 
@@ -563,16 +712,15 @@ export class FloorBeamformer {
    * steering factor loaded serves four contractions (a group short of four points its missing
    * vectors at a zero vector).
    */
-  private scan(vecs: Float32Array, r: number, out: Float32Array): void {
+  private scanFactored(vecs: Float32Array, r: number, out: Float32Array, points: Int32Array | null, n: number): void {
     const { nSub, nRx, nTx } = this;
     const per2 = 2 * (nTx + nRx);
     const F = this.factors;
-    const size = this.grid.size;
     const D2 = 2 * nSub * nRx * nTx;
     const norm = 1 / (nSub * nRx * nTx);
     const pointStride = nSub * per2;
     const tx2 = 2 * nTx;
-    out.fill(0, 0, size);
+    for (let t = 0; t < n; t++) out[points === null ? t : points[t]!] = 0;
     if (this.zero.length < D2) this.zero = new Float32Array(D2);
     for (let g = 0; g < r; g += 4) {
       const V0 = vecs;
@@ -583,7 +731,8 @@ export class FloorBeamformer {
       const o1 = g + 1 < r ? (g + 1) * D2 : 0;
       const o2 = g + 2 < r ? (g + 2) * D2 : 0;
       const o3 = g + 3 < r ? (g + 3) * D2 : 0;
-      for (let p = 0; p < size; p++) {
+      for (let t = 0; t < n; t++) {
+        const p = points === null ? t : points[t]!;
         let f = p * pointStride;
         let v = 0;
         let s0r = 0, s0i = 0, s1r = 0, s1i = 0, s2r = 0, s2i = 0, s3r = 0, s3i = 0;
@@ -628,6 +777,124 @@ export class FloorBeamformer {
           f += per2;
         }
         out[p] = out[p]! + (s0r * s0r + s0i * s0i + s1r * s1r + s1i * s1i + s2r * s2r + s2i * s2i + s3r * s3r + s3i * s3i) * norm;
+      }
+    }
+  }
+}
+
+/**
+ * Y = H Q: y_i = sum_s q_i[s] h_s (H: the W snapshots of D complex values as columns; Q: r
+ * columns of W; Y: r columns of D), four columns of Q at a time with the sums in registers.
+ */
+function timesQ(data: Float32Array, Q: Float64Array, Y: Float64Array, W: number, D: number, r: number): void {
+  const D2 = 2 * D;
+  for (let g = 0; g < r; g += 4) {
+    const m = Math.min(4, r - g);
+    const q0 = 2 * g * W;
+    const q1 = q0 + 2 * W;
+    const q2 = q1 + 2 * W;
+    const q3 = q2 + 2 * W;
+    for (let c = 0; c < D2; c += 2) {
+      let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+      let h = c;
+      for (let s2 = 0; s2 < 2 * W; s2 += 2) {
+        const hr = data[h]!;
+        const hi = data[h + 1]!;
+        h += D2;
+        let qr = Q[q0 + s2]!;
+        let qi = Q[q0 + s2 + 1]!;
+        a0r += hr * qr - hi * qi;
+        a0i += hr * qi + hi * qr;
+        if (m > 1) {
+          qr = Q[q1 + s2]!;
+          qi = Q[q1 + s2 + 1]!;
+          a1r += hr * qr - hi * qi;
+          a1i += hr * qi + hi * qr;
+          if (m > 2) {
+            qr = Q[q2 + s2]!;
+            qi = Q[q2 + s2 + 1]!;
+            a2r += hr * qr - hi * qi;
+            a2i += hr * qi + hi * qr;
+            if (m > 3) {
+              qr = Q[q3 + s2]!;
+              qi = Q[q3 + s2 + 1]!;
+              a3r += hr * qr - hi * qi;
+              a3i += hr * qi + hi * qr;
+            }
+          }
+        }
+      }
+      const y = g * D2 + c;
+      Y[y] = a0r;
+      Y[y + 1] = a0i;
+      if (m > 1) {
+        Y[y + D2] = a1r;
+        Y[y + D2 + 1] = a1i;
+      }
+      if (m > 2) {
+        Y[y + 2 * D2] = a2r;
+        Y[y + 2 * D2 + 1] = a2i;
+      }
+      if (m > 3) {
+        Y[y + 3 * D2] = a3r;
+        Y[y + 3 * D2 + 1] = a3i;
+      }
+    }
+  }
+}
+
+/** Z = H^H Y: z_i[s] = h_s^H y_i, four columns of Y at a time. */
+function adjointTimes(data: Float32Array, Y: Float64Array, Z: Float64Array, W: number, D: number, r: number): void {
+  const D2 = 2 * D;
+  for (let g = 0; g < r; g += 4) {
+    const m = Math.min(4, r - g);
+    const y0 = g * D2;
+    const y1 = y0 + D2;
+    const y2 = y1 + D2;
+    const y3 = y2 + D2;
+    for (let s = 0; s < W; s++) {
+      const hs = s * D2;
+      let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+      for (let c = 0; c < D2; c += 2) {
+        const hr = data[hs + c]!;
+        const hi = data[hs + c + 1]!;
+        let ur = Y[y0 + c]!;
+        let ui = Y[y0 + c + 1]!;
+        a0r += hr * ur + hi * ui;
+        a0i += hr * ui - hi * ur;
+        if (m > 1) {
+          ur = Y[y1 + c]!;
+          ui = Y[y1 + c + 1]!;
+          a1r += hr * ur + hi * ui;
+          a1i += hr * ui - hi * ur;
+          if (m > 2) {
+            ur = Y[y2 + c]!;
+            ui = Y[y2 + c + 1]!;
+            a2r += hr * ur + hi * ui;
+            a2i += hr * ui - hi * ur;
+            if (m > 3) {
+              ur = Y[y3 + c]!;
+              ui = Y[y3 + c + 1]!;
+              a3r += hr * ur + hi * ui;
+              a3i += hr * ui - hi * ur;
+            }
+          }
+        }
+      }
+      const z = 2 * (g * W + s);
+      Z[z] = a0r;
+      Z[z + 1] = a0i;
+      if (m > 1) {
+        Z[z + 2 * W] = a1r;
+        Z[z + 2 * W + 1] = a1i;
+      }
+      if (m > 2) {
+        Z[z + 4 * W] = a2r;
+        Z[z + 4 * W + 1] = a2i;
+      }
+      if (m > 3) {
+        Z[z + 6 * W] = a3r;
+        Z[z + 6 * W + 1] = a3i;
       }
     }
   }

@@ -69,21 +69,23 @@ export function strongestDelayS(csi: ArrayLike<number>, subcarriers: Int16Array,
   const w = 2 * Math.PI * SUBCARRIER_SPACING_HZ;
   // The channel's mean delay (adjacent products): the centre of the search.
   const centre = -phaseSlope(csi, subcarriers, nPairs) / w;
+  // One sin/cos per subcarrier and delay, shared by the antenna pairs.
+  const sr = new Float64Array(nPairs);
+  const si = new Float64Array(nPairs);
   const power = (tau: number): number => {
-    let total = 0;
-    for (let p = 0; p < nPairs; p++) {
-      let sr = 0;
-      let si = 0;
-      for (let k = 0; k < nSub; k++) {
-        const a = w * subcarriers[k]! * tau;
-        const c = Math.cos(a);
-        const s = Math.sin(a);
-        const i = 2 * (k * nPairs + p);
-        sr += csi[i]! * c - csi[i + 1]! * s;
-        si += csi[i]! * s + csi[i + 1]! * c;
+    sr.fill(0);
+    si.fill(0);
+    for (let k = 0; k < nSub; k++) {
+      const a = w * subcarriers[k]! * tau;
+      const c = Math.cos(a);
+      const s = Math.sin(a);
+      for (let p = 0, i = 2 * k * nPairs; p < nPairs; p++, i += 2) {
+        sr[p] = sr[p]! + csi[i]! * c - csi[i + 1]! * s;
+        si[p] = si[p]! + csi[i]! * s + csi[i + 1]! * c;
       }
-      total += sr * sr + si * si;
     }
+    let total = 0;
+    for (let p = 0; p < nPairs; p++) total += sr[p]! * sr[p]! + si[p]! * si[p]!;
     return total;
   };
   let step = 1 / (8 * span * SUBCARRIER_SPACING_HZ);
@@ -174,7 +176,7 @@ export interface StaticChannelOptions {
  * // moving part: aligned - st.channel
  */
 export class StaticChannel {
-  /** The static channel, interleaved complex in CsiFrame order (updated in place). */
+  /** The static channel, interleaved complex in CsiFrame order (updated in place; after editing it by hand, call {@link anchor}). */
   readonly channel: Float32Array;
   /** Subcarrier indices of the layout. */
   readonly subcarriers: Int16Array;
@@ -189,6 +191,8 @@ export class StaticChannel {
   /** The aligner (its `estimate` is the last packet's correction). */
   readonly aligner: PacketAligner;
   private learned = 0;
+  /** The channel's median amplitude while it is unchanged; NaN once it changes. */
+  private channelMedian = NaN;
   private sinceAnchor = 0;
   private lastTime = NaN;
 
@@ -223,6 +227,7 @@ export class StaticChannel {
   /** Forgets the channel. */
   reset(): void {
     this.channel.fill(0);
+    this.channelMedian = NaN;
     this.learned = 0;
     this.sinceAnchor = 0;
     this.lastTime = NaN;
@@ -240,7 +245,12 @@ export class StaticChannel {
    * st.process(frame.csi, frame.time, true, aligned);
    */
   process(csi: ArrayLike<number>, time: number, empty: boolean, out: Float32Array): AlignEstimate {
-    const est = this.learned > 0 ? this.aligner.alignTo(csi, this.channel, out) : this.aligner.align(csi, out);
+    let est: AlignEstimate;
+    if (this.learned > 0) {
+      // The channel's median amplitude changes only when the channel does (fold, anchor, reset).
+      if (Number.isNaN(this.channelMedian)) this.channelMedian = this.aligner.median(this.channel);
+      est = this.aligner.alignTo(csi, this.channel, out, this.channelMedian);
+    } else est = this.aligner.align(csi, out);
     if (empty) this.fold(out, time);
     else this.lastTime = time;
     return est;
@@ -271,6 +281,7 @@ export class StaticChannel {
    */
   anchor(): number {
     this.sinceAnchor = 0;
+    this.channelMedian = NaN;
     if (this.losDelayS === null || this.learned === 0) return 0;
     const np = this.nRx * this.nTx;
     const shift = this.losDelayS - strongestDelayS(this.channel, this.subcarriers, np);
@@ -286,6 +297,7 @@ export class StaticChannel {
     const a = Math.max(1 / this.learned, dt / this.tauS);
     const ch = this.channel;
     for (let i = 0; i < ch.length; i++) ch[i] = ch[i]! + a * (aligned[i]! - ch[i]!);
+    this.channelMedian = NaN;
     if (++this.sinceAnchor >= ANCHOR_EVERY || this.learned === 1) this.anchor();
   }
 }

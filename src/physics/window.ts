@@ -133,8 +133,11 @@ export class MovingWindows {
     if (aligned.length !== this.size) throw new RangeError(`window: a packet has ${this.size} values, got ${aligned.length}`);
     const slot = this.total % this.capacity;
     const base = slot * this.size;
-    const r = this.ring;
-    for (let i = 0; i < this.size; i++) r[base + i] = aligned[i]!;
+    if (aligned instanceof Float32Array) this.ring.set(aligned, base);
+    else {
+      const r = this.ring;
+      for (let i = 0; i < this.size; i++) r[base + i] = aligned[i]!;
+    }
     this.times[slot] = time;
     this.total++;
   }
@@ -177,23 +180,20 @@ export class MovingWindows {
     if (staticChannel !== null && staticChannel.length !== this.size) throw new RangeError('window: the static channel has the wrong length');
     const size = this.size;
     const first = this.total - snapshots;
-    let sub: ArrayLike<number>;
-    if (staticChannel !== null) {
-      sub = staticChannel;
-    } else {
+    const ring = this.ring;
+    if (staticChannel === null) {
       const m = this.mean;
       m.fill(0);
       for (let s = 0; s < snapshots; s++) {
         const base = ((first + s) % this.capacity) * size;
-        for (let i = 0; i < size; i++) m[i] += this.ring[base + i]!;
+        for (let i = 0; i < size; i++) m[i] = m[i]! + ring[base + i]!;
       }
-      for (let i = 0; i < size; i++) m[i] /= snapshots;
-      sub = m;
-    }
-    for (let s = 0; s < snapshots; s++) {
-      const base = ((first + s) % this.capacity) * size;
-      const o = s * size;
-      for (let i = 0; i < size; i++) out[o + i] = this.ring[base + i]! - sub[i]!;
+      for (let i = 0; i < size; i++) m[i] = m[i]! / snapshots;
+      subtractRows(ring, first, snapshots, this.capacity, size, m, out);
+    } else if (staticChannel instanceof Float32Array) {
+      subtractRows(ring, first, snapshots, this.capacity, size, staticChannel, out);
+    } else {
+      subtractRows(ring, first, snapshots, this.capacity, size, Float64Array.from(staticChannel), out);
     }
     return {
       nSub: this.nSub,
@@ -218,5 +218,26 @@ export class MovingWindows {
     const first = this.total - snapshots;
     for (let s = 0; s < snapshots; s++) out[s] = this.times[(first + s) % this.capacity]!;
     return out;
+  }
+}
+
+/**
+ * out row s = ring row (first + s) mod capacity minus `sub`, for s < snapshots: one loop per kind
+ * of `sub` (Float32Array: the static channel; Float64Array: the window mean), so that each stays
+ * monomorphic.
+ */
+function subtractRows(ring: Float32Array, first: number, snapshots: number, capacity: number, size: number, sub: Float32Array | Float64Array, out: Float32Array): void {
+  if (sub instanceof Float32Array) {
+    for (let s = 0; s < snapshots; s++) {
+      const base = ((first + s) % capacity) * size;
+      const o = s * size;
+      for (let i = 0; i < size; i++) out[o + i] = ring[base + i]! - sub[i]!;
+    }
+  } else {
+    for (let s = 0; s < snapshots; s++) {
+      const base = ((first + s) % capacity) * size;
+      const o = s * size;
+      for (let i = 0; i < size; i++) out[o + i] = ring[base + i]! - sub[i]!;
+    }
   }
 }

@@ -8,6 +8,7 @@ import type { ConfigStore, UpdateResult } from '../config/store.js';
 import type { ConfigChange } from '../config/validate.js';
 import type { Store, StoreHealth } from '../store/store.js';
 import type { Step, SystemController, SystemState } from './system.js';
+import type { FloorMapReader } from './floorMaps.js';
 
 /** What an outlet or a component reports about itself (in `/health/detailed` and `/metrics`). */
 export type ComponentReport = Readonly<Record<string, unknown>> & { readonly status: string };
@@ -143,6 +144,11 @@ export interface ServiceFace {
   latest(environmentId?: string): PoseFrameView | undefined;
   /** Environments with a latest frame. */
   environments(): string[];
+  /**
+   * The latest floor map of each environment, reduced for display (the physics front end's, when
+   * the session runs `physics-live`), and whether the session's pipeline makes any.
+   */
+  readonly floorMaps: FloorMapReader;
   snapshot(): ServiceSnapshot;
   metricsHistory(): readonly MetricsSample[];
   /** Version of the loaded model, null when none is loaded. */

@@ -32,9 +32,10 @@ import { SUBCARRIERS } from '../sim/simulator.js';
 import { parseSource } from '../sources/uri.js';
 import { PoseFrameView } from '../render/view.js';
 import { anonymize } from '../pose/anonymize.js';
-import { livePipeline, processPipeline } from '../../pipelines/build.js';
+import { liveDef, livePipeline, processPipeline } from '../../pipelines/build.js';
 import { liveParams } from '../../pipelines/settings.js';
 import { LatestFrames } from './latest.js';
+import { FloorMaps } from './floorMaps.js';
 import { SystemController, type SystemState } from './system.js';
 import { PipelineFigures } from './figures.js';
 import { countErrors, CpuMeter, DiskIoMeter, memoryMiB, memoryPercent, type CountingLogger } from './metrics.js';
@@ -137,6 +138,8 @@ export class PoseService implements ServiceFace {
   private readonly stateChanges = new Subject<SystemState>();
   private readonly figures = new PipelineFigures();
   private readonly latestFrames: LatestFrames;
+  /** The latest floor map of each environment, reduced for display (`GET /pose/floor-map`). */
+  readonly floorMaps: FloorMaps;
   /** What the stop step `flush_sinks` flushes (the DuckDB sink, attached by the application). */
   private readonly flushers = new Set<() => Promise<void>>();
   private readonly cpu = new CpuMeter();
@@ -191,6 +194,7 @@ export class PoseService implements ServiceFace {
       share(),
     );
     this.latestFrames = new LatestFrames(this.pose$, (e) => this.log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
+    this.floorMaps = new FloorMaps((e) => this.log('error', `floor maps: ${(e as Error)?.stack ?? String(e)}`));
     this.system = new SystemController(
       {
         loadModel: () => this.loadModel(),
@@ -319,12 +323,15 @@ export class PoseService implements ServiceFace {
 
   private startPipeline(frames: Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {
     const figures = this.figures;
+    const model = this.model!;
+    // Whether this session makes floor maps: the pipeline livePipeline runs for the model has the stage.
+    this.floorMaps.begin(liveDef(model).stages.some(([op]) => op === 'floorMap'));
     return frames
       .pipe(
         tap((f) => figures.csi(f)),
         livePipeline(
           {
-            model: this.model!,
+            model,
             inferStats: figures.inferStats,
             // A link the model was not trained for must not stop the others: its windows are dropped and /system/status names it.
             untrained: 'drop',
@@ -333,6 +340,8 @@ export class PoseService implements ServiceFace {
             // The site's links, joined by time; the primary's frames go on to the model. Read at subscription: a new site takes a restart.
             radios: () => this.config.get().environment.site.radios,
             linkStats: figures.links,
+            // Each floor map, reduced once for GET /pose/floor-map (physics-live only).
+            onMap: this.floorMaps.take,
           },
           () => liveParams(this.config.get()),
         ),

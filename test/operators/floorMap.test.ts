@@ -231,6 +231,8 @@ describe('floorMap', () => {
       ['roomWidth', 6],
       ['roomDepth', 5],
       ['cell', 0.2],
+      ['coarseStep', 1],
+      ['components', 4],
     ]);
   });
 });

@@ -304,4 +304,28 @@ describe('steerCandidates (three links fused)', () => {
     expect(sum(0) / raw).toBeCloseTo(1, 4);
     expect(() => steerCandidates([dops[0]!, new DopplerSteerer(rec.geoms[1]!, { bins: 32 })], windows.slice(0, 2), cands, rows)).toThrow(RangeError);
   });
+
+  it('spectra steers one window to several points at once exactly as spectrum does one at a time', () => {
+    const rec = record(TOWARD, 50);
+    const dop = new DopplerSteerer(rec.geoms[0]!);
+    const win = movingWindow(rec, 0, 'static');
+    const g = target(rec);
+    // Five points: a group of four and one more (padded).
+    const pts: Point3[] = [0, 1, 2, 3, 4].map((i) => ({ x: g.x + 0.3 * i - 0.6, y: g.y - 0.2 * i, z: 0.5 + 0.2 * i }));
+    const rows = new Float64Array(6 * W).fill(-1);
+    dop.spectra(win, pts, rows, W);
+    const windowPower = dop.lastWindowPower;
+    expect(rows[0]).toBe(-1);
+    pts.forEach((p, i) => {
+      dop.spectrum(win, p);
+      const one = dop.lastSpectrum;
+      let peak = 0;
+      for (let b = 0; b < W; b++) peak = Math.max(peak, one[b]!);
+      for (let b = 0; b < W; b++) expect(Math.abs(rows[W + i * W + b]! - one[b]!)).toBeLessThan(1e-9 * peak);
+      expect(dop.lastWindowPower).toBeCloseTo(windowPower, 12);
+    });
+    // Its own buffer when no output is given; nothing for no points.
+    expect(dop.spectra(win, pts).length).toBeGreaterThanOrEqual(5 * W);
+    expect(() => dop.spectra(win, pts, new Float64Array(4 * W))).toThrow(RangeError);
+  });
 });

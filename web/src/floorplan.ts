@@ -4,11 +4,17 @@
  * `environment.zones`, the radios of `environment.site.radios` (where each array faces) and their
  * links in the states `/system/status` gives them, the camera's field of view, each tracked
  * person's position (`location`, metres) with a fading trail, and alerts highlighted where they
- * happened.
+ * happened; under all of them, when the service makes one, the floor map (heatmap.ts).
  */
 import { trackColor } from './skeleton.js';
 import { LINK_STYLE, type LinkState, type LinkStatus } from './links.js';
 import type { AlertMessage, Config, PoseFrame, Severity } from './types.js';
+
+/** A layer drawn on the room's floor, under everything else (the floor map). */
+export interface FloorLayer {
+  /** Draws on the floor: X and Y map room metres to canvas pixels, `scale` is pixels per metre. */
+  draw(ctx: CanvasRenderingContext2D, X: (x: number) => number, Y: (y: number) => number, scale: number, now: number): void;
+}
 
 /** How long a trail reaches back, and how long a track unseen keeps it. */
 const TRAIL_MS = 8000;
@@ -84,9 +90,19 @@ export class FloorPlan {
    * @param frame the latest frame, if any
    * @param now performance.now()
    * @param links the links as the status last reported them; undefined while not reported
+   * @param floorLayer drawn on the room's floor (clipped to its walls), under the grid and everything else
    * @returns the site's links as drawn
    */
-  draw(ctx: CanvasRenderingContext2D, w: number, hgt: number, cfg: Config, frame: PoseFrame | undefined, now: number, links?: readonly LinkStatus[]): DrawnLink[] {
+  draw(
+    ctx: CanvasRenderingContext2D,
+    w: number,
+    hgt: number,
+    cfg: Config,
+    frame: PoseFrame | undefined,
+    now: number,
+    links?: readonly LinkStatus[],
+    floorLayer?: FloorLayer,
+  ): DrawnLink[] {
     const site = cfg.environment.site;
     const s = Math.max(1, Math.min((w - 2 * MARGIN_PX) / site.room_width, (hgt - 2 * MARGIN_PX) / site.room_depth));
     const ox = (w - site.room_width * s) / 2;
@@ -98,6 +114,14 @@ export class FloorPlan {
     ctx.fillRect(0, 0, w, hgt);
     ctx.fillStyle = '#131a23';
     ctx.fillRect(X(0), Y(site.room_depth), site.room_width * s, site.room_depth * s);
+    if (floorLayer) {
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(X(0), Y(site.room_depth), site.room_width * s, site.room_depth * s);
+      ctx.clip();
+      floorLayer.draw(ctx, X, Y, s, now);
+      ctx.restore();
+    }
     ctx.strokeStyle = 'rgba(255,255,255,0.07)';
     ctx.lineWidth = 1;
     ctx.beginPath();

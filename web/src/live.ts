@@ -4,11 +4,14 @@
  * plan beside it. Both are drawn in `requestAnimationFrame` from the stream's latest frame, and
  * only when something changed (a new frame, an animation, a resize, or a quarter second passed),
  * so a fast stream never queues work. Each canvas's pixels follow its size on the screen (times
- * the device pixel ratio), so the drawing stays sharp however large the layout makes it.
+ * the device pixel ratio), so the drawing stays sharp however large the layout makes it. Under the
+ * plan's people, when the service makes them, the physics front end's floor map (heatmap.ts).
  */
 import { ViewCamera } from './camera.js';
 import { h, replace } from './dom.js';
 import { FloorPlan } from './floorplan.js';
+import { FloorHeat } from './heatmap.js';
+import type { Api } from './api.js';
 import { lastPacketAge, type LinkReading } from './links.js';
 import { drawPerson } from './skeleton.js';
 import type { PoseStream } from './stream.js';
@@ -26,6 +29,8 @@ export class LiveView {
   /** How many of the frame's persons the view shows. */
   private readonly viewCount: HTMLElement;
   private readonly plan = new FloorPlan();
+  /** The floor map under the plan, and its legend. */
+  private readonly heat: FloorHeat;
   private camera: ViewCamera | undefined;
   private drawnSeq = -1;
   /** Something other than a new frame asks for a redraw. */
@@ -44,7 +49,17 @@ export class LiveView {
   private readonly radioList: HTMLUListElement;
   private readonly linkCount: HTMLElement;
 
-  constructor(private readonly stream: PoseStream) {
+  /**
+   * @param stream the pose stream (its latest frame is drawn)
+   * @param api the REST client (the floor map's reads)
+   */
+  constructor(
+    private readonly stream: PoseStream,
+    api: Api,
+  ) {
+    this.heat = new FloorHeat(api, () => {
+      this.dirty = true;
+    });
     this.view = h('canvas', { id: 'view', class: 'view', 'aria-label': 'Skeletons in the reference view' });
     this.floor = h('canvas', { id: 'floor', class: 'floor', 'aria-label': 'Floor plan', 'aria-describedby': 'floor-radios floor-links' });
     this.viewCount = h('span', { id: 'view-count', class: 'muted' });
@@ -62,7 +77,7 @@ export class LiveView {
         // Said once, where it is seen: what the skeleton is, and what the label is.
         h('p', { class: 'note', text: 'Skeletons are drawn from the keypoints the service sends. The activity in each label comes from a separate classifier and can disagree with the drawn posture.' }),
       ),
-      h('figure', { class: 'panel floor-panel' }, h('figcaption', {}, 'Floor plan ', this.linkCount), this.floor, this.linkList, this.radioList),
+      h('figure', { class: 'panel floor-panel' }, h('figcaption', {}, 'Floor plan ', this.linkCount), this.floor, this.heat.legend, this.linkList, this.radioList),
     );
     new ResizeObserver(() => {
       const r = this.floor.getBoundingClientRect();
@@ -105,6 +120,7 @@ export class LiveView {
     this.view.dataset.viewHeight = String(v.height);
     this.fitView();
     this.camera = new ViewCamera(v);
+    this.heat.setEnvironment(cfg.environment.id);
     this.dirty = true;
     const deg = (d: number) => `${Math.round(d)}\u00b0`;
     replace(
@@ -148,6 +164,19 @@ export class LiveView {
     this.linkList.dataset.at = r?.at ?? '';
     const live = links.filter((l) => l.state === 'live').length;
     this.linkCount.textContent = links.length ? `\u00b7 ${live} of ${links.length} links live` : '';
+  }
+
+  /**
+   * Whether the view is on the screen (the live tab shown, the page visible): the floor map is read
+   * only then.
+   */
+  setShown(shown: boolean): void {
+    this.heat.setActive(shown);
+  }
+
+  /** The system's state changed: the floor map is asked for again if the service had none to give. */
+  statusChanged(): void {
+    this.heat.statusChanged();
   }
 
   /** Says why no frame is shown (connecting, system stopped, ...). */
@@ -256,7 +285,7 @@ export class LiveView {
     }
     const ctx = this.floor.getContext('2d')!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const drawn = this.plan.draw(ctx, w, hgt, this.config!, this.stream.latest, now, this.links?.links);
+    const drawn = this.plan.draw(ctx, w, hgt, this.config!, this.stream.latest, now, this.links?.links, this.heat);
     // What the plan shows, for tests and tools: the radios, each link with the state it is drawn in,
     // and the time of the status answer those states come from.
     const radios = this.config!.environment.site.radios.map((r) => `${r.id}:${r.role}`).join(' ');
@@ -265,5 +294,8 @@ export class LiveView {
     if (this.floor.dataset.links !== links) this.floor.dataset.links = links;
     const at = this.links?.at ?? '';
     if (this.floor.dataset.linksAt !== at) this.floor.dataset.linksAt = at;
+    // The floor map drawn under the plan: its time ('' when none is).
+    const heat = this.heat.drawnAt;
+    if (this.floor.dataset.heat !== heat) this.floor.dataset.heat = heat;
   }
 }

@@ -46,6 +46,8 @@ class App {
   private configTimer: ReturnType<typeof setTimeout> | undefined;
   private linksTimer: ReturnType<typeof setTimeout> | undefined;
   private running = false;
+  /** The live view is on the screen only while its tab is shown and the page visible. */
+  private readonly onVisibility = (): void => this.live.setShown(this.running && this.tab === 'live' && !document.hidden);
 
   constructor(private readonly session: Session) {
     this.stream = new PoseStream({
@@ -54,6 +56,8 @@ class App {
       onStatus: (s) => {
         // A new state changes the links (none while stopped): read them at once.
         if (s.state !== this.systemState && this.tab === 'live') void this.pollLinks();
+        // A new state may bring another model, one that makes floor maps (or not).
+        if (s.state !== this.systemState) this.live.statusChanged();
         this.systemState = s.state;
         this.system.pushedState(s.state);
       },
@@ -69,7 +73,7 @@ class App {
         }
       },
     });
-    this.live = new LiveView(this.stream);
+    this.live = new LiveView(this.stream, session.api);
     // The system panel's status reads keep the floor plan's links current while it is shown.
     this.system = new SystemPanel(session, new ConfigForm(session.api, (c) => this.setConfig(c as unknown as Config)), (r) => this.live.setLinks(r));
     this.analytics = new AnalyticsPanel(session.api);
@@ -114,6 +118,7 @@ class App {
       main,
     );
     this.running = true;
+    document.addEventListener('visibilitychange', this.onVisibility);
     this.show(this.tab);
     this.stream.start();
     const loop = (t: number) => {
@@ -128,6 +133,8 @@ class App {
 
   stop(): void {
     this.running = false;
+    document.removeEventListener('visibilitychange', this.onVisibility);
+    this.live.setShown(false);
     this.stream.stop();
     cancelAnimationFrame(this.raf);
     clearInterval(this.statsTimer);
@@ -149,6 +156,7 @@ class App {
     else this.system.hide();
     if (tab === 'live') void this.pollLinks();
     else clearTimeout(this.linksTimer);
+    this.onVisibility();
     if (tab === 'analytics') this.analytics.show();
     else this.analytics.hide();
   }

@@ -110,3 +110,23 @@ export interface Config {
   environment: { id: string; name: string; view: ViewSettings; zones: Zone[]; site: SiteSettings };
   [group: string]: unknown;
 }
+
+/** `GET /pose/floor-map` (docs/service.md "Floor map"): the physics front end's latest map, reduced for display. */
+export interface FloorMapResource {
+  environment_id: string;
+  /** The primary link's last packet in the map's window (server clock). */
+  timestamp: string;
+  source_id: string;
+  /** The links in the map, primary first. */
+  links: string[];
+  /** Share of the site's links in the map, 0..1. */
+  quality: number;
+  /** Floor point (ix, iy) is at (x0 + ix cell, y0 + iy cell), metres. */
+  grid: { x0: number; y0: number; cell: number; nx: number; ny: number; heights: number[] };
+  /** The map's largest value, before normalisation. */
+  max_power: number;
+  /** Base64 of nx * ny bytes: byte iy * nx + ix is the largest power over the heights there, 0..255 of max_power. */
+  floor: string;
+  /** Candidate people, strongest first: metres, and power as a share of max_power. */
+  candidates: Array<{ x: number; y: number; power: number }>;
+}

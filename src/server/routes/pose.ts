@@ -8,7 +8,7 @@ import type { ServiceFace } from '../../service/face.js';
 /** Largest `POST /pose/process` body (DECISIONS "Sizes and limits"). */
 const PROCESS_BODY_LIMIT = 4 * 1024 * 1024;
 
-/** `GET /pose/latest` and `POST /pose/process`. */
+/** `GET /pose/latest`, `GET /pose/floor-map` and `POST /pose/process`. */
 export function poseRoutes(svc: ServiceFace): Route[] {
   return [
     {
@@ -35,6 +35,38 @@ export function poseRoutes(svc: ServiceFace): Route[] {
         }
         // Rendered once per frame and query shape, whoever asks.
         return { json: view.json({ form: ctx.form, minConfidence, includeKeypoints, includeDensePose }) };
+      },
+    },
+    {
+      // Not in the spec (docs/service.md "Floor map"). A live display read that dashboards poll,
+      // answered from a rendering made once per map: counted as a health check, as the status is.
+      method: 'GET',
+      pattern: '/pose/floor-map',
+      category: 'health',
+      role: 'viewer',
+      handler(ctx) {
+        const c = new Checker();
+        c.onlyQuery(ctx.query, ['environment_id']);
+        const env = c.queryString(ctx.query, 'environment_id');
+        c.done();
+        if (!svc.system.everRan) throw new ApiError('SYSTEM_NOT_READY', 'the system has not been started yet', { status: svc.system.state });
+        const maps = svc.floorMaps;
+        if (maps.frontEnd === false) {
+          throw new ApiError('RESOURCE_NOT_FOUND', 'no floor maps: the running pipeline has no physics front end (its model is not a v3 refiner)', {
+            reason: 'no_front_end',
+            model_version: svc.modelVersion(),
+          });
+        }
+        const envId = env ?? svc.config.get().environment.id;
+        const map = maps.get(envId);
+        if (!map) {
+          throw new ApiError('POSE_DATA_NOT_FOUND', `no floor map yet for environment ${envId}`, {
+            environment_id: envId,
+            available_environments: maps.environments(),
+          });
+        }
+        // Rendered once per map, whoever asks; the resource is the same in both forms.
+        return { json: map.json() };
       },
     },
     {
