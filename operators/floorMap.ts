@@ -7,6 +7,7 @@ import type { OperatorContext, OperatorSpec } from '../src/engine/spec.js';
 import { DEFAULT_CELL_M, DEFAULT_COMPONENTS, FloorBeamformer, floorGrid, type BeamformerOptions, type FloorGrid } from '../src/physics/beamform.js';
 import { CandidateSearch, type Candidate } from '../src/physics/candidates.js';
 import { applyChainCorrection, chainCorrection } from '../src/physics/chains.js';
+import { calibrationFits, chainFactors, type RoomCalibration } from '../src/physics/calibration.js';
 import { DEFAULT_DOPPLER_BINS, DopplerSteerer, steerCandidates } from '../src/physics/doppler.js';
 import { centreFrequencyHz, linkGeometry } from '../src/physics/geometry.js';
 import { losDelayS, StaticChannel } from '../src/physics/static.js';
@@ -112,6 +113,13 @@ export interface FloorMapOptions {
    */
   chainCalibration?: boolean;
   /**
+   * The room's calibration (`csipose calibrate` with a v3 refiner: a room model's
+   * `room_calibration`), read at subscription. A link it was fitted for (same id, antennas and
+   * subcarriers) starts from its recorded empty room (no learning) and has its chain phases
+   * corrected in every window; other links run as without it.
+   */
+  calibration?: () => RoomCalibration | null;
+  /**
    * Grid points between the coarse nodes of the candidate search along x and y (CandidateSearch):
    * each link is beamformed on that coarse grid, then exactly in the cells around each peak; 1
    * beamforms every point. Default {@link DEFAULT_SEARCH_STEP} (1).
@@ -174,8 +182,12 @@ class LinkTrack {
   readonly beamformer: FloorBeamformer;
   readonly doppler: DopplerSteerer;
   readonly map: Float32Array;
-  /** Per-pair chain phase correction, fitted from the static channel once learned (chains.ts); null before. */
+  /** Per-pair chain phase correction: the room calibration's, or fitted from the static channel once learned (chains.ts); null before. */
   chains: Float32Array | null = null;
+  /** Whether the chain phases come from the room calibration (applied from the first window). */
+  readonly calibratedChains: boolean;
+  /** Whether the static channel comes from the room calibration's empty room (nothing to learn). */
+  readonly recordedEmpty: boolean;
   firstTime = NaN;
   lastTime = NaN;
   /** The `sourceId` of the link's latest frame. */
@@ -186,6 +198,7 @@ class LinkTrack {
     f: CsiFrame,
     grid: FloorGrid,
     beamformer: BeamformerOptions = {},
+    calibration: RoomCalibration | null = null,
   ) {
     this.sourceId = f.sourceId;
     this.subcarriers = Int16Array.from(f.subcarriers);
@@ -205,6 +218,16 @@ class LinkTrack {
     this.beamformer = new FloorBeamformer(geometry, grid, beamformer);
     this.doppler = new DopplerSteerer(geometry, { bins: DEFAULT_DOPPLER_BINS });
     this.map = new Float32Array(grid.size);
+    const cal = calibration?.links.find((c) => c.id === link.id && calibrationFits(c, f.subcarriers, f.nRx, f.nTx));
+    this.calibratedChains = cal !== undefined;
+    if (cal) this.chains = chainFactors(cal.chainPhases);
+    this.recordedEmpty = cal?.staticChannel != null && cal.staticChannel.length === f.csi.length;
+    if (this.recordedEmpty) this.staticChannel.learn([{ csi: cal!.staticChannel!, time: f.time }]);
+  }
+
+  /** Whether the link is still taking its first packets as the empty room. */
+  learning(time: number, learnMs: number): boolean {
+    return !this.recordedEmpty && learnMs > 0 && time - this.firstTime < learnMs;
   }
 
   /** Whether `f` has this link's layout (antennas, subcarriers, channel, bandwidth). No allocation. */
@@ -278,8 +301,10 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
     new Observable<FloorMapItem>((subscriber) => {
       let links: SiteLink[];
       let grid: FloorGrid;
+      let calibration: RoomCalibration | null;
       try {
         links = siteLinks((options.radios ?? (() => DEFAULT_RADIOS))());
+        calibration = options.calibration?.() ?? null;
         if (links.length === 0) throw new RangeError('floorMap: the site has no link (its radios need one tx and at least one rx)');
         const room = options.room?.() ?? { width: DEFAULT_ROOM_WIDTH, depth: DEFAULT_ROOM_DEPTH };
         if (!(room.width >= ROOM_WIDTH.min! && room.width <= ROOM_WIDTH.max! && room.depth >= ROOM_DEPTH.min! && room.depth <= ROOM_DEPTH.max!))
@@ -311,6 +336,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
 
       /** The link's window with its chain phases corrected, once its static channel is learned (fitted then, once). */
       const calibrated = (t: LinkTrack, w: MovingWindow, learning: boolean): MovingWindow => {
+        if (t.calibratedChains) return applyChainCorrection(w, t.chains!);
         if (!chainCalibration || learning || !t.staticChannel.ready) return w;
         t.chains ??= chainCorrection(t.staticChannel.channel, t.doppler.geometry);
         return applyChainCorrection(w, t.chains);
@@ -334,7 +360,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         for (let i = 1; i < state.tracks.length; i++) {
           const t = state.tracks[i];
           if (!t || t.windows.count < SHORT_WINDOW || !(w.time - t.lastTime <= STALE_MS)) continue;
-          const learning = learnMs > 0 && t.lastTime - t.firstTime < learnMs;
+          const learning = t.learning(t.lastTime, learnMs);
           const win = calibrated(t, t.windows.window(SHORT_WINDOW, learning || !t.staticChannel.ready ? null : t.staticChannel.channel, t.buffer), learning);
           maps.push(t.map);
           ids.push(t.link.id);
@@ -394,7 +420,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             }
             let t = state.tracks[i];
             if (!t || !t.fits(f)) {
-              t = new LinkTrack(links[i]!, f, grid, options.beamformer);
+              t = new LinkTrack(links[i]!, f, grid, options.beamformer, calibration);
               state.tracks[i] = t;
             }
             const time = f.time;
@@ -402,7 +428,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             else if (time < t.lastTime || time - t.lastTime > GAP_MS) t.windows.clear();
             t.lastTime = time;
             t.sourceId = f.sourceId;
-            const learning = learnMs > 0 && time - t.firstTime < learnMs;
+            const learning = t.learning(time, learnMs);
             const t0 = now();
             t.staticChannel.process(f.csi, time, learning, t.aligned);
             t.windows.push(t.aligned, time);
@@ -463,6 +489,8 @@ export interface FloorMapContext extends OperatorContext {
   readonly radios?: () => readonly RadioConfig[];
   /** The room (`environment.site` room_width x room_depth), read at subscription; when given it wins over roomWidth / roomDepth. */
   readonly room?: () => FloorRoom;
+  /** The room calibration of the service's model (a v3 room model's `room_calibration`), read at subscription. */
+  readonly calibration?: () => RoomCalibration | null;
   /** Called with each map the stage emits, before it goes on (the service keeps the latest for display); a throw errors the stream. */
   readonly onMap?: (item: FloorMapItem) => void;
 }
@@ -512,6 +540,7 @@ export const spec: OperatorSpec = {
           return { width: Number(v?.roomWidth ?? width), depth: Number(v?.roomDepth ?? depth) };
         }),
       ...(ctx.radios ? { radios: ctx.radios } : {}),
+      ...(ctx.calibration ? { calibration: ctx.calibration } : {}),
     });
     // Each emitted map to the hook; a throw in it goes to subscriber.error (tap's contract).
     const onMap = ctx.onMap;

@@ -41,7 +41,8 @@ export interface PipelineResources {
 function run(def: typeof live, r: PipelineResources, params: () => Partial<Record<string, Readonly<ParamValues>>>): OperatorFunction<CsiFrame, PoseFrame> {
   const ctx: InferContext & TrackContext & LinksContext & RefineContext & FloorMapContext = {
     model: r.model,
-    ...(r.model.contract === 3 ? { refiner: r.model } : {}),
+    // A v3 room model's calibration (csipose calibrate) goes to the front end.
+    ...(r.model.contract === 3 ? { refiner: r.model, calibration: () => r.model.roomCalibration ?? null } : {}),
     live: (op) => params()[op],
     ...(r.inferStats ? { inferStats: r.inferStats } : {}),
     ...(r.untrained ? { untrained: r.untrained } : {}),

@@ -9,6 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { from, lastValueFrom, toArray } from 'rxjs';
+import type { CsiFrame } from '../../src/csi/frame.js';
+import { floorMap, type FloorMapItem } from '../../operators/floorMap.js';
+import type { RoomCalibration } from '../../src/physics/calibration.js';
+import type { GroundTruth } from '../../src/sim/simulator.js';
 import { recordSiteSession, type SiteRecording } from '../../bench/accuracy/room.js';
 import { DEFAULT_RADIOS, siteLinks } from '../../src/csi/radios.js';
 import { defaults } from '../../src/config/schema.js';
@@ -44,6 +49,7 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
   let dir: string;
   let empty: SiteRecording;
   let session: SiteRecording;
+  let roomCalibration: RoomCalibration | null = null;
 
   beforeAll(async () => {
     ensureBuilt();
@@ -75,6 +81,7 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
     }
 
     const m = await PoseModel.load(out, { thread: 'inline' });
+    roomCalibration = m.roomCalibration;
     try {
       expect(m.contract).toBe(3);
       expect(m.metadata.model_version).toMatch(/\+room$/);
@@ -88,6 +95,35 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
       await m.release();
     }
   }, 180_000);
+
+  it('floorMap with the room model\'s calibration finds a later person from the first second, without learning the room', async () => {
+    expect(roomCalibration).not.toBeNull();
+    // Another walk in the same room and radios, the person there from the first packet.
+    const later: PersonSpec = { x: 4.2, y: 3.6, height: 1.65, script: [{ at: 0.5, action: 'walk', to: { x: 1.8, y: 2.2 }, speed: 0.7 }, { at: 6, action: 'walk', to: { x: 3.5, y: 4.0 }, speed: 0.7 }] };
+    const sim = site([later]);
+    const frames: CsiFrame[] = [];
+    const truth: GroundTruth[] = [];
+    for (let i = 0; i < 1200; i++) {
+      const t = sim.nextTick();
+      frames.push(...t.frames);
+      truth.push(t.truth);
+    }
+    const run = (calibration: RoomCalibration | null) =>
+      lastValueFrom(from(frames).pipe(floorMap({ radios: () => DEFAULT_RADIOS, calibration: () => calibration }), toArray()));
+    const errors = (items: FloorMapItem[]) =>
+      items.map((m) => {
+        const p = truth[Math.round((m.time - truth[0]!.time) / 10) - 32]?.persons[0];
+        const c = m.candidates[0];
+        return p && c ? Math.hypot(c.x - p.floor.x, c.y - p.floor.y) : Infinity;
+      });
+    const median = (v: number[]) => [...v].sort((a, b) => a - b)[v.length >> 1]!;
+    const withCal = errors(await run(roomCalibration));
+    const without = errors(await run(null));
+    // Without it the first 10 s are taken as the empty room (with the person in it) and the chains scatter the beam.
+    expect(median(without)).toBeGreaterThan(1.0);
+    expect(median(withCal)).toBeLessThan(0.5);
+    expect(median(withCal.slice(0, 20))).toBeLessThan(0.5);
+  }, 120_000);
 
   it('in the ideal room (no chain phases) changes nothing that was right', async () => {
     const e = await recordSiteSession(new CsiSimulator({ seed: SEED, radios: DEFAULT_RADIOS, people: [] }), 10, dir, 'ideal-empty', false);
