@@ -283,6 +283,36 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     expect(Number(await text(page, '.cards .card:last-child .value'))).toBeGreaterThan(0);
   });
 
+  it('draws only the newest analytics refresh: an answer that comes late for an earlier choice never replaces it', async () => {
+    const page = await open();
+    await signIn(page, s.base, { username: 'admin', password: ADMIN_PASSWORD });
+    // Hold the answers for the default filter (falls and alerts: requests with event_type) until
+    // the newer choice, all events, has drawn; then let them come.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let holding = 0;
+    let finished = 0;
+    const late = /\/api\/v1\/analytics\/events\?.*event_type=/;
+    await page.route(late, async (route) => {
+      holding++;
+      await held;
+      await route.continue();
+    });
+    page.on('requestfinished', (r) => {
+      if (late.test(r.url())) finished++;
+    });
+    await page.click('#tab-analytics');
+    await until(async () => (holding >= 2 ? true : undefined), 'the falls-and-alerts requests held', 40, 100);
+    await page.selectOption('#events-type', 'all');
+    await page.waitForFunction(() => /^\d+ events in the period/.test(document.querySelector('#events p')?.textContent ?? ''));
+    release();
+    await until(async () => (finished >= holding ? true : undefined), 'the held requests answered', 40, 100);
+    // Let the page take the late answers in (they arrive as ordinary tasks).
+    await page.evaluate(() => new Promise((r) => setTimeout(r, 200)));
+    expect(await text(page, '#events p')).toMatch(/^\d+ events in the period/);
+    expect(await page.inputValue('#events-type')).toBe('all');
+  });
+
   it('opens each tab on a 1440 x 900 screen and a 390 x 844 phone: the live view fills the screen, figures carry units, analytics fit the data, events filter by type', async () => {
     for (const viewport of [
       { width: 1440, height: 900 },
