@@ -63,14 +63,16 @@ import {
   planSettings,
   planStreams,
   QUICK_PLAN,
+  recipeRadios,
   roomRecipes,
   SETTINGS,
   type AccuracyPlan,
+  type BenchStream,
   type Setting,
   type SettingStreams,
 } from './accuracy/plan.js';
 import { json, markdown, resultsOf, type AccuracyReport, type RoomRun, type SettingRun } from './accuracy/report.js';
-import { calibrateRoom } from './accuracy/room.js';
+import { calibrateRefinerRoom, calibrateRoom } from './accuracy/room.js';
 import { runFallScenarios, runPoseScenarios, type SettingContext } from './accuracy/score.js';
 import type { LiveOracle } from './oracle.js';
 
@@ -150,7 +152,10 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: A
   const settings = opts.settings ?? defaultLiveParams();
   const progress = opts.progress ?? (() => undefined);
   const oracle = opts.oracle === true;
-  const streams = planStreams(plan);
+  const planned = planStreams(plan);
+  // A v3 refiner reads its room on the room's whole site (1 TX + 3 RX), as it reads unseen rooms.
+  const onSite = (list: BenchStream[]) => list.map((x) => ({ ...x, radios: recipeRadios(x.recipe) }));
+  const streams = model.contract === 3 ? { ...planned, room: { pose: onSite(planned.room.pose), fall: onSite(planned.room.fall) } } : planned;
   const run = planSettings(plan);
   // The oracle runs beside the model (not when it is the model).
   const extra = opts.oracleModel && !oracle ? opts.oracleModel : undefined;
@@ -176,9 +181,7 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: A
   const skipped: Partial<Record<Setting, string>> = {};
   if (askedSettings(plan).includes('unseen') && !run.includes('unseen')) skipped.unseen = `three receivers need ${multiLinkSupport().missing.join(' and ')}`;
   let room: RoomRun | null = null;
-  if (run.includes('room') && model.contract === 3 && !oracle) {
-    skipped.room = "the room setting's sessions are one Intel 5300 link in the ideal room: a refiner's calibration (chain phases, the recorded empty room) has nothing there to correct";
-  } else if (run.includes('room')) {
+  if (run.includes('room')) {
     const r0 = performance.now();
     const rooms = roomRecipes(plan);
     if (oracle) {
@@ -187,19 +190,36 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: A
     } else {
       const dir = await mkdtemp(join(tmpdir(), 'csipose-accuracy-'));
       try {
-        const calibration = await calibrateRoom(opts.modelPath, rooms, dir, plan.room.calibrationEpochs, opts.calibrationProgress ?? silent, progress);
-        progress(`room: calibrated in ${calibration.result.seconds.toFixed(1)} s (${calibration.result.rows.train} windows)`);
-        const roomModel = await PoseModel.load(calibration.result.out, { featureDim: FEATURE_DIM });
-        // The room model, the model as it came and the oracle on one pass of the later sessions.
-        let runs: SettingRun[];
+        let calibration: Awaited<ReturnType<typeof calibrateRoom>> | Awaited<ReturnType<typeof calibrateRefinerRoom>> | null = null;
         try {
-          runs = await runSetting(ctx([roomModel, ...lanes(model)], true, 'room (calibrated / uncalibrated' + (extra ? ' / oracle)' : ')')), streams.room);
-        } finally {
-          await roomModel.release();
+          calibration =
+            model.contract === 3
+              ? await calibrateRefinerRoom(opts.modelPath, rooms, dir, opts.calibrationProgress ?? silent, progress)
+              : await calibrateRoom(opts.modelPath, rooms, dir, plan.room.calibrationEpochs, opts.calibrationProgress ?? silent, progress);
+        } catch (e) {
+          // Too little of one person in the camera's view to fit the chain phases (short plans): say so, score nothing.
+          if (model.contract !== 3 || !/no window in which the camera saw exactly one person|windows in which the camera saw exactly one person/.test((e as Error).message)) throw e;
+          skipped.room = `the refiner's calibration could not run: ${(e as Error).message}`;
+          progress(`room: skipped (${skipped.room})`);
         }
-        const [calibrated, uncalibrated, oracleRoom] = runs;
-        if (oracleRuns && oracleRoom) oracleRuns.room = oracleRoom;
-        room = { ...calibrated!, seconds: (performance.now() - r0) / 1000, room: rooms.room, calibration, uncalibrated: uncalibrated! };
+        if (calibration) {
+          progress(
+            calibration.kind === 'front-end'
+              ? `room: front end calibrated in ${calibration.result.seconds.toFixed(1)} s (${calibration.result.links.map((l) => `${l.id} ${l.windows}`).join(', ')} windows)`
+              : `room: calibrated in ${calibration.result.seconds.toFixed(1)} s (${calibration.result.rows.train} windows)`,
+          );
+          const roomModel = await PoseModel.load(calibration.result.out, model.contract === 3 ? {} : { featureDim: FEATURE_DIM });
+          // The room model, the model as it came and the oracle on one pass of the later sessions.
+          let runs: SettingRun[];
+          try {
+            runs = await runSetting(ctx([roomModel, ...lanes(model)], true, 'room (calibrated / uncalibrated' + (extra ? ' / oracle)' : ')')), streams.room);
+          } finally {
+            await roomModel.release();
+          }
+          const [calibrated, uncalibrated, oracleRoom] = runs;
+          if (oracleRuns && oracleRoom) oracleRuns.room = oracleRoom;
+          room = { ...calibrated!, seconds: (performance.now() - r0) / 1000, room: rooms.room, calibration, uncalibrated: uncalibrated! };
+        }
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

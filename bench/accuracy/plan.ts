@@ -409,7 +409,7 @@ export class Intel5300Link {
     this.decoder.push(encodeIntel5300(f), this.take);
     const d = this.out as CsiFrame | undefined;
     if (!d) throw new Error('Intel 5300 link: a record did not decode');
-    return { ...d, time: f.time, seq: f.seq, sourceId: f.sourceId, environmentId: f.environmentId };
+    return { ...d, time: f.time, seq: f.seq, sourceId: f.sourceId, environmentId: f.environmentId, ...(f.linkId !== undefined ? { linkId: f.linkId } : {}) };
   }
 }
 

@@ -18,7 +18,7 @@ import type { LiveParams } from '../../pipelines/settings.js';
 import { fixed, machine, percent, type BenchResult } from '../lib.js';
 import { figureResults, settingFigures, type Figure } from './figures.js';
 import { SETTINGS, type AccuracyPlan, type Setting } from './plan.js';
-import type { Calibration } from './room.js';
+import type { Calibration, RefinerCalibration } from './room.js';
 import { FALL_MATCH_S, HARD_NEGATIVE_WINDOW_S, MOT_FLOOR_M, type FallRun, type PoseRun, type PoseTally } from './score.js';
 
 /** What one setting found. */
@@ -33,7 +33,7 @@ export interface SettingRun {
 export interface RoomRun extends SettingRun {
   room: ScenarioRecipe;
   /** null with the oracle (scored directly, nothing to calibrate). */
-  calibration: Calibration | null;
+  calibration: Calibration | RefinerCalibration | null;
   /** The model under test without calibration on the same sessions; null with the oracle. */
   uncalibrated: SettingRun | null;
 }
@@ -459,6 +459,19 @@ function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
   const c = rm.calibration;
   if (!c) {
     out.push('- Oracle: the same-room sessions are scored on the oracle directly; there is no model to calibrate (and no uncalibrated column).');
+  } else if (c.kind === 'front-end') {
+    const res = c.result;
+    out.push(
+      `- Calibration of the refiner's front end (src/training/roomCalibration.ts, what \`csipose calibrate\` runs for a v3 refiner): ${c.sessions.length} sessions recorded on the room's 1 TX + 3 RX site ` +
+        `(${c.sessions.map((s) => `${s.people} ${s.people === 1 ? 'person' : 'people'}, ${s.seconds.toFixed(0)} s`).join('; ')}), each receiver to its own Intel 5300 capture and a 10 Hz labels file; ` +
+        `the empty one gave every link's static channel, the others ${res.links.map((l) => `${l.windows}`).join(' / ')} one-person windows per link for the chain phases, in ${res.seconds.toFixed(1)} s.`,
+    );
+    out.push(
+      `- The fitted chain phases were ${res.check.applied ? 'kept' : 'not kept'} (on calibrate's check part, ${res.check.windows} windows, the first candidate ${fixed(res.check.before, 2)} -> ${fixed(res.check.after, 2)} m from the labelled person with them). ` +
+        `On its held-out windows (${res.heldOut.windows}): ${fixed(res.heldOut.before, 2)} -> ${fixed(res.heldOut.after, 2)} m (median); ` +
+        `focus ${res.links.map((l) => `${fixed(l.focusBefore, 2)} -> ${fixed(l.focusAfter, 2)}`).join(', ')}. The room is the ideal realism (no chain phases to find), so the figures say what calibration keeps, not what it repairs.`,
+    );
+    out.push(`- Scored on ${r.plan.room.poseScenarios} later pose sessions x ${r.plan.room.poseSeconds} s and ${r.plan.room.fallScenarios} scripted fall sessions x ${r.plan.room.fallSeconds} s in the same room on the same site (other seeds: other people, heights and motion), with the room model and, for comparison, the refiner as it came.`);
   } else {
     const res = c.result;
     out.push(
@@ -508,7 +521,7 @@ export function markdown(r: AccuracyReport): string {
   if (r.room)
     lines.push(
       `- same room: ${r.plan.room.poseScenarios} pose sessions x ${r.plan.room.poseSeconds} s, ${r.plan.room.fallScenarios} fall sessions x ${r.plan.room.fallSeconds} s; ${frames(r.room) + frames(r.room.uncalibrated)} CSI frames through the live pipeline` +
-        (r.room.calibration ? `, ${r.room.calibration.sessions.reduce((a, s) => a + s.frames, 0)} recorded for calibration` : ''),
+        (r.room.calibration ? `, ${r.room.calibration.kind === 'fine-tune' ? r.room.calibration.sessions.reduce((a, s) => a + s.frames, 0) : r.room.calibration.sessions.reduce((a, s) => a + s.recording.ticks, 0)} recorded for calibration` : ''),
     );
   lines.push(
     `- live settings (${r.defaultSettings ? 'service defaults' : 'GIVEN BY THE CALLER, not the service defaults'}): count threshold ${si.confidenceThreshold}, max persons ${si.maxPersons}, batch ${si.batchSize}, ` +

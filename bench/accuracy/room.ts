@@ -21,7 +21,8 @@ import { truthToJson } from '../../src/sources/sim.js';
 import { calibrate, type CalibrateResult, type CalibrationSession } from '../../src/training/calibrate.js';
 import type { ProgressStream } from '../../src/training/progress.js';
 import { recipeSite, type ScenarioRecipe } from '../../src/training/recipe.js';
-import { recipeSimulator, type RoomRecipes } from './plan.js';
+import { calibrateRoom as calibrateRefiner, type RoomCalibrationResult } from '../../src/training/roomCalibration.js';
+import { recipeRadios, recipeSimulator, type RoomRecipes } from './plan.js';
 
 /** Labels per second written with the captures (the capture sink's default). */
 export const LABEL_HZ = 10;
@@ -122,10 +123,19 @@ export async function recordSiteSession(sim: CsiSimulator, seconds: number, dir:
   return { csi: uris.join(' '), keypoints, ticks };
 }
 
-/** What the calibration step did. */
+/** What the calibration step did: a v2 model fine-tuned for the room. */
 export interface Calibration {
+  kind: 'fine-tune';
   sessions: RecordedSession[];
   result: CalibrateResult;
+}
+
+/** What the calibration step did for a v3 refiner: the room's front end calibrated. */
+export interface RefinerCalibration {
+  kind: 'front-end';
+  /** Each recorded session: people, seconds and its captures (one per receiver). */
+  sessions: Array<{ people: number; seconds: number; recording: SiteRecording }>;
+  result: RoomCalibrationResult;
 }
 
 /**
@@ -162,5 +172,40 @@ export async function calibrateRoom(
     seed: 1,
     progress,
   });
-  return { sessions, result };
+  return { kind: 'fine-tune', sessions, result };
+}
+
+/**
+ * Records the room's calibration sessions on its whole site (1 TX + 3 RX, each receiver to its own
+ * Intel 5300 capture) and calibrates a v3 refiner's front end for the room (`csipose calibrate`'s
+ * v3 path): the session without people is the empty-room recording, the others give the chain
+ * phases from their one-person windows.
+ * @param model the refiner under test
+ * @param rooms the room and its calibration sessions
+ * @param dir a temp dir for the captures and `room.onnx`
+ * @param progress calibrate's progress stream
+ * @param say progress lines of the benchmark
+ * @returns the sessions and the calibration (`result.out` is the room model)
+ */
+export async function calibrateRefinerRoom(model: string, rooms: RoomRecipes, dir: string, progress: ProgressStream, say: (msg: string) => void): Promise<RefinerCalibration> {
+  const radios = recipeRadios(rooms.room);
+  const sessions: RefinerCalibration['sessions'] = [];
+  for (const [i, r] of rooms.calibration.entries()) {
+    const { sim, people } = recipeSimulator(r, radios);
+    const recording = await recordSiteSession(sim, r.seconds, dir, `session${i + 1}`, people > 0);
+    sessions.push({ people, seconds: r.seconds, recording });
+    say(`room: recorded calibration session ${i + 1}/${rooms.calibration.length} on ${radios.length - 1} receivers: ${people} people, ${r.seconds.toFixed(0)} s`);
+  }
+  const empty = sessions.find((x) => x.people === 0);
+  const result = await calibrateRefiner({
+    model,
+    out: join(dir, 'room.onnx'),
+    ...(empty ? { empty: empty.recording.csi } : {}),
+    sessions: sessions.filter((x) => x.people > 0).map((x) => ({ csi: x.recording.csi, keypoints: x.recording.keypoints })),
+    view: viewSettings(rooms.room.camera),
+    radios,
+    room: { width: rooms.room.room.width, depth: rooms.room.room.depth },
+    progress,
+  });
+  return { kind: 'front-end', sessions, result };
 }

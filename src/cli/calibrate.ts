@@ -78,6 +78,7 @@ export function calibrateCommand(): Command {
           process.stdout.write(
             [
               `room model -> ${r.out} (${r.links.map((l) => `${l.id}: ${l.windows} windows${l.emptyPackets ? `, ${l.emptyPackets} empty-room packets` : ''}`).join('; ')})`,
+              `chain phases ${r.check.applied ? 'kept' : 'not kept (the chains are taken as right)'}: on the check part (${r.check.windows} windows) the first candidate ${f(r.check.before)} -> ${f(r.check.after)} m from the labelled person`,
               `held-out end of each session (${r.heldOut.windows} windows with one person): first candidate ${f(r.heldOut.before)} -> ${f(r.heldOut.after)} m from the labelled person (median)`,
               `report -> ${r.reportPath}`,
               `use it: set neural_network.model_path to ${r.out} and restart the service`,

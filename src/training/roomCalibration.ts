@@ -12,8 +12,11 @@
  * and writes a room model: the refiner's bytes unchanged, with the calibration in its
  * `room_calibration` metadata (ROOM_CALIBRATION_KEY), which the service reads at load and the
  * `floorMap` stage applies from the first packet (no learning of the empty room at start).
- * The last 15 % of each session's labels are held out: the fused map's first candidate against the
- * labelled floor point, without and with the fitted chain phases, is the report's figure.
+ * Each session's labels are split in time: the first 70 % fit the chain phases, the next 15 % check
+ * them (the fused map's first candidate against the labelled floor point, without and with them:
+ * they are kept only when they bring it closer; where the chains were right already, e.g. the
+ * ideal room, a fit of phases that are not there only adds the room's multipath bias), and the last
+ * 15 % are held out for the report's figure.
  *
  * The refiner's own weights are not refitted: the model reads front-end features that calibration
  * corrects at their source.
@@ -42,6 +45,8 @@ const { onnx } = onnxProto;
 
 /** Share of each session's labels (its end) held out for the report. */
 export const HOLD_OUT = 0.15;
+/** Share of each session's labels (before the held-out end) that checks whether the fitted chain phases help. */
+export const CHECK = 0.15;
 /** Fewest labelled one-person windows a link's chain phases are fitted from. */
 export const MIN_WINDOWS = 20;
 /** Channel assumed for frames that do not say theirs (as floorMap). */
@@ -94,6 +99,8 @@ export interface RoomCalibrationResult {
   links: LinkReport[];
   /** Held-out windows (one labelled person), and the first candidate's median distance to the label without and with the chain phases, metres. */
   heldOut: { windows: number; before: number; after: number };
+  /** The check part: windows, the first candidate's median distance without and with the fitted phases, and whether they were kept. */
+  check: { windows: number; before: number; after: number; applied: boolean };
   seconds: number;
 }
 
@@ -180,12 +187,16 @@ async function readLinks(
   return frames;
 }
 
-/** Labels of a session and which of them are held out (the last HOLD_OUT of them in time). */
-function sessionLabels(labels: Label[]): { index: LabelIndex; held: Set<Label> } {
+/** Which part of a session a label is in. */
+type Part = 'fit' | 'check' | 'held';
+
+/** Labels of a session and the part of each (in time: the first 70 % fit, then CHECK, then HOLD_OUT). */
+function sessionLabels(labels: Label[]): { index: LabelIndex; part: Map<Label, Part> } {
   const key = (l: Label) => (Number.isFinite(l.t) ? l.t : l.time);
   const sorted = [...labels].sort((a, b) => key(a) - key(b));
-  const held = new Set(sorted.slice(Math.floor(sorted.length * (1 - HOLD_OUT))));
-  return { index: new LabelIndex(labels), held };
+  const held = Math.floor(sorted.length * (1 - HOLD_OUT));
+  const check = Math.floor(sorted.length * (1 - HOLD_OUT - CHECK));
+  return { index: new LabelIndex(labels), part: new Map(sorted.map((l, i) => [l, i >= held ? 'held' : i >= check ? 'check' : 'fit'])) };
 }
 
 const median = (v: number[]): number => {
@@ -233,7 +244,7 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
     progress.done(`empty room: ${[...emptyPackets].map(([id, n]) => `${id} ${n} packets`).join(', ') || 'no packets'}`);
   }
 
-  // 2. The chain phases, from the first 85 % of each session's labels; 3. the held-out figure.
+  // 2. The chain phases, from the first 70 % of each session's labels; 3. checked on the next 15 %, reported on the last.
   const fits = new Map<string, ChainPhaseFit>();
   const grid = floorGrid({ x0: 0, x1: o.room.width, y0: 0, y1: o.room.depth });
   const inRoom = (p: { x: number; y: number } | null): p is { x: number; y: number } => p !== null && p.x >= 0 && p.y >= 0 && p.x <= o.room.width && p.y <= o.room.depth;
@@ -241,9 +252,9 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   for (const s of o.sessions) labelled.set(s.keypoints, { labels: parseLabels(await readFile(s.keypoints, 'utf8'), s.keypoints) });
 
   /** Reads every session; calls `use` for each primary window matched to a one-person label, with every fresh link's window. */
-  const pass = async (what: string, use: (held: boolean, point: { x: number; y: number }, windows: Array<[LinkRun, MovingWindow]>) => void): Promise<void> => {
+  const pass = async (what: string, use: (part: Part, point: { x: number; y: number }, windows: Array<[LinkRun, MovingWindow]>) => void): Promise<void> => {
     for (const [k, s] of o.sessions.entries()) {
-      const { index, held } = sessionLabels(labelled.get(s.keypoints)!.labels);
+      const { index, part } = sessionLabels(labelled.get(s.keypoints)!.labels);
       const runs = new Map<string, LinkRun>();
       let first = NaN;
       const frames = await readLinks(s.csi, o, runs, statics, (run, i, f) => {
@@ -268,14 +279,14 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
           if (other === run || other.windows.count < SHORT_WINDOW || !(w.time - other.lastTime <= STALE_MS)) continue;
           ws.push([other, other.windows.window(SHORT_WINDOW, other.channel, other.buffer)]);
         }
-        use(held.has(label), point, ws);
+        use(part.get(label)!, point, ws);
       });
       progress.update(`${what}: session ${k + 1}/${o.sessions.length}, ${frames} packets`, true);
     }
   };
 
-  await pass('chain phases', (held, p, ws) => {
-    if (held) return;
+  await pass('chain phases', (part, p, ws) => {
+    if (part !== 'fit') return;
     for (const [run, w] of ws) {
       let fit = fits.get(run.link.id);
       if (!fit || fit.geometry.frequencies.length !== w.nSub || fit.geometry.nRx !== w.nRx || fit.geometry.nTx !== w.nTx) {
@@ -313,8 +324,6 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
 
   const factors = new Map(calLinks.map((c) => [c.id, chainFactors(c.chainPhases)]));
   const beamformers = new Map<string, { bf: FloorBeamformer; map: Float32Array }>();
-  const before: number[] = [];
-  const after: number[] = [];
   const maps: Float32Array[] = [];
   const fused = new Float32Array(grid.size);
   const firstCandidate = (ws: Array<[LinkRun, MovingWindow]>, g: FloorGrid): { x: number; y: number } | null => {
@@ -331,18 +340,27 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
     fuseMaps(maps, fused);
     return findCandidates(fused, g, { maxCandidates: 1 })[0] ?? null;
   };
-  await pass('held-out check', (held, p, ws) => {
-    if (!held) return;
+  const dist = { check: { before: [] as number[], after: [] as number[] }, held: { before: [] as number[], after: [] as number[] } };
+  await pass('check and held-out', (part, p, ws) => {
+    if (part === 'fit') return;
     const c0 = firstCandidate(ws, grid);
     for (const [run, w] of ws) {
       const f = factors.get(run.link.id);
       if (f && f.length === 2 * w.nRx * w.nTx) applyChainCorrection(w, f);
     }
     const c1 = firstCandidate(ws, grid);
-    before.push(c0 ? Math.hypot(c0.x - p.x, c0.y - p.y) : Infinity);
-    after.push(c1 ? Math.hypot(c1.x - p.x, c1.y - p.y) : Infinity);
+    dist[part].before.push(c0 ? Math.hypot(c0.x - p.x, c0.y - p.y) : Infinity);
+    dist[part].after.push(c1 ? Math.hypot(c1.x - p.x, c1.y - p.y) : Infinity);
   });
-  const heldOut = { windows: before.length, before: median(before), after: median(after) };
+  const check = { windows: dist.check.before.length, before: median(dist.check.before), after: median(dist.check.after), applied: false };
+  // Kept only when they bring the peak closer on the check part (no check windows: kept, as fitted).
+  check.applied = check.windows === 0 || check.after < check.before;
+  if (!check.applied) for (let i = 0; i < calLinks.length; i++) calLinks[i] = { ...calLinks[i]!, chainPhases: new Float64Array(calLinks[i]!.chainPhases.length) };
+  progress.done(
+    `check windows: ${check.windows}, first candidate ${check.before.toFixed(2)} -> ${check.after.toFixed(2)} m with the fitted chain phases: ${check.applied ? 'kept' : 'not kept (the chains are taken as right)'}`,
+  );
+  const held = dist.held;
+  const heldOut = { windows: held.before.length, before: median(held.before), after: median(check.applied ? held.after : held.before) };
   progress.done(`held-out windows: ${heldOut.windows}, first candidate ${heldOut.before.toFixed(2)} -> ${heldOut.after.toFixed(2)} m from the labelled person (median)`);
 
   // 4. The room model: the refiner's bytes with the calibration in its metadata.
@@ -366,10 +384,11 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
     sessions: o.sessions,
     empty: o.empty ?? null,
     links: reports.map((l) => ({ id: l.id, empty_packets: l.emptyPackets, windows: l.windows, focus_before: l.focusBefore, focus_after: l.focusAfter })),
+    check: { windows: check.windows, first_candidate_median_m: { before: check.before, after: check.after }, chain_phases_applied: check.applied },
     held_out: { windows: heldOut.windows, first_candidate_median_m: { before: heldOut.before, after: heldOut.after } },
     seconds,
   };
   await writeFile(reportPath, JSON.stringify(report, null, 2) + '\n');
   progress.done(`room model -> ${o.out} in ${formatSeconds(seconds)}`);
-  return { out: o.out, reportPath, calibration, links: reports, heldOut, seconds };
+  return { out: o.out, reportPath, calibration, links: reports, heldOut, check, seconds };
 }

@@ -33,6 +33,7 @@ import { PoseModel } from '../../src/model/runtime.js';
 import { isHeldOut, makeRecipes } from '../../src/training/recipe.js';
 import { runTraining } from '../../src/training/run.js';
 import { contractModel, contractModelV2, tempDir } from '../helpers/poseModels.js';
+import { repoRoot } from '../helpers/cli.js';
 
 const PLAN: AccuracyPlan = {
   seed: 4242,
@@ -363,4 +364,36 @@ describe('bench:accuracy streams with the installation empty room (v3 refiners)'
     }
     expect(x).toBeNull();
   });
+
+  it('a v3 refiner: records the room on its whole site, calibrates its front end, scores the room model and the refiner as it came', async () => {
+    const refiner = join(repoRoot, 'models/csipose-refiner.onnx');
+    const plan: AccuracyPlan = {
+      ...PLAN,
+      settings: ['room'],
+      room: { calibrationSeconds: 240, calibrationPeople: [0, 1], poseScenarios: 1, poseSeconds: 8, fallScenarios: 1, fallSeconds: 12 },
+    };
+    const model = await PoseModel.load(refiner);
+    try {
+      const report = await runAccuracy(plan, model, { modelPath: refiner, meanPose: { offsets: new Array(51).fill(0), pelvisZ: 1 }, calibrationProgress: quiet });
+      expect(report.skipped.room).toBeUndefined();
+      const cal = report.room!.calibration!;
+      expect(cal.kind).toBe('front-end');
+      if (cal.kind !== 'front-end') return;
+      expect(cal.sessions.map((s) => s.people)).toEqual([0, 1]);
+      // Every link of the 1 TX + 3 RX site: its recorded empty room and one-person windows.
+      expect(cal.result.links.map((l) => l.id)).toEqual(['tx-rx1', 'tx-rx2', 'tx-rx3']);
+      for (const l of cal.result.links) {
+        expect(l.emptyPackets).toBeGreaterThan(0.9 * 120 * 100);
+        expect(l.windows).toBeGreaterThanOrEqual(20);
+      }
+      expect(cal.result.calibration.links.every((l) => l.staticChannel !== null)).toBe(true);
+      expect(existsSync(cal.result.out)).toBe(false);
+      expect(report.room!.uncalibrated).not.toBeNull();
+      const names = report.results.map((r) => r.name);
+      for (const n of ['accuracy.room.floor_median_m', 'accuracy.room.count_exact', 'accuracy.room.uncalibrated.floor_median_m']) expect(names).toContain(n);
+      expect(markdown(report)).toContain("Calibration of the refiner's front end");
+    } finally {
+      await model.release();
+    }
+  }, E2E_TIMEOUT_MS);
 });

@@ -71,6 +71,8 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
     expect(r.stdout).toMatch(/use it: set neural_network.model_path to .*room\.onnx/);
     const report = JSON.parse(readFileSync(join(dir, 'room.json'), 'utf8'));
     // Random chain phases scatter the beam metres away; the fitted ones bring it back (measured 3.9 -> 0.08 m).
+    expect(r.stdout).toMatch(/^chain phases kept: on the check part \(\d+ windows\)/m);
+    expect(report.check.chain_phases_applied).toBe(true);
     expect(report.held_out.windows).toBeGreaterThanOrEqual(20);
     expect(report.held_out.first_candidate_median_m.before).toBeGreaterThan(1.0);
     expect(report.held_out.first_candidate_median_m.after).toBeLessThan(0.4);
@@ -140,6 +142,8 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
     });
     expect(r.heldOut.before).toBeLessThan(0.5);
     expect(Math.abs(r.heldOut.after - r.heldOut.before)).toBeLessThan(0.1);
+    // Kept or not, decided on the check part before the held-out end: the held-out figure follows the decision.
+    if (!r.check.applied) expect(r.heldOut.after).toBe(r.heldOut.before);
   }, 180_000);
 
   it('refuses a v2 model, --epochs for a v3 one, --empty for a v2 one, and labels that never show one person', async () => {
