@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
-import type { DecodeResult } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import {
   AtherosDecoder,
@@ -8,55 +7,15 @@ import {
   decodeAtheros,
   wifiChannelFromMhz,
 } from '../../src/decoders/atheros.js';
-import type { AtherosDecoderOptions } from '../../src/decoders/atheros.js';
 import {
   ATHEROS_SUBCARRIERS_20,
   ATHEROS_SUBCARRIERS_40,
   sequentialIndices,
 } from '../../src/decoders/subcarriers.js';
+import { concat, decodeChunked, mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'atheros/ath_csi_1.dat';
-
-/** Small seeded PRNG (mulberry32) so "random" inputs are the same on every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function decodeChunked(bytes: Uint8Array, size: (i: number) => number, opts?: AtherosDecoderOptions): DecodeResult {
-  const dec = new AtherosDecoder(opts);
-  const frames: CsiFrame[] = [];
-  const emit = (f: CsiFrame) => frames.push(f);
-  for (let pos = 0, i = 0; pos < bytes.length; i++) {
-    const n = Math.max(1, size(i));
-    dec.push(bytes.subarray(pos, pos + n), emit);
-    pos += n;
-  }
-  try {
-    dec.end(emit);
-  } catch (e) {
-    if (e instanceof DecodeError) return { frames, stats: { ...dec.stats }, error: e };
-    throw e;
-  }
-  return { frames, stats: { ...dec.stats } };
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 function at(f: CsiFrame, sc: number, rx: number, tx: number): [number, number] {
   const o = ((sc * f.nRx + rx) * f.nTx + tx) * 2;
@@ -396,7 +355,7 @@ describeWithSamples('AtherosDecoder on ath_csi_1.dat', () => {
     expect(got.stats).toEqual({ records: 401, skipped: 0, bytes: big.length });
     sameContent(got.frames, 'big', 1);
     sameContent(decodeAtheros(big, { endian: 'big' }).frames, 'big', 1);
-    sameContent(decodeChunked(big, () => 13).frames, 'big', 1);
+    sameContent(decodeChunked(new AtherosDecoder(), big, () => 13).frames, 'big', 1);
   });
 
   it('detects a big-endian file without a flag byte (HEAD read_log_file.m layout)', () => {
@@ -426,13 +385,13 @@ describeWithSamples('AtherosDecoder on ath_csi_1.dat', () => {
     const got = decodeAtheros(flagged);
     expect(got.stats).toEqual({ records: 401, skipped: 0, bytes: flagged.length });
     sameContent(got.frames, 'little', 1);
-    sameContent(decodeChunked(flagged, () => 1).frames, 'little', 1);
+    sameContent(decodeChunked(new AtherosDecoder(), flagged, () => 1).frames, 'little', 1);
   });
 
   it('gives the same frames whatever the chunk sizes', () => {
     const r = mulberry32(7);
     for (const size of [() => 1, () => 7, () => 4096, () => 1 + Math.floor(r() * 5000)]) {
-      const got = decodeChunked(bytes, size);
+      const got = decodeChunked(new AtherosDecoder(), bytes, size);
       expect(got.error).toBeUndefined();
       expect(got.stats).toEqual(whole.stats);
       expect(got.frames).toEqual(frames);

@@ -4,6 +4,7 @@ import type { CaptureFormat, CsiFrame } from '../../src/csi/frame.js';
 import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { createDatagramDecoder } from '../../src/decoders/index.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
+import { mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
 import { pcapUdpPayloads } from '../helpers/sources.js';
 
@@ -11,17 +12,6 @@ import { pcapUdpPayloads } from '../helpers/sources.js';
  * Datagram decoders (what the UDP and MQTT sources use) decode each datagram on its own: whatever
  * one datagram holds, the next is decoded as if it came first (issue 17).
  */
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One record (or line, or payload) per datagram, cut from the real captures. */
 function records(format: CaptureFormat): Uint8Array[] {

@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { ESP32_MAX_LINE, Esp32Decoder, decodeEsp32, esp32Subcarriers } from '../../src/decoders/esp32.js';
+import { mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function run(dec: Esp32Decoder, chunks: Iterable<Uint8Array>): CsiFrame[] {
   const frames: CsiFrame[] = [];

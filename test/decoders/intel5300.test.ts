@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
-import type { DecodeResult } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import {
   decodeIntel5300,
@@ -14,50 +13,10 @@ import {
   INTEL5300_SUBCARRIERS_40,
   sequentialIndices,
 } from '../../src/decoders/subcarriers.js';
+import { concat, decodeChunked, mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'intel5300/log.all_csi.6.7.6';
-
-/** Small seeded PRNG (mulberry32) so "random" inputs are the same on every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Decodes `bytes` pushed in chunks whose sizes come from `size(i)`. */
-function decodeChunked(bytes: Uint8Array, size: (i: number) => number): DecodeResult {
-  const dec = new Intel5300Decoder();
-  const frames: CsiFrame[] = [];
-  const emit = (f: CsiFrame) => frames.push(f);
-  for (let pos = 0, i = 0; pos < bytes.length; i++) {
-    const n = Math.max(1, size(i));
-    dec.push(bytes.subarray(pos, pos + n), emit);
-    pos += n;
-  }
-  try {
-    dec.end(emit);
-  } catch (e) {
-    if (e instanceof DecodeError) return { frames, stats: { ...dec.stats }, error: e };
-    throw e;
-  }
-  return { frames, stats: { ...dec.stats } };
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 function re(f: CsiFrame, sc: number, rx: number, tx: number): number {
   return f.csi[((sc * f.nRx + rx) * f.nTx + tx) * 2]!;
@@ -480,7 +439,7 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
   it('gives the same frames whatever the chunk sizes', () => {
     const r = mulberry32(42);
     for (const size of [() => 1, () => 7, () => 4096, () => 1 + Math.floor(r() * 700)]) {
-      const got = decodeChunked(bytes, size);
+      const got = decodeChunked(new Intel5300Decoder(), bytes, size);
       expect(got.error).toBeUndefined();
       expect(got.stats).toEqual(whole.stats);
       expect(got.frames).toEqual(frames);
@@ -519,7 +478,7 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
       expect(f.meta!.file_offset).toBe((frames[i]!.meta!.file_offset as number) + (i >= 10 ? c1.length : 0));
     });
     // The same when the 0xC1 record arrives a byte at a time.
-    expect(decodeChunked(spliced, () => 1).frames).toEqual(got.frames);
+    expect(decodeChunked(new Intel5300Decoder(), spliced, () => 1).frames).toEqual(got.frames);
   });
 
   it('skips a record with a corrupted len and keeps the rest', () => {

@@ -12,21 +12,10 @@ import {
 } from '../../src/decoders/nexmon.js';
 import { PcapReader, udpPayloadOffset } from '../../src/decoders/pcap.js';
 import { fftBinIndices } from '../../src/decoders/subcarriers.js';
+import { mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'nexmon/example_43455c0.pcap';
-
-/** Tiny seeded PRNG (mulberry32) so every run sees the same "random" input. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function collect(dec: { push(c: Uint8Array, e: (f: CsiFrame) => void): void; end(e: (f: CsiFrame) => void): void }, chunks: Iterable<Uint8Array>): CsiFrame[] {
   const frames: CsiFrame[] = [];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
 import { PCAP_MAX_PACKET, PcapReader, udpPayloadOffset } from '../../src/decoders/pcap.js';
+import { mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 interface Pkt {
@@ -41,17 +42,6 @@ function buildPcap(packets: Pkt[], o: { le?: boolean; nanos?: boolean; snaplen?:
     off += 16 + p.data.length;
   }
   return b;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Reads `bytes` in the given chunk sizes; returns what the callback saw and what end() threw. */

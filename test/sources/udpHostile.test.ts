@@ -7,6 +7,7 @@ import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { createDatagramDecoder } from '../../src/decoders/index.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { udpSource, type UdpStats } from '../../src/sources/udp.js';
+import { mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
 import { pcapUdpPayloads } from '../helpers/sources.js';
 
@@ -22,18 +23,6 @@ const GIVE_UP_MS = 20_000;
 const IN_FLIGHT = 8;
 /** Valid datagrams per format (the capture's records, repeated as needed). */
 const VALID = 300;
-
-/** Small seeded PRNG (mulberry32), so the random datagrams are the same on every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomBytes(rand: () => number, n: number): Uint8Array {
   return Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
