@@ -9,8 +9,10 @@
  * the calling thread (`threadFor`), and `thread: 'inline'` or `'worker'` forces either (tools and
  * comparison benchmarks).
  */
+import { existsSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import onnxProto from 'onnx-proto';
@@ -53,6 +55,8 @@ import { densePoseParts } from '../pose/densepose.js';
 import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from './history.js';
 import { REFINER_FEATURE_DIM, REFINER_FEATURES, REFINER_STEPS, REFINER_STRIDE } from '../physics/refinerInput.js';
 import { parseRoomCalibration, type RoomCalibration } from '../physics/calibration.js';
+import { packageRoot } from '../packageRoot.js';
+import { describe, type FromWorker, type RawOutput, type ToWorker, type ValueInfo, type WireFeed } from './sessionProtocol.js';
 
 const { onnx } = onnxProto;
 
@@ -175,15 +179,6 @@ export function threadFor(choice: 'worker' | 'inline' | 'auto', cores: number): 
   return cores >= 2 ? 'worker' : 'inline';
 }
 
-/** Input or output description, as onnxruntime reports it. */
-interface ValueInfo {
-  name: string;
-  isTensor: boolean;
-  type?: string;
-  /** Sizes and symbolic dimensions; empty when the model does not declare a shape. */
-  shape?: ReadonlyArray<number | string>;
-}
-
 /** One input tensor of a run. */
 interface Feed {
   name: string;
@@ -191,12 +186,6 @@ interface Feed {
   dims: number[];
   /** Built for this run (not the caller's): may always be handed over. */
   owned?: boolean;
-}
-
-interface RawOutput {
-  data: unknown;
-  dims: readonly number[];
-  type: string;
 }
 
 /** The part of a session PoseModel uses, whichever thread it lives in. */
@@ -249,57 +238,28 @@ class InlineSession implements SessionLike {
   }
 }
 
-function describe(list: readonly InferenceSession.ValueMetadata[]): ValueInfo[] {
-  return list.map((m) => (m.isTensor ? { name: m.name, isTensor: true, type: m.type, shape: [...m.shape] } : { name: m.name, isTensor: false }));
-}
-
 /**
- * The worker's program, CommonJS run with `eval: true` so that it needs no file of its own (the
- * same code then works from the TypeScript sources under vitest and from `dist/`). It loads
- * onnxruntime-node from the path the main thread resolved.
+ * The compiled worker (sessionWorker.ts). Beside this module when it runs from `dist/`; from the
+ * TypeScript sources (vitest) it is the one `npm run build` wrote to `dist/src/model/` of the
+ * package, as for the dashboard (server/dashboard.ts), since a worker cannot run a .ts file. From
+ * the sources a missing or stale build is refused with a ModelError that says to build.
+ * @returns the worker's file URL
+ * @throws ModelError when the compiled worker is missing or older than its sources
  */
-const WORKER_SOURCE = `
-'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
-const ort = require(workerData.ortPath);
-let session = null;
-const msg = (e) => (e && e.message) || String(e);
-const describe = (list) => list.map((m) => m.isTensor
-  ? { name: m.name, isTensor: true, type: m.type, shape: Array.from(m.shape) }
-  : { name: m.name, isTensor: false });
-parentPort.on('message', async (m) => {
-  if (m.type === 'load') {
-    try {
-      session = await ort.InferenceSession.create(m.bytes, m.options);
-      parentPort.postMessage({ type: 'loaded', inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata) });
-    } catch (e) {
-      parentPort.postMessage({ type: 'loadError', message: msg(e) });
-    }
-  } else if (m.type === 'run') {
-    let out;
-    try {
-      const inputs = {};
-      for (const f of m.feeds) inputs[f.name] = new ort.Tensor('float32', f.data, f.dims);
-      out = await session.run(inputs);
-    } catch (e) {
-      parentPort.postMessage({ type: 'runError', id: m.id, message: msg(e) });
-      return;
-    }
-    const outputs = {};
-    const buffers = new Set();
-    for (const name of Object.keys(out)) {
-      const t = out[name];
-      outputs[name] = { data: t.data, dims: Array.from(t.dims), type: t.type };
-      if (t.data && t.data.buffer instanceof ArrayBuffer) buffers.add(t.data.buffer);
-    }
-    try {
-      parentPort.postMessage({ type: 'result', id: m.id, outputs }, [...buffers]);
-    } catch {
-      parentPort.postMessage({ type: 'result', id: m.id, outputs });
-    }
+function sessionWorkerUrl(): URL {
+  const beside = new URL('./sessionWorker.js', import.meta.url);
+  if (existsSync(beside)) return beside;
+  const built = join(packageRoot(), 'dist', 'src', 'model', 'sessionWorker.js');
+  const rebuild = `run \`npm run build\` (or load the model with thread: 'inline')`;
+  if (!existsSync(built)) throw new ModelError(`the inference worker is not built: ${built} is missing; ${rebuild}`);
+  const builtAt = statSync(built).mtimeMs;
+  for (const source of ['./sessionWorker.ts', './sessionProtocol.ts']) {
+    const path = fileURLToPath(new URL(source, import.meta.url));
+    if (existsSync(path) && statSync(path).mtimeMs > builtAt)
+      throw new ModelError(`the inference worker is stale: ${path} is newer than ${built}; ${rebuild}`);
   }
-});
-`;
+  return pathToFileURL(built);
+}
 
 interface Pending {
   resolve: (r: Record<string, RawOutput>) => void;
@@ -320,13 +280,14 @@ class WorkerSession implements SessionLike {
     readonly inputs: readonly ValueInfo[],
     readonly outputs: readonly ValueInfo[],
   ) {
-    worker.on('message', (m: { type: string; id: number; outputs?: Record<string, RawOutput>; message?: string }) => {
+    worker.on('message', (m: FromWorker) => {
+      if (m.type !== 'result' && m.type !== 'runError') return;
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
       if (this.pending.size === 0) worker.unref();
-      if (m.type === 'result') p.resolve(m.outputs ?? {});
-      else p.reject(new ModelError(`inference failed: ${m.message ?? 'unknown error'}`));
+      if (m.type === 'result') p.resolve(m.outputs);
+      else p.reject(new ModelError(`inference failed: ${m.message}`));
     });
     const fail = (e: Error) => {
       this.dead ??= e;
@@ -338,19 +299,24 @@ class WorkerSession implements SessionLike {
   }
 
   static create(bytes: Uint8Array): Promise<WorkerSession> {
-    const ortPath = createRequire(import.meta.url).resolve('onnxruntime-node');
+    let url: URL;
+    try {
+      url = sessionWorkerUrl();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return new Promise((resolve, reject) => {
-      const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ortPath } });
+      const worker = new Worker(url);
       const onError = (e: Error) => fail(new ModelError(`inference worker failed: ${e.message}`, { cause: e }));
       const onExit = (code: number) => fail(new ModelError(`inference worker stopped while loading (exit code ${code})`));
-      const onMessage = (m: { type: string; message?: string; inputs?: ValueInfo[]; outputs?: ValueInfo[] }) => {
+      const onMessage = (m: FromWorker) => {
         detach();
         if (m.type !== 'loaded') {
           // A plain Error: PoseModel.load words it as a load failure.
-          fail(new Error(m.message ?? 'unknown error'));
+          fail(new Error(m.type === 'loadError' ? m.message : `unexpected '${m.type}' while loading`));
           return;
         }
-        const session = new WorkerSession(worker, m.inputs ?? [], m.outputs ?? []);
+        const session = new WorkerSession(worker, m.inputs, m.outputs);
         // After the session's listeners exist: adding a 'message' listener re-references the port.
         worker.unref();
         resolve(session);
@@ -371,7 +337,8 @@ class WorkerSession implements SessionLike {
       worker.on('message', onMessage);
       // A copy the worker owns (not `slice`, which is a view for a Buffer): the caller's bytes stay intact.
       const own = new Uint8Array(bytes);
-      worker.postMessage({ type: 'load', bytes: own, options: SESSION_OPTIONS }, [own.buffer]);
+      const load: ToWorker = { type: 'load', bytes: own, options: SESSION_OPTIONS };
+      worker.postMessage(load, [own.buffer]);
     });
   }
 
@@ -380,7 +347,7 @@ class WorkerSession implements SessionLike {
     const id = this.nextId++;
     // Transferring moves the whole buffer: only do it when the array is all of it, and only for
     // the caller's arrays when the caller said so (`transfer`); arrays built for this run always go.
-    const sent = feeds.map((f) => {
+    const sent = feeds.map((f): WireFeed => {
       const whole = f.data.byteOffset === 0 && f.data.byteLength === f.data.buffer.byteLength && f.data.buffer instanceof ArrayBuffer;
       return { name: f.name, dims: f.dims, data: (transfer || f.owned === true) && whole ? f.data : f.data.slice() };
     });
@@ -388,7 +355,8 @@ class WorkerSession implements SessionLike {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) this.worker.ref();
       try {
-        this.worker.postMessage({ type: 'run', id, feeds: sent }, sent.map((f) => f.data.buffer as ArrayBuffer));
+        const run: ToWorker = { type: 'run', id, feeds: sent };
+        this.worker.postMessage(run, sent.map((f) => f.data.buffer as ArrayBuffer));
       } catch (e) {
         this.pending.delete(id);
         if (this.pending.size === 0) this.worker.unref();

@@ -222,7 +222,7 @@ function packAntennas(body: unknown, maxAntennas: number, maxSamples: number): A
 /**
  * The parsing worker's program: CommonJS run with `eval: true`, built from the source text of the
  * functions it runs, so it needs no file of its own and runs the same code from the TypeScript
- * sources under vitest and from `dist/` (as src/model/runtime.ts does).
+ * sources under vitest and from `dist/`.
  */
 const WORKER_SOURCE = `
 'use strict';
