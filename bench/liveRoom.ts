@@ -1,6 +1,8 @@
 /**
  * `npm run bench:room [-- --json] [-- --small | --hours H] [-- --speed N] [-- --jobs J]
- * [-- --realism room|ideal] [-- --split test|val] [-- --no-oracle | --oracle-only] [-- --watch M]`: what a subscriber of the
+ * [-- --realism room|ideal] [-- --split test|val] [-- --no-oracle | --oracle-only] [-- --watch M]`
+ * or `npm run bench:room -- --default-room M [--model PATH]` (npm start's room in-process with any
+ * model, alone: bench/room/defaultRoom.ts): what a subscriber of the
  * real service sees over hours of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
  * `--split val` runs VALIDATION rooms (the training distribution) with sessions of their own seeds,
  * named `room.val.*`: the split on which tracking, activity and alert rules are chosen.
@@ -47,6 +49,9 @@ import { captureInWorker, type SessionCapture } from './room/capture.js';
 import { FULL_ROOM_PLAN, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan, type SessionSpec } from './room/plan.js';
 import { roomResults } from './room/report.js';
 import { runOracleSession } from './room/oracle.js';
+import { defaultRoomResults, runDefaultRoom } from './room/defaultRoom.js';
+import { defaults } from '../src/config/schema.js';
+import { resolveInstalled } from '../src/packageRoot.js';
 import { scoreSession, type SessionScore } from './room/score.js';
 import { complete, runSession } from './room/session.js';
 import { startServe, stopServe, type ServeProcess } from './serve.js';
@@ -322,6 +327,15 @@ function planFromArgs(): RoomBenchPlan {
 
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
+  const defaultRoom = argValue('--default-room');
+  if (defaultRoom !== undefined) {
+    // npm start's room in-process, alone (bench/room/defaultRoom.ts).
+    const minutes = Number(defaultRoom);
+    if (!(minutes > 0 && minutes <= 600)) throw new Error('--default-room: simulated minutes, more than 0 and at most 600');
+    const model = resolveInstalled(argValue('--model') ?? defaults().neural_network.model_path);
+    printResults(defaultRoomResults(await runDefaultRoom(model, minutes)), json);
+    return;
+  }
   const speed = argValue('--speed') === undefined ? DEFAULT_SPEED : Number(argValue('--speed'));
   if (!(speed > 0 && speed <= 1000)) throw new Error('--speed: replay speed, more than 0 and at most 1000');
   const jobs = argValue('--jobs') === undefined ? 2 : Number(argValue('--jobs'));

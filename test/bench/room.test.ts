@@ -12,7 +12,8 @@ import { defaultRoomRecipe, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan } 
 import { poissonExact } from '../../bench/room/report.js';
 import { activityEvents, countRight, matchFallAlerts, presenceLatencies, speedErrors, trackIds } from '../../bench/room/score.js';
 import { placeOnClock, replayStart, windowAt } from '../../bench/room/session.js';
-import { ensureBuilt } from '../helpers/cli.js';
+import { ensureBuilt, repoRoot } from '../helpers/cli.js';
+import { join } from 'node:path';
 import { isHeldOut } from '../../src/training/recipe.js';
 
 describe('bench:room matching', () => {
@@ -253,5 +254,28 @@ describe('bench:room oracle', () => {
     expect(byName.get('room.oracle.false_falls_per_hour')!.value).toBe(0);
     // The activity shown is the truth's: a reported change for every true change, and no other.
     for (const s of ss) expect(s.activityEvents).toBe(s.trueActivityChanges);
+  }, 120_000);
+});
+
+describe('bench:room --default-room (npm start\u2019s room in-process)', () => {
+  it('scores what the live pipeline says about the default room against the truth on the same frames', async () => {
+    const { runDefaultRoom, defaultRoomResults } = await import('../../bench/room/defaultRoom.js');
+    const r = await runDefaultRoom(join(repoRoot, 'models/csipose-pose.onnx'), 0.5);
+    expect(r.frames).toBeGreaterThan(100);
+    const counted = Object.values(r.countError).reduce((a, b) => a + b, 0);
+    expect(counted).toBe(r.frames);
+    expect(r.countRight).toBeCloseTo((r.countError['0'] ?? 0) / r.frames, 12);
+    // Two generated people: at least one track, a handful at most in half a minute.
+    expect(r.trackIds).toBeGreaterThanOrEqual(1);
+    expect(r.alerted3s).toBeLessThanOrEqual(r.trueFalls);
+    const names = defaultRoomResults(r).map((x) => x.name);
+    expect(names).toEqual([
+      'live_room.default.count_right_share',
+      'live_room.default.track_ids',
+      'live_room.default.true_falls',
+      'live_room.default.falls_alerted_3s',
+      'live_room.default.false_fall_alerts',
+      'live_room.default.false_fall_alerts_per_hour',
+    ]);
   }, 120_000);
 });
