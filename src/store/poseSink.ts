@@ -10,7 +10,7 @@ import {
   type DuckDBConnection,
   type DuckDBType,
 } from '@duckdb/node-api';
-import { asyncScheduler, Observable, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../pose/types.js';
 import { DENSE_POSE_FLOATS, HOST_LITTLE_ENDIAN, KEYPOINT_FLOATS, POSE_FRAME_COLUMNS, POSE_PERSON_COLUMNS } from './schema.js';
 import { StoreError, type Store, type StoreWriteFailure } from './store.js';
@@ -314,7 +314,7 @@ function yieldToLoop(): Promise<void> {
  *
  * @example
  * const sink = new PoseSink(store, { onError: (e) => log.warn(e.message) });
- * live$.pipe(sinkOperator(sink)).subscribe(broadcast);
+ * new StoreOutlet(svc, sink, onError); // src/outlets/store.ts: every frame of svc.pose$ to sink.write
  * // on shutdown: await store.close(); // closes the sink, writing what it holds
  */
 export class PoseSink {
@@ -880,37 +880,3 @@ export class PoseSink {
   }
 }
 
-/**
- * Tees a pose stream into storage: every frame goes to `sink.write` and on unchanged. On
- * completion or error the sink is flushed first, so a finished stream is a stored one. The sink
- * is not closed (it may outlive the stream: restarts, replays); `store.close()` does that.
- * @param sink the pose sink
- * @returns an operator passing frames through
- * @example live$.pipe(sinkOperator(sink)).subscribe(ws.broadcast)
- */
-export function sinkOperator(sink: PoseSink): MonoTypeOperatorFunction<PoseFrame> {
-  return (source) =>
-    new Observable<PoseFrame>((subscriber) => {
-      let active = true;
-      const sub = source.subscribe({
-        next(frame) {
-          sink.write(frame);
-          subscriber.next(frame);
-        },
-        error(err: unknown) {
-          void sink.flush().then(() => {
-            if (active) subscriber.error(err);
-          });
-        },
-        complete() {
-          void sink.flush().then(() => {
-            if (active) subscriber.complete();
-          });
-        },
-      });
-      return () => {
-        active = false;
-        sub.unsubscribe();
-      };
-    });
-}

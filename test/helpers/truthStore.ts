@@ -3,7 +3,7 @@
  * engine (src/sim/scenario.ts), seen through its camera as a perfect detector would see them (the
  * GROUND-TRUTH keypoints, boxes and floor positions: no CSI, no model), at the live pipeline's
  * cadence of 12.5 pose frames per second, through the real `track -> activity -> alerts`
- * operators and the real PoseSink into a real DuckDB file.
+ * operators and the service's store outlet (its real PoseSink) into a real DuckDB file.
  *
  * Each run returns what happened in truth (per frame: who was present where, doing what), so a
  * test can state the expected figure from the script and check the SQL against it.
@@ -19,7 +19,7 @@ import { Subject } from 'rxjs';
 import { track } from '../../operators/track.js';
 import { activity } from '../../operators/activity.js';
 import { alerts, type AlertsConfig } from '../../operators/alerts.js';
-import { PoseSink, sinkOperator } from '../../src/store/poseSink.js';
+import { storeOutlet } from './storeOutlet.js';
 import { Store } from '../../src/store/store.js';
 import { Scenario, type PersonSpec, type RoomSpec } from '../../src/sim/scenario.js';
 import type { CameraSpec } from '../../src/pose/camera.js';
@@ -108,15 +108,16 @@ export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<T
   const scenario = new Scenario({ room: ROOM, camera: CAMERA }, o.people.map((p) => p.spec), o.seed ?? 1, 0.123, 1, 1);
   const cam = scenario.camera;
   const sinkErrors: Error[] = [];
-  const sink = new PoseSink(store, { maxPendingRows: 10_000_000, onError: (e) => void sinkErrors.push(e) });
+  const out = storeOutlet(store, { maxPendingRows: 10_000_000, onError: (e) => void sinkErrors.push(e) });
   const input = new Subject<PoseFrame>();
   const run: TruthRun = { times: [], sightings: [], truthEvents: [], events: [], alerts: [], tracksOf: new Map(), tracked: [] };
   const ownerOfSlot: number[][] = [];
   let failure: unknown;
   input
-    .pipe(track({ firstTrackId }), activity(), alerts(o.alerts ?? { zones: [], fallDetection: { notificationDelaySeconds: 5 } }), sinkOperator(sink))
+    .pipe(track({ firstTrackId }), activity(), alerts(o.alerts ?? { zones: [], fallDetection: { notificationDelaySeconds: 5 } }))
     .subscribe({
       next(f) {
+        out.push(f);
         run.tracked.push(f.persons.length);
         run.events.push(...(f.events ?? []));
         run.alerts.push(...(f.alerts ?? []));
@@ -180,11 +181,14 @@ export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<T
     input.next({ frameId: k, time: t, sourceId: 'truth', environmentId: o.environmentId, persons, processingMs: o.processingMs ?? 5, modelVersion: 'ground-truth', csiQuality: 1 });
     if (failure) throw failure;
     // Let the sink write as it goes (its timers need the event loop).
-    if (k % 2000 === 1999) await sink.flush();
+    if (k % 2000 === 1999) await out.sink.flush();
   }
   input.complete();
-  await sink.flush();
+  // As the service's stop step flush_sinks: everything the outlet took is written.
+  await out.flushSinks();
+  out.close();
   if (failure) throw failure;
+  if (out.outletErrors.length > 0) throw out.outletErrors[0];
   if (sinkErrors.length > 0) throw sinkErrors[0];
   return run;
 }

@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { from, lastValueFrom, concat, throwError, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
-import { PoseSink, sinkOperator } from '../../src/store/poseSink.js';
+import { PoseSink } from '../../src/store/poseSink.js';
 import { blobToFloats } from '../../src/store/schema.js';
 import { Store, StoreError } from '../../src/store/store.js';
+import { storeOutlet } from '../helpers/storeOutlet.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0, 7);
 
@@ -371,44 +371,53 @@ describe('PoseSink', () => {
   });
 });
 
-describe('sinkOperator', () => {
-  it('passes frames through unchanged and completes once they are stored', async () => {
+/** The frame ids stored, in storage order. */
+async function storedFrameIds(store: Store): Promise<number[]> {
+  const rows = await store.query<{ id: number }>('SELECT frame_id AS id FROM pose_frames ORDER BY seq');
+  return rows.map((r) => Number(r.id));
+}
+
+describe('the store outlet (the service\'s path into the sink)', () => {
+  it('stores every frame of the pose stream, all of it by the stop step flush_sinks', async () => {
     const store = await Store.open(dbPath());
-    const sink = new PoseSink(store, { maxRows: 100_000, maxDelayMs: 60_000 });
+    const out = storeOutlet(store, { maxRows: 100_000, maxDelayMs: 60_000 });
     const input = Array.from({ length: 25 }, (_, k) => frame(k, 2));
-    const out = await lastValueFrom(from(input).pipe(sinkOperator(sink), toArray()));
-    expect(out).toHaveLength(25);
-    out.forEach((f, k) => expect(f).toBe(input[k]));
-    expect(sink.stats).toMatchObject({ written: 75, pending: 0 });
+    for (const f of input) out.push(f);
+    expect(out.sink.stats).toMatchObject({ written: 0, pending: 75 });
+    await out.flushSinks();
+    expect(out.sink.stats).toMatchObject({ written: 75, pending: 0 });
     expect(await count(store, 'pose_frames')).toBe(25);
+    expect(await storedFrameIds(store)).toEqual(input.map((f) => f.frameId));
+    expect(out.report()).toMatchObject({ status: 'healthy', written: 75, frames: 25, persons: 50 });
+    expect(out.outletErrors).toEqual([]);
+    out.close();
     await store.close();
   });
 
-  it('stores what came before an error, then propagates the error', async () => {
+  it('stores what came before the stream went quiet (a pipeline fault) without a stop', async () => {
     const store = await Store.open(dbPath());
-    const sink = new PoseSink(store, { maxRows: 100_000, maxDelayMs: 60_000 });
-    const seen: PoseFrame[] = [];
-    const boom = new Error('source failed');
-    const err = await new Promise((resolve) =>
-      concat(from([frame(0), frame(1)]), throwError(() => boom))
-        .pipe(sinkOperator(sink))
-        .subscribe({ next: (f) => seen.push(f), error: resolve }),
-    );
-    expect(err).toBe(boom);
-    expect(seen.map((f) => f.frameId)).toEqual([0, 1]);
+    const out = storeOutlet(store, { maxRows: 100_000, maxDelayMs: 20 });
+    out.push(frame(0));
+    out.push(frame(1));
+    // A faulted session emits nothing more and runs no stop step: the sink's time bound writes.
+    await until(() => out.sink.stats.written === 8);
+    expect(out.sink.stats).toMatchObject({ written: 8, pending: 0, flushes: 1 });
     expect(await count(store, 'pose_frames')).toBe(2);
+    expect(await storedFrameIds(store)).toEqual([0, 1]);
+    out.close();
     await store.close();
   });
 
-  it('stops forwarding after unsubscribe', async () => {
+  it('stores what it took before it was detached, and nothing after', async () => {
     const store = await Store.open(dbPath());
-    const sink = new PoseSink(store, { maxRows: 100_000, maxDelayMs: 60_000 });
-    let completed = false;
-    const sub = from([frame(0)]).pipe(sinkOperator(sink)).subscribe({ complete: () => (completed = true) });
-    sub.unsubscribe();
-    await sink.flush();
-    expect(completed).toBe(false);
-    expect(sink.stats.written).toBe(4);
+    const out = storeOutlet(store, { maxRows: 100_000, maxDelayMs: 60_000 });
+    out.push(frame(0));
+    out.close();
+    out.push(frame(1));
+    expect(out.report()).toBeUndefined();
+    await out.sink.flush();
+    expect(out.sink.stats.written).toBe(4);
+    expect(await storedFrameIds(store)).toEqual([0]);
     await store.close();
   });
 });
