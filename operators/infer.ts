@@ -1,6 +1,6 @@
 import { asyncScheduler, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
-import { configParam, primaryReceiverParam } from '../src/config/params.js';
+import { configParam, primaryReceiverParam, type ConfigParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { PoseModel, type DecodeOptions, type PoseRunner } from '../src/model/runtime.js';
 import { parseSite, siteProblem, type SiteGeometry } from '../src/model/contract.js';
@@ -17,7 +17,11 @@ export type { FeatureRow, InferStats, UntrainedLink, UntrainedPolicy } from '../
 export { COUNT_HYSTERESIS, countWithHysteresis } from '../src/model/countHysteresis.js';
 export { COUNT_SMOOTHING } from '../src/model/inferDecoder.js';
 
-/** Options of {@link infer}; those marked Live are read again for every row and batch when given as a function. */
+/**
+ * Options of {@link infer}; those marked Live are read again for every row and batch when given as a function.
+ * A numeric option that a configuration setting stands behind takes that setting's type and range from the
+ * config schema (named in its comment), so that `infer()` refuses what the schema refuses.
+ */
 export interface InferOptions {
   /**
    * A loaded model (or its loading promise). The caller owns it: the operator never releases it.
@@ -28,24 +32,24 @@ export interface InferOptions {
   modelPath?: string;
   /** Feature width the rows have; a model expecting another width fails to load. */
   featureDim?: number;
-  /** Rows per batch, 1..4096; default neural_network.batch_size's. Live. */
+  /** Rows per batch; range and default neural_network.batch_size's. Live. */
   batchSize?: number;
-  /** A partial batch runs once its oldest row has waited this long (scheduler ms); default neural_network.max_wait_ms's. Live. */
+  /** A partial batch runs once its oldest row has waited this long (scheduler ms); range and default neural_network.max_wait_ms's. Live. */
   maxWaitMs?: number;
-  /** Queued rows beyond this are dropped, oldest first; default 256. Live. */
+  /** Queued rows beyond this are dropped, oldest first; an integer in [1, 1000000], default 256 (no setting stands behind it). Live. */
   maxQueue?: number;
   /** Batches in flight at once; default 1. Read at subscription. */
   concurrency?: number;
-  /** Persons with presence below this are dropped; default detection.confidence_threshold's. Live (per batch). */
+  /** Persons with presence below this are dropped; range and default detection.confidence_threshold's. Live (per batch). */
   confidenceThreshold?: number;
-  /** At most this many persons per frame; default detection.max_persons'. Live (per batch). */
+  /** At most this many persons per frame; range and default detection.max_persons'. Live (per batch). */
   maxPersons?: number;
-  /** Reference view in pixels; default environment.view's. Live (per batch). */
+  /** Reference view in pixels; ranges and defaults environment.view.width's and height's. Live (per batch). */
   viewWidth?: number;
   viewHeight?: number;
   /**
-   * Where the reference camera is and how it looks (environment.view's other fields; defaults
-   * theirs): v2 models' skeletons are projected through it. Live (per batch).
+   * Where the reference camera is and how it looks (environment.view's other fields; ranges and
+   * defaults theirs): v2 models' skeletons are projected through it. Live (per batch).
    */
   viewHfovDeg?: number;
   viewX?: number;
@@ -55,8 +59,8 @@ export interface InferOptions {
   viewPitchDeg?: number;
   /**
    * Where the receiver the model reads is on the floor plan (the primary receiver of
-   * environment.site.radios, used whether or not the site is `known`): v2 models' skeletons are
-   * relative to it. Live (per batch).
+   * environment.site.radios, used whether or not the site is `known`; range a radio's x and y in the
+   * schema, default the default site's receiver): v2 models' skeletons are relative to it. Live (per batch).
    */
   receiverX?: number;
   receiverY?: number;
@@ -79,10 +83,10 @@ export interface InferOptions {
 
 /** The pose model `npm run train:v2` ships, loaded when neither `model` nor `modelPath` is given. */
 export const DEFAULT_MODEL_PATH = 'models/csipose-pose.onnx';
-/** Most rows in one batch. */
-const MAX_BATCH = 4096;
 /** Default bound of the queue: rows beyond it are dropped, oldest first. */
 const DEFAULT_QUEUE = 256;
+/** The queue's bound: no setting stands behind it, so its range is stated here (the spec's and the check's). */
+const QUEUE: ConfigParam = { type: 'int', default: DEFAULT_QUEUE, min: 1, max: 1_000_000 };
 
 /** The parameters a configuration field sets: type, default and range come from the config schema. */
 const BATCH = configParam('neural_network.batch_size');
@@ -101,6 +105,43 @@ const VIEW = {
 } as const;
 const RECEIVER_X = primaryReceiverParam('x');
 const RECEIVER_Y = primaryReceiverParam('y');
+
+/**
+ * The numeric options, each with the declaration it is checked against: the config schema's for
+ * those a setting stands behind (the spec's PARAMS spread the same ones), so one range holds for a
+ * pipeline string, the service and a direct `infer()` call.
+ */
+const NUMERIC = {
+  batchSize: BATCH,
+  maxWaitMs: MAX_WAIT,
+  maxQueue: QUEUE,
+  confidenceThreshold: CONFIDENCE,
+  maxPersons: MAX_PERSONS,
+  viewWidth: VIEW_WIDTH,
+  viewHeight: VIEW_HEIGHT,
+  ...VIEW,
+  receiverX: RECEIVER_X,
+  receiverY: RECEIVER_Y,
+} as const satisfies Record<string, ConfigParam>;
+type NumericOption = keyof typeof NUMERIC;
+
+/**
+ * A numeric option's value (its default when absent), checked against its declaration.
+ * @param o the options
+ * @param name the option
+ * @returns the value
+ * @throws RangeError naming the option and its range when the value is outside it (or not an integer for an int)
+ */
+function checked(o: InferOptions, name: NumericOption): number {
+  const p = NUMERIC[name];
+  const v = o[name] ?? (p.default as number);
+  const min = p.min ?? -Infinity;
+  const max = p.max ?? Infinity;
+  const int = p.type === 'int';
+  if (!(Number.isFinite(v) && v >= min && v <= max) || (int && !Number.isInteger(v)))
+    throw new RangeError(`infer: ${name} must be ${int ? 'an integer' : 'a number'} in [${min}, ${max}], got ${v}`);
+  return v;
+}
 
 /** What the service lends the infer stage of a pipeline it composes (see `pipelines/build.ts`). */
 export interface InferContext extends OperatorContext {
@@ -121,40 +162,29 @@ interface Resolved {
   site: SiteGeometry | null;
 }
 
-/** Reads and checks the live options; throws RangeError naming a bad one. */
+/** Reads and checks the live options; throws RangeError naming a bad one and its range. */
 function resolve(o: InferOptions, cameraOf: (v: ViewSettings) => Camera = viewCamera): Resolved {
-  const batchSize = o.batchSize ?? (BATCH.default as number);
-  const maxWaitMs = o.maxWaitMs ?? (MAX_WAIT.default as number);
-  const maxQueue = o.maxQueue ?? DEFAULT_QUEUE;
-  const confidenceThreshold = o.confidenceThreshold ?? (CONFIDENCE.default as number);
-  const maxPersons = o.maxPersons ?? (MAX_PERSONS.default as number);
-  const width = o.viewWidth ?? (VIEW_WIDTH.default as number);
-  const height = o.viewHeight ?? (VIEW_HEIGHT.default as number);
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH)
-    throw new RangeError(`infer: batchSize must be an integer in [1, ${MAX_BATCH}], got ${batchSize}`);
-  if (!(maxWaitMs >= 0 && Number.isFinite(maxWaitMs))) throw new RangeError(`infer: maxWaitMs must be >= 0, got ${maxWaitMs}`);
-  if (!Number.isInteger(maxQueue) || maxQueue < 1) throw new RangeError(`infer: maxQueue must be a positive integer, got ${maxQueue}`);
-  if (!(confidenceThreshold >= 0 && confidenceThreshold <= 1))
-    throw new RangeError(`infer: confidenceThreshold must be in [0, 1], got ${confidenceThreshold}`);
-  if (!Number.isInteger(maxPersons) || maxPersons < 0) throw new RangeError(`infer: maxPersons must be an integer >= 0, got ${maxPersons}`);
-  if (!(width > 0 && height > 0)) throw new RangeError(`infer: view must be positive, got ${width}x${height}`);
+  const batchSize = checked(o, 'batchSize');
+  const maxWaitMs = checked(o, 'maxWaitMs');
+  const maxQueue = checked(o, 'maxQueue');
+  const confidenceThreshold = checked(o, 'confidenceThreshold');
+  const maxPersons = checked(o, 'maxPersons');
+  const width = checked(o, 'viewWidth');
+  const height = checked(o, 'viewHeight');
   const site = o.site ?? null;
   const problem = site ? siteProblem(site) : null;
   if (problem) throw new RangeError(`infer: site: ${problem}`);
-  const num = (v: number | undefined, spec: { default?: unknown }) => v ?? (spec.default as number);
   const view: ViewSettings = {
     width,
     height,
-    hfov_deg: num(o.viewHfovDeg, VIEW.viewHfovDeg),
-    x: num(o.viewX, VIEW.viewX),
-    y: num(o.viewY, VIEW.viewY),
-    z: num(o.viewZ, VIEW.viewZ),
-    yaw_deg: num(o.viewYawDeg, VIEW.viewYawDeg),
-    pitch_deg: num(o.viewPitchDeg, VIEW.viewPitchDeg),
+    hfov_deg: checked(o, 'viewHfovDeg'),
+    x: checked(o, 'viewX'),
+    y: checked(o, 'viewY'),
+    z: checked(o, 'viewZ'),
+    yaw_deg: checked(o, 'viewYawDeg'),
+    pitch_deg: checked(o, 'viewPitchDeg'),
   };
-  for (const [k, v] of Object.entries(view)) if (!Number.isFinite(v)) throw new RangeError(`infer: view ${k} must be a number, got ${v}`);
-  const receiver = { x: num(o.receiverX, RECEIVER_X), y: num(o.receiverY, RECEIVER_Y) };
-  if (!(Number.isFinite(receiver.x) && Number.isFinite(receiver.y))) throw new RangeError(`infer: receiver must be finite, got ${receiver.x}, ${receiver.y}`);
+  const receiver = { x: checked(o, 'receiverX'), y: checked(o, 'receiverY') };
   return {
     site,
     batchSize,
@@ -403,7 +433,7 @@ const PARAMS: readonly ParamSpec[] = [
   { name: 'modelPath', type: 'string', default: DEFAULT_MODEL_PATH, description: 'ONNX model file (the model contract); the service lends its loaded model instead' },
   { name: 'batchSize', ...BATCH, description: 'Rows per batch (neural_network.batch_size)' },
   { name: 'maxWaitMs', ...MAX_WAIT, description: 'A partial batch runs once its oldest row has waited this long (neural_network.max_wait_ms)' },
-  { name: 'maxQueue', type: 'int', default: DEFAULT_QUEUE, min: 1, max: 1_000_000, description: 'Queued rows beyond this are dropped, oldest first' },
+  { name: 'maxQueue', ...QUEUE, description: 'Queued rows beyond this are dropped, oldest first' },
   { name: 'confidenceThreshold', ...CONFIDENCE, description: 'Persons with presence below this are dropped (detection.confidence_threshold)' },
   { name: 'maxPersons', ...MAX_PERSONS, description: 'At most this many persons per frame (detection.max_persons)' },
   { name: 'viewWidth', ...VIEW_WIDTH, description: 'Reference view width in pixels (environment.view.width)' },

@@ -17,6 +17,7 @@ import { slidingWindow } from '../../operators/slidingWindow.js';
 import { features } from '../../operators/features.js';
 import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
 import { TRAINED_MODEL } from '../helpers/server.js';
+import { configParam } from '../../src/config/params.js';
 
 const F = 6;
 const P = 2;
@@ -36,6 +37,8 @@ afterAll(async () => {
 const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 const zeroStats = (): InferStats => ({ batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The longest wait the schema allows (neural_network.max_wait_ms): longer than these tests, so no timer cuts their batches. */
+const LONGEST_WAIT = configParam('neural_network.max_wait_ms').max!;
 
 /** A real model whose runs are recorded (batch size and scheduler time of each call). */
 function recording(inner: PoseRunner, now: () => number = () => 0, delay?: (call: number) => number) {
@@ -194,7 +197,7 @@ describe('infer: batching and order', () => {
     const stats = zeroStats();
     const frames = await lastValueFrom(
       // A wait far longer than the test: batches are cut by size and by the end of the input alone, never by a timer on a loaded machine.
-      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: 60_000, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
+      from(rows).pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: LONGEST_WAIT, concurrency: 3, confidenceThreshold: 0, stats }), toArray()),
     );
     expect(frames.map((f) => f.time)).toEqual(rows.map((r) => r.frameTime));
     expect(rec.calls.map((c) => c.n)).toEqual([4, 4, 4, 4, 4, 1]);
@@ -232,7 +235,7 @@ describe('infer: batching and order', () => {
     const rec = recording(model);
     const stats = zeroStats();
     const rows = new Subject<FeatureRow>();
-    const out = firstValueFrom(rows.pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: 60_000, stats }), take(8), toArray()));
+    const out = firstValueFrom(rows.pipe(infer({ model: rec.runner, batchSize: 4, maxWaitMs: LONGEST_WAIT, stats }), take(8), toArray()));
     featureRows(8, F).forEach((r) => rows.next(r));
     const frames = await out;
     expect(frames.map((f) => f.time)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -255,7 +258,7 @@ describe('infer: batching and order', () => {
 
   it('flushes the queue when the source completes', async () => {
     const rec = recording(model);
-    const frames = await lastValueFrom(from(featureRows(5, F)).pipe(infer({ model: rec.runner, maxWaitMs: 60_000 }), toArray()));
+    const frames = await lastValueFrom(from(featureRows(5, F)).pipe(infer({ model: rec.runner, maxWaitMs: LONGEST_WAIT }), toArray()));
     expect(frames).toHaveLength(5);
     expect(rec.calls.map((c) => c.n)).toEqual([5]);
   });
@@ -281,7 +284,7 @@ describe('infer: lag, live options, errors, teardown', () => {
           model: rec.runner,
           batchSize: 2,
           maxQueue: 3,
-          maxWaitMs: 60_000,
+          maxWaitMs: LONGEST_WAIT,
           stats,
           onStats: (s) => (maxQueueSeen = Math.max(maxQueueSeen, s.queue)),
         }),
@@ -304,7 +307,7 @@ describe('infer: lag, live options, errors, teardown', () => {
     const live = { confidenceThreshold: 0, maxPersons: 10, batchSize: 2 };
     const rows = new Subject<FeatureRow>();
     const frames = new ReplaySubject<PoseFrame>();
-    const sub = rows.pipe(infer(() => ({ model: rec.runner, maxWaitMs: 60_000, ...live }))).subscribe(frames);
+    const sub = rows.pipe(infer(() => ({ model: rec.runner, maxWaitMs: LONGEST_WAIT, ...live }))).subscribe(frames);
     const input = featureRows(9, F);
     const step = async (seen: number, batch: FeatureRow[]) => {
       const next = firstValueFrom(frames.pipe(skip(seen), take(batch.length), toArray()));
@@ -314,9 +317,11 @@ describe('infer: lag, live options, errors, teardown', () => {
     expect(await step(0, input.slice(0, 2))).toEqual([2, 2]);
     live.confidenceThreshold = 0.5; // slot 1 (presence about 0.05) goes
     expect(await step(2, input.slice(2, 4))).toEqual([1, 1]);
-    live.maxPersons = 0;
+    // Both slots pass threshold 0 again; the person limit (the schema's least, 1) keeps one.
+    live.confidenceThreshold = 0;
+    live.maxPersons = 1;
     live.batchSize = 3;
-    expect(await step(4, input.slice(4, 7))).toEqual([0, 0, 0]);
+    expect(await step(4, input.slice(4, 7))).toEqual([1, 1, 1]);
     expect(rec.calls.map((c) => c.n)).toEqual([2, 2, 3]);
     sub.unsubscribe();
   });
