@@ -11,8 +11,11 @@
  * frame object (usually `{ ...frame, csi: out }`), so a frame may be shared by several subscribers.
  */
 
-/** Formats a frame can come from. `sim` is the built-in simulator. */
-export type CsiFormat = 'intel5300' | 'atheros' | 'nexmon' | 'esp32' | 'sim';
+/**
+ * Formats a frame can come from. `sim` is the built-in simulator; `submission` is a packet of a
+ * CSI submission (`POST /pose/process`, src/csi/submission.ts).
+ */
+export type CsiFormat = 'intel5300' | 'atheros' | 'nexmon' | 'esp32' | 'sim' | 'submission';
 
 /** OFDM subcarrier spacing of 802.11n/ac, Hz: `CsiFrame.subcarriers` count in these steps. */
 export const SUBCARRIER_SPACING_HZ = 312_500;

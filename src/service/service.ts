@@ -18,6 +18,7 @@ import {
   type Subscription,
 } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
+import { submissionFrames } from '../csi/submission.js';
 import type { ActivityEvent, PoseAlert, PoseFrame } from '../pose/types.js';
 import { ApiError } from '../errors.js';
 import { ConfigStore, ConfigUpdateError, type ConfigSnapshot, type UpdateResult } from '../config/store.js';
@@ -28,7 +29,6 @@ import { Store, type StoreOptions } from '../store/store.js';
 import { resolveInstalled } from '../packageRoot.js';
 import { PoseModel } from '../model/runtime.js';
 import { WINDOW_FRAMES } from '../model/features.js';
-import { SUBCARRIERS } from '../sim/simulator.js';
 import { parseSource } from '../sources/uri.js';
 import { PoseFrameView } from '../render/view.js';
 import { anonymize } from '../pose/anonymize.js';
@@ -103,11 +103,6 @@ function diskPercent(path: string): number {
   } catch {
     return 0;
   }
-}
-
-function subcarriersFor(n: number): Int16Array {
-  if (n === 30 || n === 56 || n === 114) return SUBCARRIERS[n];
-  return Int16Array.from({ length: n }, (_, i) => i - (n >> 1));
 }
 
 /**
@@ -364,29 +359,7 @@ export class PoseService implements ServiceFace {
     if (!model) throw new ApiError('SYSTEM_NOT_READY', 'no model is loaded: start the system first (POST /system/start)', { status: this.system.state });
     const cfg = this.config.get();
     const infer = liveParams(cfg).infer;
-    const packets = [...s.packets];
-    while (packets.length < WINDOW_FRAMES) packets.push(packets[packets.length - 1]!);
-    const period = 1000 / s.rateHz;
-    const sourceId = `process:${s.routerId}`;
-    const frames: CsiFrame[] = packets.map((p, i) => ({
-      format: 'sim',
-      sourceId,
-      environmentId: cfg.environment.id,
-      index: i,
-      time: p.time ?? s.startMs + i * period,
-      deviceTime: NaN,
-      clockUs: NaN,
-      seq: i,
-      rssi: [],
-      noise: NaN,
-      channel: NaN,
-      bandwidthMhz: NaN,
-      nRx: p.nRx,
-      nTx: 1,
-      nSub: p.nSub,
-      subcarriers: subcarriersFor(p.nSub),
-      csi: p.csi,
-    }));
+    const frames = submissionFrames(s, cfg.environment.id, WINDOW_FRAMES);
     let poses: PoseFrame[];
     try {
       poses = await firstValueFrom(
@@ -413,7 +386,7 @@ export class PoseService implements ServiceFace {
     return {
       frames: poses.map((f) => new PoseFrameView(f, 1, 'process')),
       received: s.packets.length,
-      padded: packets.length - s.packets.length,
+      padded: frames.length - s.packets.length,
       processingMs: round2(performance.now() - t0),
     };
   }

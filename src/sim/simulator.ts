@@ -52,6 +52,7 @@
 
 import type { CsiFrame } from '../csi/frame.js';
 import type { RadioConfig } from '../csi/radios.js';
+import { SUBCARRIERS, type SubcarrierLayout } from '../csi/subcarriers.js';
 import { elementPattern, type ElementPattern } from './antenna.js';
 import { ChannelModel, SPEED_OF_LIGHT } from './channel.js';
 import {
@@ -68,26 +69,8 @@ import { arrayPositions, MAX_PEOPLE, Scenario, type Activity, type PersonSpec, t
 import { MAX_SIM_ANTENNAS, radioArray, radioFacing, resolveSimSite } from './site.js';
 import { NUM_KEYPOINTS, SCATTERERS_PER_BODY } from './skeleton.js';
 
-/** Supported subcarrier layouts (subcarrier count). */
-export type SubcarrierLayout = 30 | 56 | 114;
-
-function range(from: number, to: number, step: number): number[] {
-  const out: number[] = [];
-  for (let i = from; i <= to; i += step) out.push(i);
-  return out;
-}
-
-/**
- * Subcarrier index tables, shared by every frame of a layout (do not modify):
- * - 30: Intel 5300 grouping at 20 MHz: -28, -26, ..., -2, -1, 1, 3, ..., 27, 28;
- * - 56: every data and pilot subcarrier at 20 MHz: -28..-1, 1..28;
- * - 114: every data and pilot subcarrier at 40 MHz: -58..-2, 2..58.
- */
-export const SUBCARRIERS: Readonly<Record<SubcarrierLayout, Int16Array>> = Object.freeze({
-  30: Int16Array.from([...range(-28, -2, 2), -1, ...range(1, 27, 2), 28]),
-  56: Int16Array.from([...range(-28, -1, 1), ...range(1, 28, 1)]),
-  114: Int16Array.from([...range(-58, -2, 1), ...range(2, 58, 1)]),
-});
+// The layouts live with the frame model (src/csi/subcarriers.ts); re-exported for the simulator's callers.
+export { SUBCARRIERS, type SubcarrierLayout };
 
 export interface SimOptions {
   /** Seed of every random stream; default 1. */
