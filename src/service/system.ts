@@ -51,11 +51,20 @@ export interface SystemActions {
   releaseModel(): Promise<void>;
 }
 
+/** One change of state, as `history` keeps it. */
+export interface StateChange {
+  readonly at: number;
+  readonly from: SystemState;
+  readonly to: SystemState;
+  readonly session_id?: string;
+}
+
 export interface Transition {
   status: SystemState;
   session_id: string;
   previous_session_id?: string;
-  steps: Step[];
+  /** The controller's own steps, updated as they run: read them, never write them. */
+  steps: readonly Readonly<Step>[];
   /** Estimated ms until the transition completes (from the last measured durations). */
   estimated_ms: number;
   started: number;
@@ -69,15 +78,17 @@ const STOP_STEPS = ['stop_pipeline', 'close_source', 'flush_sinks', 'release_mod
  * restarting -> running, any -> error on a fault (recoverable by start or restart). Start while
  * starting/running/restarting and stop while stopped/stopping answer a StateConflict. Every step is
  * a real action with its measured duration; `status()` reports them.
+ *
+ * Its state is read-only from outside: it moves only through `start`, `stop` and `restart` (and
+ * a fault of the running pipeline), so every change passes the state machine's rules.
  */
 export class SystemController {
-  state: SystemState = 'stopped';
-  sessionId: string | undefined;
-  startedAt: number | undefined;
-  /** True once a session has reached `running`. */
-  everRan = false;
-  error: { code: string; message: string } | undefined;
-  steps: Step[] = [];
+  private current: SystemState = 'stopped';
+  private session: string | undefined;
+  private runningSince: number | undefined;
+  private ran = false;
+  private failure: Readonly<{ code: string; message: string }> | undefined;
+  private stepList: Step[] = [];
   private pipeline: Subscription | undefined;
   private transition: Promise<void> = Promise.resolve();
   private lastDurations = new Map<string, number>([
@@ -90,8 +101,7 @@ export class SystemController {
     ['flush_sinks', 100],
     ['release_model', 10],
   ]);
-  /** Completed transitions, newest last (bounded). */
-  readonly history: Array<{ at: number; from: SystemState; to: SystemState; session_id?: string }> = [];
+  private readonly changes: StateChange[] = [];
 
   constructor(
     private readonly actions: SystemActions,
@@ -99,11 +109,46 @@ export class SystemController {
     private readonly onStateChange: (s: SystemState) => void = () => undefined,
   ) {}
 
+  /** The current state (DECISIONS "System states"). */
+  get state(): SystemState {
+    return this.current;
+  }
+
+  /** The session started by the last start or restart; undefined before the first. */
+  get sessionId(): string | undefined {
+    return this.session;
+  }
+
+  /** Epoch ms at which the current session reached `running`; undefined once stopped. */
+  get startedAt(): number | undefined {
+    return this.runningSince;
+  }
+
+  /** True once a session has reached `running`. */
+  get everRan(): boolean {
+    return this.ran;
+  }
+
+  /** The fault that put the system in `error`; undefined after a clean start or stop. */
+  get error(): Readonly<{ code: string; message: string }> | undefined {
+    return this.failure;
+  }
+
+  /** The steps of the last transition, updated as they run (empty before the first). */
+  get steps(): readonly Readonly<Step>[] {
+    return this.stepList;
+  }
+
+  /** Completed transitions, newest last (bounded). */
+  get history(): readonly StateChange[] {
+    return this.changes;
+  }
+
   private setState(s: SystemState): void {
-    if (s === this.state) return;
-    this.history.push({ at: Date.now(), from: this.state, to: s, ...(this.sessionId ? { session_id: this.sessionId } : {}) });
-    if (this.history.length > 200) this.history.shift();
-    this.state = s;
+    if (s === this.current) return;
+    this.changes.push({ at: Date.now(), from: this.current, to: s, ...(this.session ? { session_id: this.session } : {}) });
+    if (this.changes.length > 200) this.changes.shift();
+    this.current = s;
     this.onStateChange(s);
   }
 
@@ -130,23 +175,23 @@ export class SystemController {
 
   /** Begins a start; resolves with the transition at once, the steps run on. */
   start(): Transition {
-    if (this.state === 'starting' || this.state === 'running' || this.state === 'restarting' || this.state === 'stopping')
-      throw new StateConflict(this.state, 'start');
-    this.sessionId = randomUUID();
+    if (this.current === 'starting' || this.current === 'running' || this.current === 'restarting' || this.current === 'stopping')
+      throw new StateConflict(this.current, 'start');
+    this.session = randomUUID();
     const t = this.beginStart('starting');
     this.transition = this.transition.then(() => this.runStart()).catch(() => undefined);
     return t;
   }
 
   private beginStart(state: 'starting' | 'restarting'): Transition {
-    this.error = undefined;
-    this.steps = START_STEPS.map((step) => ({ step, status: 'pending', progress: 0 }));
+    this.failure = undefined;
+    this.stepList = START_STEPS.map((step) => ({ step, status: 'pending', progress: 0 }));
     this.setState(state);
-    return { status: state, session_id: this.sessionId!, steps: this.steps, estimated_ms: this.estimate(START_STEPS), started: Date.now() };
+    return { status: state, session_id: this.session!, steps: this.stepList, estimated_ms: this.estimate(START_STEPS), started: Date.now() };
   }
 
   private async runStart(): Promise<void> {
-    const [load, store, source, start] = this.steps as [Step, Step, Step, Step];
+    const [load, store, source, start] = this.stepList as [Step, Step, Step, Step];
     let frames: Observable<CsiFrame> | undefined;
     try {
       await this.runStep(load, () => this.actions.loadModel());
@@ -157,9 +202,9 @@ export class SystemController {
       await this.runStep(start, () => {
         this.pipeline = this.actions.startPipeline(frames!, this.onPose, (e) => this.fault(e));
       });
-      if (this.state === 'error') return;
-      this.startedAt = Date.now();
-      this.everRan = true;
+      if (this.current === 'error') return;
+      this.runningSince = Date.now();
+      this.ran = true;
       this.setState('running');
     } catch (e) {
       this.fault(e);
@@ -167,9 +212,9 @@ export class SystemController {
   }
 
   /** Puts the system in `error` (MODEL_ERROR for model faults, SYSTEM_ERROR otherwise) and stops the pipeline. */
-  fault(e: unknown): void {
+  private fault(e: unknown): void {
     const code = (e as { code?: string })?.code === 'MODEL_ERROR' ? 'MODEL_ERROR' : ((e as { code?: string })?.code ?? 'SYSTEM_ERROR');
-    this.error = { code: code === 'MODEL_ERROR' || code === 'HARDWARE_ERROR' ? code : 'SYSTEM_ERROR', message: (e as Error)?.message ?? String(e) };
+    this.failure = Object.freeze({ code: code === 'MODEL_ERROR' || code === 'HARDWARE_ERROR' ? code : 'SYSTEM_ERROR', message: (e as Error)?.message ?? String(e) });
     this.pipeline?.unsubscribe();
     this.pipeline = undefined;
     this.setState('error');
@@ -177,23 +222,23 @@ export class SystemController {
 
   /** Begins a stop. */
   stop(): Transition {
-    if (this.state === 'stopped' || this.state === 'stopping' || this.state === 'starting' || this.state === 'restarting')
-      throw new StateConflict(this.state, 'stop');
-    const sessionId = this.sessionId ?? randomUUID();
-    this.steps = STOP_STEPS.map((step) => ({ step, status: 'pending', progress: 0 }));
+    if (this.current === 'stopped' || this.current === 'stopping' || this.current === 'starting' || this.current === 'restarting')
+      throw new StateConflict(this.current, 'stop');
+    const sessionId = this.session ?? randomUUID();
+    this.stepList = STOP_STEPS.map((step) => ({ step, status: 'pending', progress: 0 }));
     this.setState('stopping');
-    const t: Transition = { status: 'stopping', session_id: sessionId, steps: this.steps, estimated_ms: this.estimate(STOP_STEPS), started: Date.now() };
+    const t: Transition = { status: 'stopping', session_id: sessionId, steps: this.stepList, estimated_ms: this.estimate(STOP_STEPS), started: Date.now() };
     this.transition = this.transition.then(() => this.runStop()).catch(() => undefined);
     return t;
   }
 
   private async runStop(): Promise<void> {
-    const [stopP, closeS, flush, release] = this.steps as [Step, Step, Step, Step];
+    const [stopP, closeS, flush, release] = this.stepList as [Step, Step, Step, Step];
     try {
       await this.runStop4(stopP, closeS, flush, release);
-      this.startedAt = undefined;
+      this.runningSince = undefined;
       // A clean stop ends the faulted session: `stopped` must not keep reporting its error.
-      this.error = undefined;
+      this.failure = undefined;
       this.setState('stopped');
     } catch (e) {
       this.fault(e);
@@ -213,15 +258,15 @@ export class SystemController {
 
   /** Stops (if needed) and starts again under a new session id. */
   restart(): Transition & { previous_session_id: string | undefined } {
-    if (this.state === 'starting' || this.state === 'stopping' || this.state === 'restarting')
-      throw new StateConflict(this.state, 'restart');
-    const previous = this.sessionId;
-    const wasRunning = this.state === 'running';
-    this.sessionId = randomUUID();
+    if (this.current === 'starting' || this.current === 'stopping' || this.current === 'restarting')
+      throw new StateConflict(this.current, 'restart');
+    const previous = this.session;
+    const wasRunning = this.current === 'running';
+    this.session = randomUUID();
     const stopSteps: Step[] = STOP_STEPS.map((step) => ({ step, status: 'pending', progress: 0 }));
     const t = this.beginStart('restarting');
-    const all = [...(wasRunning ? stopSteps : []), ...this.steps];
-    this.steps = all;
+    const all = [...(wasRunning ? stopSteps : []), ...this.stepList];
+    this.stepList = all;
     this.transition = this.transition
       .then(async () => {
         try {
@@ -230,9 +275,9 @@ export class SystemController {
           this.fault(e);
           return;
         }
-        this.steps = all.slice(wasRunning ? 4 : 0);
+        this.stepList = all.slice(wasRunning ? 4 : 0);
         await this.runStart();
-        this.steps = all;
+        this.stepList = all;
       })
       .catch(() => undefined);
     return { ...t, steps: all, estimated_ms: this.estimate([...(wasRunning ? STOP_STEPS : []), ...START_STEPS]), previous_session_id: previous };
@@ -243,7 +288,8 @@ export class SystemController {
     return this.transition;
   }
 
+  /** Seconds the current session has been running; 0 while none runs. */
   uptimeSeconds(): number {
-    return this.startedAt ? (Date.now() - this.startedAt) / 1000 : 0;
+    return this.runningSince ? (Date.now() - this.runningSince) / 1000 : 0;
   }
 }

@@ -164,6 +164,40 @@ describe('system lifecycle', () => {
     await waitForStatus(s, token, 'stopped');
   });
 
+  it('the controller is read-only from outside: a write throws and changes nothing; only start, stop and restart move it', async () => {
+    const sys = s.svc.system;
+    expect(sys.state).toBe('stopped');
+    const before = { sessionId: sys.sessionId, startedAt: sys.startedAt, everRan: sys.everRan, error: sys.error, steps: sys.steps, history: sys.history.length };
+    // Getters without setters: assignment in a module (strict mode) is a TypeError, not a silent no-op.
+    const writes: Array<[string, unknown]> = [
+      ['state', 'running'],
+      ['sessionId', 'forged'],
+      ['startedAt', 0],
+      ['everRan', false],
+      ['error', { code: 'SYSTEM_ERROR', message: 'forged' }],
+      ['steps', []],
+      ['history', []],
+    ];
+    for (const [field, value] of writes) expect(() => ((sys as unknown as Record<string, unknown>)[field] = value), field).toThrow(TypeError);
+    expect(sys.state).toBe('stopped');
+    expect({ sessionId: sys.sessionId, startedAt: sys.startedAt, everRan: sys.everRan, error: sys.error, steps: sys.steps, history: sys.history.length }).toEqual(before);
+
+    // The public transitions still move it, through the state machine, and the history records each move.
+    const t = sys.start();
+    expect(sys.state).toBe('starting');
+    expect(sys.sessionId).toBe(t.session_id);
+    expect(sys.history.at(-1)).toMatchObject({ from: 'stopped', to: 'starting', session_id: t.session_id });
+    expect(() => sys.start()).toThrow(/cannot start while the system is starting/);
+    await sys.settled();
+    expect(sys.state).toBe('running');
+    expect(sys.startedAt).toBeGreaterThan(0);
+    sys.stop();
+    await sys.settled();
+    expect(sys.state).toBe('stopped');
+    expect(sys.startedAt).toBeUndefined();
+    expect(sys.history.slice(-2).map((h) => h.to)).toEqual(['stopping', 'stopped']);
+  });
+
   it('start applies a configuration in either form; bad bodies are 422 naming the field', async () => {
     const bad: Array<[unknown, string]> = [
       [{ configuration: { detection_settings: { max_persons: 0 } } }, 'configuration.detection_settings.max_persons'],
