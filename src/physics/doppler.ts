@@ -219,9 +219,20 @@ export class DopplerSteerer {
     const { nSub, nRx, nTx } = this;
     const o = out ?? new Float64Array(2 * nSub * nRx * nTx);
     if (o.length < 2 * nSub * nRx * nTx) throw new RangeError('DopplerSteerer.steering: out is too short');
+    this.writeSteering(point, o, 0, -1);
+    return o;
+  }
+
+  /**
+   * Writes a point's steering in the frame's complex order from `at`: conj(a) = conj(T) conj(R)
+   * (imSign 1), or a itself (imSign -1). No allocation.
+   */
+  private writeSteering(point: Point3, o: Float64Array | Float32Array, at: number, imSign: 1 | -1): void {
+    const { nSub, nRx, nTx } = this;
     this.prepare(point);
     const T = this.txConj;
     const R = this.rxConj;
+    let c = at;
     for (let k = 0; k < nSub; k++) {
       for (let m = 0; m < nRx; m++) {
         const rr = R[2 * (k * nRx + m)]!;
@@ -229,13 +240,12 @@ export class DopplerSteerer {
         for (let n = 0; n < nTx; n++) {
           const tr = T[2 * (k * nTx + n)]!;
           const ti = T[2 * (k * nTx + n) + 1]!;
-          const c = 2 * ((k * nRx + m) * nTx + n);
           o[c] = tr * rr - ti * ri;
-          o[c + 1] = -(tr * ri + ti * rr);
+          o[c + 1] = imSign * (tr * ri + ti * rr);
+          c += 2;
         }
       }
     }
-    return o;
   }
 
   /**
@@ -379,25 +389,7 @@ export class DopplerSteerer {
     const Y = this.series;
     // conj(a(g)) = conj(T) conj(R) per point, frame order; a group short of four is padded with zeros.
     A.fill(0, np * D2, groups * 4 * D2);
-    for (let i = 0; i < np; i++) {
-      this.prepare(points[i]!);
-      const T = this.txConj;
-      const R = this.rxConj;
-      let c = i * D2;
-      for (let k = 0; k < nSub; k++) {
-        for (let m = 0; m < nRx; m++) {
-          const rr = R[2 * (k * nRx + m)]!;
-          const ri = R[2 * (k * nRx + m) + 1]!;
-          for (let n = 0; n < nTx; n++) {
-            const tr = T[2 * (k * nTx + n)]!;
-            const ti = T[2 * (k * nTx + n) + 1]!;
-            A[c] = tr * rr - ti * ri;
-            A[c + 1] = tr * ri + ti * rr;
-            c += 2;
-          }
-        }
-      }
-    }
+    for (let i = 0; i < np; i++) this.writeSteering(points[i]!, A, i * D2, 1);
     // y_i[s] = conj(a_i) . h_s / D, four points per pass over a snapshot.
     for (let g = 0; g < groups; g++) {
       const a0 = 4 * g * D2;
