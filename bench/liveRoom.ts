@@ -1,8 +1,8 @@
 /**
  * `npm run bench:room [-- --json] [-- --small | --hours H] [-- --speed N] [-- --jobs J]
  * [-- --realism room|ideal] [-- --split test|val] [-- --no-oracle | --oracle-only] [-- --watch M]`
- * or `npm run bench:room -- --default-room M [--model PATH]` (npm start's room in-process with any
- * model, alone: bench/room/defaultRoom.ts): what a subscriber of the
+ * or `npm run bench:room -- --default-room M [--model PATH] [--source URI]` (npm start's room
+ * in-process with any model, alone, or another source in its place: bench/room/defaultRoom.ts): what a subscriber of the
  * real service sees over hours of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
  * `--split val` runs VALIDATION rooms (the training distribution) with sessions of their own seeds,
  * named `room.val.*`: the split on which tracking, activity and alert rules are chosen.
@@ -333,7 +333,7 @@ async function main(): Promise<void> {
     const minutes = Number(defaultRoom);
     if (!(minutes > 0 && minutes <= 600)) throw new Error('--default-room: simulated minutes, more than 0 and at most 600');
     const model = resolveInstalled(argValue('--model') ?? defaults().neural_network.model_path);
-    printResults(defaultRoomResults(await runDefaultRoom(model, minutes)), json);
+    printResults(defaultRoomResults(await runDefaultRoom(model, minutes, argValue('--source'))), json);
     return;
   }
   const speed = argValue('--speed') === undefined ? DEFAULT_SPEED : Number(argValue('--speed'));

@@ -28,6 +28,8 @@ import { matchFallAlerts } from './score.js';
 export interface DefaultRoomRun {
   model: string;
   modelVersion: string;
+  /** The source URI run (without `truth=1`). */
+  source: string;
   minutes: number;
   frames: number;
   countRight: number;
@@ -38,13 +40,51 @@ export interface DefaultRoomRun {
   /** True falls with a high fall alert at most 3 s after they began. */
   alerted3s: number;
   falseAlerts: number;
+  /**
+   * A v3 refiner's front end (null for a v2 model): over every floor map and every true person, the
+   * share with a candidate of its own (nearest first, each candidate used once) within
+   * {@link COVERAGE_RADIUS_M} of their floor point, and the person-maps counted. The refiner can only
+   * find a person a candidate is near.
+   */
+  frontEnd: { covered: number; personMaps: number } | null;
   wallSeconds: number;
+}
+
+/** How near a candidate must be to a true person's floor point to cover them, metres. */
+export const COVERAGE_RADIUS_M = 0.6;
+
+/**
+ * How many true persons have a candidate of their own within a radius: greedy, nearest pair first.
+ * @param persons the true floor points
+ * @param candidates the map's candidates
+ * @param radius metres
+ * @returns the persons covered
+ * @example coveredPersons([{ x: 1, y: 1 }], [{ x: 1.2, y: 1 }], 0.6) // 1
+ */
+export function coveredPersons(persons: ReadonlyArray<{ x: number; y: number }>, candidates: ReadonlyArray<{ x: number; y: number }>, radius: number): number {
+  const pairs: Array<[number, number, number]> = [];
+  persons.forEach((p, i) =>
+    candidates.forEach((c, j) => {
+      const d = Math.hypot(c.x - p.x, c.y - p.y);
+      if (d <= radius) pairs.push([d, i, j]);
+    }),
+  );
+  pairs.sort((a, b) => a[0] - b[0]);
+  const usedP = new Set<number>();
+  const usedC = new Set<number>();
+  for (const [, i, j] of pairs) {
+    if (usedP.has(i) || usedC.has(j)) continue;
+    usedP.add(i);
+    usedC.add(j);
+  }
+  return usedP.size;
 }
 
 /** The truth the `sim?truth=1` source puts on frames (`truthToJson`), the parts scored here. */
 interface TruthMeta {
   time: number;
   person_count: number;
+  persons?: Array<{ floor: { x: number; y: number } }>;
   events?: Array<{ type: string; time: number }>;
 }
 
@@ -52,21 +92,26 @@ interface TruthMeta {
  * Runs the default room through the live pipeline with a model.
  * @param modelPath the model file (`neural_network.model_path`'s default when the caller says so)
  * @param minutes simulated minutes
+ * @param source another source URI in place of the configured one (`hardware.source`), e.g.
+ *   `sim?realism=ideal` for the same people in the ideal room; `truth=1` is added
  * @returns the figures
  */
-export async function runDefaultRoom(modelPath: string, minutes: number): Promise<DefaultRoomRun> {
+export async function runDefaultRoom(modelPath: string, minutes: number, source?: string): Promise<DefaultRoomRun> {
   const cfg = deepFreeze(defaults()) as ConfigSnapshot;
   const params = liveParams(cfg);
   const model = await PoseModel.load(modelPath);
   const t0 = performance.now();
   try {
     // The service's configured source, with the ground truth on each tick's first frame.
-    const uri = `${cfg.hardware.source}${cfg.hardware.source.includes('?') ? '&' : '?'}truth=1`;
+    const base = source ?? cfg.hardware.source;
+    const uri = `${base}${base.includes('?') ? '&' : '?'}truth=1`;
     const radios = cfg.environment.site.radios;
     const frames = parseSource(uri).open('frame', { speed: 0, radios: () => radios, view: () => cfg.environment.view, environmentId: cfg.environment.id }) as Observable<CsiFrame>;
     const truths: TruthMeta[] = [];
     const falls: number[] = [];
     let start = NaN;
+    let covered = 0;
+    let personMaps = 0;
     const out: PoseFrame[] = await lastValueFrom(
       frames.pipe(
         tap((f) => {
@@ -77,7 +122,24 @@ export async function runDefaultRoom(modelPath: string, minutes: number): Promis
           for (const e of t.events ?? []) if (e.type === 'fall_start') falls.push(e.time);
         }),
         takeWhile((f) => f.time - start < minutes * 60_000),
-        livePipeline({ model, untrained: 'drop', radios: () => radios }, () => params),
+        livePipeline(
+          {
+            model,
+            untrained: 'drop',
+            radios: () => radios,
+            // The front end's maps come out as the frame that completes them goes in: the newest truth is theirs.
+            onMap: (m) => {
+              const persons = truths[truths.length - 1]?.persons ?? [];
+              covered += coveredPersons(
+                persons.map((p) => p.floor),
+                m.candidates,
+                COVERAGE_RADIUS_M,
+              );
+              personMaps += persons.length;
+            },
+          },
+          () => params,
+        ),
         toArray(),
       ),
     );
@@ -99,6 +161,7 @@ export async function runDefaultRoom(modelPath: string, minutes: number): Promis
     return {
       model: modelPath,
       modelVersion: model.metadata.model_version,
+      source: base,
       minutes,
       frames: out.length,
       countRight: out.length ? right / out.length : NaN,
@@ -107,6 +170,7 @@ export async function runDefaultRoom(modelPath: string, minutes: number): Promis
       trueFalls: falls.length,
       alerted3s: match.delays.filter((x) => Number.isFinite(x)).length,
       falseAlerts: match.falseAlerts,
+      frontEnd: model.contract === 3 ? { covered: personMaps ? covered / personMaps : NaN, personMaps } : null,
       wallSeconds: (performance.now() - t0) / 1000,
     };
   } finally {
@@ -120,7 +184,8 @@ export async function runDefaultRoom(modelPath: string, minutes: number): Promis
  * @returns the results
  */
 export function defaultRoomResults(r: DefaultRoomRun): BenchResult[] {
-  const note = `npm start's room (sim?realism=room, default site, 2 generated people) ${r.minutes} simulated min in-process through the live pipeline, model ${r.modelVersion} (${r.model}); ${r.frames} pose frames; wall ${r.wallSeconds.toFixed(0)} s`;
+  const room = r.source === defaults().hardware.source ? `npm start's room (${r.source}` : `npm start's people in ${r.source} (not npm start's source`;
+  const note = `${room}, default site, 2 generated people) ${r.minutes} simulated min in-process through the live pipeline, model ${r.modelVersion} (${r.model}); ${r.frames} pose frames; wall ${r.wallSeconds.toFixed(0)} s`;
   const errors = Object.entries(r.countError)
     .sort((a, b) => Number(a[0]) - Number(b[0]))
     .map(([d, n]) => `${Number(d) > 0 ? '+' : ''}${d}: ${((100 * n) / Math.max(1, r.frames)).toFixed(1)} %`)
@@ -132,5 +197,16 @@ export function defaultRoomResults(r: DefaultRoomRun): BenchResult[] {
     { name: 'live_room.default.falls_alerted_3s', value: r.alerted3s, unit: 'falls', n: r.trueFalls, note: 'a high fall alert at most 3 s after the true fall began (matchFallAlerts, as room.falls_alerted_3s)' },
     { name: 'live_room.default.false_fall_alerts', value: r.falseAlerts, unit: 'alerts', n: r.alerted3s + r.falseAlerts, note: 'high fall alerts matching no true fall' },
     { name: 'live_room.default.false_fall_alerts_per_hour', value: (r.falseAlerts * 60) / r.minutes, unit: 'per hour', n: r.alerted3s + r.falseAlerts, note },
+    ...(r.frontEnd
+      ? [
+          {
+            name: 'live_room.default.front_end_coverage',
+            value: r.frontEnd.covered,
+            unit: 'fraction',
+            n: r.frontEnd.personMaps,
+            note: `true persons with a front-end candidate of their own within ${COVERAGE_RADIUS_M} m of their floor point, over every floor map (the refiner finds no one a candidate is not near)`,
+          },
+        ]
+      : []),
   ];
 }

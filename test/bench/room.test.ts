@@ -277,5 +277,33 @@ describe('bench:room --default-room (npm start\u2019s room in-process)', () => {
       'live_room.default.false_fall_alerts',
       'live_room.default.false_fall_alerts_per_hour',
     ]);
+    expect(r.frontEnd).toBeNull();
   }, 120_000);
+
+  it('with a v3 refiner, scores its front end: the share of true persons with a candidate near them', async () => {
+    const { runDefaultRoom, defaultRoomResults } = await import('../../bench/room/defaultRoom.js');
+    const r = await runDefaultRoom(join(repoRoot, 'models/csipose-refiner.onnx'), 0.3, 'sim?realism=ideal');
+    // Two people on every map, one map per 16 packets of the primary link at 100 Hz.
+    expect(r.frontEnd!.personMaps).toBe(2 * r.frames);
+    expect(r.frontEnd!.covered).toBeGreaterThan(0);
+    expect(r.frontEnd!.covered).toBeLessThanOrEqual(1);
+    expect(defaultRoomResults(r).map((x) => x.name)).toContain('live_room.default.front_end_coverage');
+  }, 120_000);
+
+  it('covers each true person with a candidate of their own, nearest pairs first, within the radius', async () => {
+    const { coveredPersons } = await import('../../bench/room/defaultRoom.js');
+    const p = [
+      { x: 1, y: 1 },
+      { x: 1.5, y: 1 },
+    ];
+    expect(coveredPersons(p, [{ x: 1.2, y: 1 }], 0.6)).toBe(1); // one candidate covers one person only
+    expect(coveredPersons(p, [{ x: 1.2, y: 1 }, { x: 1.6, y: 1 }], 0.6)).toBe(2);
+    // Nearest pair first: (1.4, 1) goes to the second person (0.1 m), the first takes (0.55, 1);
+    // taking persons in order would give the first (1.4, 1) at 0.4 m and leave the second uncovered.
+    expect(coveredPersons(p, [{ x: 1.4, y: 1 }, { x: 0.55, y: 1 }], 0.6)).toBe(2);
+    expect(coveredPersons(p, [{ x: 2.2, y: 1 }], 0.6)).toBe(0);
+    expect(coveredPersons([{ x: 0, y: 0 }], [{ x: 0.6, y: 0 }], 0.6)).toBe(1); // at the radius counts
+    expect(coveredPersons([{ x: 0, y: 0 }], [{ x: 0.6, y: 0 }], 0.5)).toBe(0);
+    expect(coveredPersons([], [{ x: 0, y: 0 }], 0.6)).toBe(0);
+  });
 });
