@@ -1,3 +1,4 @@
+import { DEFAULT_TRACKER_OPTIONS } from '../operators/track.js';
 import { MultiPersonTracker } from '../src/pose/tracker.js';
 import type { PersonPose, PoseFrame } from '../src/pose/types.js';
 import { Rng } from '../src/sim/rng.js';
@@ -79,7 +80,7 @@ export async function run(): Promise<BenchResult[]> {
   const frames = walkers(FRAMES, 7);
   let ids = 0;
   const round = () => {
-    const tracker = new MultiPersonTracker();
+    const tracker = new MultiPersonTracker(DEFAULT_TRACKER_OPTIONS);
     let last: PoseFrame | undefined;
     for (const f of frames) last = tracker.update(f);
     consume(last);

@@ -3,11 +3,24 @@ import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../s
 import { configParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import {
-  DEFAULT_TRACKER_OPTIONS,
   mergeOptions,
   MultiPersonTracker,
+  TRACKER_DEFAULTS,
+  type TrackerOptions,
   type TrackerOptionsInput,
 } from '../src/pose/tracker.js';
+
+/**
+ * The defaults of every tracker option as the service runs it: the track lifecycle from the config
+ * schema (`detection.tracking_min_hits`, `tracking_max_age`: stated there once), the rest the
+ * tracker's own ({@link TRACKER_DEFAULTS}). The tracker, below the config, takes the lifecycle as an
+ * argument.
+ */
+export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
+  minHits: configParam('detection.tracking_min_hits').default as number,
+  maxAge: configParam('detection.tracking_max_age').default as number,
+  ...TRACKER_DEFAULTS,
+});
 
 /** Options of {@link track}: the tracker's, plus a hook to reach each environment's tracker. */
 export interface TrackOperatorOptions extends TrackerOptionsInput {
@@ -55,7 +68,7 @@ export function track(
     new Observable<PoseFrame>((subscriber) => {
       const trackers = new Map<string, MultiPersonTracker>();
       let current: TrackOperatorOptions | undefined;
-      let settings: TrackerOptionsInput = {};
+      let settings: Readonly<TrackerOptions> = DEFAULT_TRACKER_OPTIONS;
 
       const sub = source.subscribe({
         next(frame) {

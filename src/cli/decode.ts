@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { isCaptureFormat, createStreamDecoder } from '../decoders/index.js';
 import { DecodeError } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
-import { frameToJson } from '../csi/json.js';
+import { frameToJson } from '../render/json.js';
 import { OutputDemand, flushed, readerGone } from '../sinks/output.js';
 
 /** Output is written in blocks of about this many characters. */

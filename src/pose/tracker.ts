@@ -1,4 +1,3 @@
-import { configParam } from '../config/params.js';
 import { Hungarian } from './hungarian.js';
 import { ConstantVelocityKalman, type KalmanNoise } from './kalman.js';
 import { ACTIVITIES, N_KEYPOINTS, type PersonPose, type PoseFrame, type TrackStats } from './types.js';
@@ -13,17 +12,21 @@ export interface CostWeights {
   floor: number;
 }
 
-/** Everything a {@link MultiPersonTracker} can be told; all fields have defaults. */
+/**
+ * Everything a {@link MultiPersonTracker} can be told. The track lifecycle (`minHits`, `maxAge`;
+ * {@link TrackerLifecycle}) is the caller's to give, the rest defaults to {@link TRACKER_DEFAULTS}.
+ */
 export interface TrackerOptions {
   /**
-   * Frames a new track must be matched in, one after the other, before it is reported
-   * (config `tracking_min_hits`); default 3, 1..1000. During the first `minHits` frames of the
+   * Frames a new track must be matched in, one after the other, before it is reported; 1..1000.
+   * The service gives config `detection.tracking_min_hits` (its default: the schema's, as
+   * `DEFAULT_TRACKER_OPTIONS` in `operators/track.ts`). During the first `minHits` frames of the
    * stream every track is reported at once.
    */
   minHits: number;
   /**
-   * Frames an unmatched track is kept and predicted before it is ended (config
-   * `tracking_max_age`); default 30, 0..100000.
+   * Frames an unmatched track is kept and predicted before it is ended; 0..100000. The service
+   * gives config `detection.tracking_max_age` (its default: the schema's, as above).
    */
   maxAge: number;
   /** Largest assignment cost at which a detection may continue a track; default 1, (0, 1000]. */
@@ -88,7 +91,15 @@ export interface TrackerOptions {
   maxTracks: number;
 }
 
-/** Options as accepted by the constructor and `setOptions`: any subset, nested groups partly. */
+/**
+ * The options a tracker has no default for: the track lifecycle, a setting of the service (config
+ * `detection.tracking_min_hits`, `tracking_max_age`) whose default is stated once, in the config
+ * schema. The constructor takes them; `DEFAULT_TRACKER_OPTIONS` in `operators/track.ts` gives the
+ * schema's defaults with {@link TRACKER_DEFAULTS}.
+ */
+export type TrackerLifecycle = Pick<TrackerOptions, 'minHits' | 'maxAge'>;
+
+/** Options as accepted by `setOptions` (and, with {@link TrackerLifecycle}, the constructor): any subset, nested groups partly. */
 export type TrackerOptionsInput = Partial<Omit<TrackerOptions, 'weights' | 'floorNoise' | 'motionNoise' | 'viewNoise' | 'movingSpeed'>> & {
   weights?: Partial<CostWeights>;
   floorNoise?: Partial<KalmanNoise>;
@@ -136,11 +147,11 @@ export const MOTION_SPAN_S = 1;
 /** See {@link MOTION_WALK_PROBABILITY}. */
 export const MOTION_DISPLACEMENT_M = 0.5;
 
-/** The defaults of every option. */
-export const DEFAULT_TRACKER_OPTIONS: Readonly<TrackerOptions> = Object.freeze({
-  // The service's defaults (config `detection.tracking_min_hits`, `tracking_max_age`).
-  minHits: configParam('detection.tracking_min_hits').default as number,
-  maxAge: configParam('detection.tracking_max_age').default as number,
+/**
+ * The defaults of every option but the track lifecycle ({@link TrackerLifecycle}, whose defaults
+ * are the config schema's: `DEFAULT_TRACKER_OPTIONS` in `operators/track.ts` adds them).
+ */
+export const TRACKER_DEFAULTS: Readonly<Omit<TrackerOptions, keyof TrackerLifecycle>> = Object.freeze({
   gate: 1,
   reclaimGate: 10,
   smoothKeypoints: 0,
@@ -519,13 +530,14 @@ export class MultiPersonTracker {
   private detTrack: Array<Track | null> = [];
 
   /**
-   * @param options any subset of {@link TrackerOptions}
+   * @param options `minHits` and `maxAge` ({@link TrackerLifecycle}) and any subset of the other
+   *   {@link TrackerOptions} (the rest from {@link TRACKER_DEFAULTS})
    * @param firstId the id of the first track (default 1); a service passes one past the ids it
    *   stored, so track ids never repeat across restarts
    * @throws RangeError when an option is out of range
    */
-  constructor(options: TrackerOptionsInput = {}, firstId = 1) {
-    this.opts = mergeOptions(DEFAULT_TRACKER_OPTIONS, options);
+  constructor(options: TrackerOptionsInput & TrackerLifecycle, firstId = 1) {
+    this.opts = mergeOptions({ minHits: options.minHits, maxAge: options.maxAge, ...TRACKER_DEFAULTS }, options);
     if (!Number.isSafeInteger(firstId) || firstId < 1) throw new RangeError(`tracker: firstId must be a positive integer, got ${firstId}`);
     this.nextId = firstId;
   }

@@ -57,6 +57,11 @@ export const DENSE_PART_NAMES = [
 export const N_DENSE_PARTS = 24;
 
 export type Activity = 'standing' | 'sitting' | 'lying' | 'walking' | 'falling';
+/**
+ * The service's activities, in order. A contract v2 model's `activity` output and a person's
+ * `modelActivity.probabilities` follow this order (`MODEL_ACTIVITIES` in `src/model/contract.ts`
+ * is this list).
+ */
 export const ACTIVITIES: readonly Activity[] = ['standing', 'sitting', 'lying', 'walking', 'falling'];
 
 /** Per-track figures (spec Track `statistics`). */

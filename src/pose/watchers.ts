@@ -13,9 +13,8 @@
  * next frame.
  */
 
-import { MODEL_ACTIVITIES } from '../model/contract.js';
 import { createPostureEstimate, estimatePosture, peakDescent, PoseHistory, referenceHeight } from './posture.js';
-import type { ActivityEvent, AlertSeverity, PersonPose, PoseAlert, PoseFrame } from './types.js';
+import { ACTIVITIES, type ActivityEvent, type AlertSeverity, type PersonPose, type PoseAlert, type PoseFrame } from './types.js';
 import { distanceToBoundary, inZone, scheduleActive, type CompiledZone } from './zones.js';
 
 /** A person must move this far (metres) from where they settled to re-arm inactivity. */
@@ -49,7 +48,8 @@ export const FALL_ROOM_REFRACTORY_MS = 10_000;
  */
 export const TRACK_FORGET_MS = 10_000;
 
-const FALLING = MODEL_ACTIVITIES.indexOf('falling');
+/** Index of falling among a model's activity probabilities (ACTIVITIES order, as `MODEL_ACTIVITIES`). */
+const FALLING = ACTIVITIES.indexOf('falling');
 /** Fall duration and impact are measured this long after the fall's first frame, ms. */
 const FALL_SETTLE_MS = 1500;
 /** Posture samples kept per track for fall measurements: onset - 1.5 s .. onset + 1.5 s at up to ~60 Hz. */

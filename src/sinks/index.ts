@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Observable, Subscription } from 'rxjs';
 import type { ParamSpec, ParamValues } from '../engine/spec.js';
-import { toJsonLine } from '../csi/json.js';
+import { toJsonLine } from '../render/json.js';
 import type { CsiFrame } from '../csi/frame.js';
 import { encodeIntel5300Into, intel5300RecordLength } from '../encoders/intel5300.js';
 import { ReplayClock } from '../sources/replayClock.js';

@@ -1,7 +1,7 @@
 import type { PersonPose, PoseFrame } from '../pose/types.js';
 import { blobToFloats } from './schema.js';
 import type { Row, Store } from './store.js';
-import { DEFAULT_TRACKER_OPTIONS } from '../pose/tracker.js';
+import { TRACKER_DEFAULTS } from '../pose/tracker.js';
 
 /**
  * The reads of pose history: pages of stored frames and persons, the query with its
@@ -389,8 +389,8 @@ export async function trackRecord(store: Store, environmentId: string, trackId: 
       from: new Date(range.from),
       to: new Date(range.to),
       maxstep: MAX_STEP_S,
-      vfloor: DEFAULT_TRACKER_OPTIONS.movingSpeed.floor,
-      vview: DEFAULT_TRACKER_OPTIONS.movingSpeed.view,
+      vfloor: TRACKER_DEFAULTS.movingSpeed.floor,
+      vview: TRACKER_DEFAULTS.movingSpeed.view,
     },
   );
   if (!r || num(r.frames) === 0) return null;

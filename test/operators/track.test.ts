@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { from, lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { spec, track } from '../../operators/track.js';
+import { DEFAULT_TRACKER_OPTIONS, spec, track } from '../../operators/track.js';
 import { MultiPersonTracker, type TrackerOptionsInput } from '../../src/pose/tracker.js';
 import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
 import { Rng } from '../../src/sim/rng.js';
@@ -90,7 +90,7 @@ function frame(k: number, persons: PersonPose[], environmentId = 'lab'): PoseFra
 
 /** Runs frames through a fresh tracker; returns the tracker and the output frames. */
 function runTracker(frames: PoseFrame[], opts: TrackerOptionsInput = {}): { tracker: MultiPersonTracker; out: PoseFrame[] } {
-  const tracker = new MultiPersonTracker(opts);
+  const tracker = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, ...opts });
   return { tracker, out: frames.map((f) => tracker.update(f)) };
 }
 
@@ -225,7 +225,7 @@ describe('track: scenarios', () => {
     const frames: PoseFrame[] = [];
     for (let k = 0; k < 45; k++) frames.push(frame(k, k >= 20 && k < 25 ? [] : [person(0.5 + k / 10, 2)]));
 
-    const keep = new MultiPersonTracker({ maxAge: 30 });
+    const keep = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 30 });
     const keptIds: Array<number | undefined> = [];
     for (const f of frames) {
       const out = keep.update(f);
@@ -236,7 +236,7 @@ describe('track: scenarios', () => {
     expect(keep.track(1)!.status).toBe('active');
     expect(keep.track(1)!.totalFrames).toBe(40);
 
-    const drop = new MultiPersonTracker({ maxAge: 2 });
+    const drop = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 2 });
     const droppedIds: Array<number | undefined> = [];
     for (const f of frames) {
       droppedIds.push(drop.update(f).persons[0]?.trackId);
@@ -296,7 +296,7 @@ describe('track: scenarios', () => {
     expect(byWho.map((m) => m.get(0))).toEqual(frames.map(() => 1));
     expect(byWho.map((m) => m.get(1))).toEqual(frames.map(() => 2));
     expect(byWho.map((m) => m.get(2))).toEqual(frames.map((f) => (f.frameId >= 12 ? 3 : undefined)));
-    expect(() => new MultiPersonTracker({ reclaimGate: -1 })).toThrow(RangeError);
+    expect(() => new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, reclaimGate: -1 })).toThrow(RangeError);
   });
 
   it('minHits hides a one-frame false positive, which uses up no id', () => {
@@ -346,7 +346,7 @@ describe('track: scenarios', () => {
       const x = 0.5 + Math.min(k, 100) / 10;
       frames.push(frame(k, [person(x, 2, { rng, floorNoise: 0.03 })]));
     }
-    const tracker = new MultiPersonTracker();
+    const tracker = new MultiPersonTracker(DEFAULT_TRACKER_OPTIONS);
     frames.slice(0, 101).forEach((f) => tracker.update(f));
     const rec = tracker.track(1)!;
     expect(rec.statisticsUnit).toBe('m');
@@ -447,7 +447,7 @@ describe('track: scenarios', () => {
   });
 
   it('applies setOptions from the next frame', () => {
-    const tracker = new MultiPersonTracker({ maxAge: 30 });
+    const tracker = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 30 });
     for (let k = 0; k < 10; k++) tracker.update(frame(k, [person(1 + k / 10, 2)]));
     tracker.update(frame(10, []));
     tracker.update(frame(11, []));
@@ -494,7 +494,7 @@ describe('track: scenarios', () => {
   });
 
   it('survives hostile input: bad boxes, missing fields, odd times, too many persons', () => {
-    const tracker = new MultiPersonTracker();
+    const tracker = new MultiPersonTracker(DEFAULT_TRACKER_OPTIONS);
     const good = person(1, 1);
     const bad: unknown[] = [
       { ...good, bbox: Float32Array.of(NaN, 0, 10, 10) },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toJsonLine } from '../../src/csi/json.js';
+import { toJsonLine } from '../../src/render/json.js';
 import { renderAlert, renderEvent } from '../../src/render/events.js';
 import type { ActivityEvent, PoseAlert, PoseFrame } from '../../src/pose/types.js';
 

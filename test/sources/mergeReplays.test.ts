@@ -8,7 +8,7 @@ import type { CsiFrame } from '../../src/csi/frame.js';
 import { DecodeError, type DecodeStats } from '../../src/csi/decoder.js';
 import type { RadioConfig } from '../../src/csi/radios.js';
 import { createStreamDecoder } from '../../src/decoders/index.js';
-import { frameToJson } from '../../src/csi/json.js';
+import { frameToJson } from '../../src/render/json.js';
 import { encodeIntel5300 } from '../../src/encoders/intel5300.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
 import { OutputDemand } from '../../src/sinks/output.js';

@@ -1,8 +1,14 @@
-import type { CsiFrame, CsiWindow, DopplerSpectrum } from './frame.js';
-import { isoTime } from './frame.js';
+/**
+ * Stream items as JSON: CSI frames, windows and Doppler spectra (as `csipose decode` and the
+ * streaming sinks print them) and pose frames (the Form B frame of `./frame.ts` with the alerts and
+ * events of `./events.ts`). It lives with the renderers, above `src/csi/` and `src/pose/`, whose
+ * types it reads.
+ */
+import type { CsiFrame, CsiWindow, DopplerSpectrum } from '../csi/frame.js';
+import { isoTime } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
-import { renderFrame } from '../render/frame.js';
-import { renderAlert, renderEvent } from '../render/events.js';
+import { renderFrame } from './frame.js';
+import { renderAlert, renderEvent } from './events.js';
 
 /** NaN and infinities are not JSON: they print as null. */
 function num(v: number): number | null {
