@@ -1,5 +1,5 @@
 /**
- * The analytics figures (src/store/analytics.ts) on stores whose content is known: scripted people
+ * The analytics figures (src/store/analytics/) on stores whose content is known: scripted people
  * from the simulator's scenario engine, seen as ground truth (no CSI, no model) at the live cadence
  * of 12.5 frames/s, through the real track -> activity -> alerts operators and the real PoseSink
  * into a real DuckDB file (test/helpers/truthStore.ts).
@@ -24,7 +24,7 @@ import {
   type AnalyticsRange,
   type EventOut,
   type FunnelZones,
-} from '../../src/store/analytics.js';
+} from '../../src/store/analytics/index.js';
 import { compileSchedule, compileZone, inZone, pointInPolygon, scheduleActive, type ZoneConfig } from '../../src/pose/zones.js';
 import { PoseSink } from '../../src/store/poseSink.js';
 import type { Store } from '../../src/store/store.js';

@@ -7,7 +7,7 @@
  * stored tracks move no distance and spend no time moving; the mobility score counts no movement.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { healthcare, retail, summary, type AnalyticsRange } from '../../src/store/analytics.js';
+import { healthcare, retail, summary, type AnalyticsRange } from '../../src/store/analytics/index.js';
 import { trackRecord } from '../../src/store/history.js';
 import type { Store } from '../../src/store/store.js';
 import { Rng } from '../../src/sim/rng.js';

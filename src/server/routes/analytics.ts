@@ -1,6 +1,6 @@
 /**
  * `GET /analytics/healthcare`, `/retail`, `/security`, `/summary`, `/events` and `/occupancy`:
- * thin routes over src/store/analytics.ts. Each validates its query field by field (unknown or
+ * thin routes over src/store/analytics/. Each validates its query field by field (unknown or
  * repeated parameters refused, 422 `VALIDATION_ERROR` naming the field), reads the store and
  * returns `{data}`; the HTTP core renders it in the request's form. docs/analytics.md defines
  * every figure and parameter.
@@ -28,7 +28,7 @@ import {
   type Granularity,
   type OccupancyInterval,
   type Severity,
-} from '../../store/analytics.js';
+} from '../../store/analytics/index.js';
 
 /** Longest range a summary, occupancy or event query may span. */
 export const MAX_RANGE_DAYS = 366;

@@ -49,7 +49,7 @@ import type { MultiPersonTracker, TrackerOptionsInput } from '../../pose/tracker
 import { ACTIVITIES, type PersonPose, type PoseFrame } from '../../pose/types.js';
 import { Rng } from '../../sim/rng.js';
 import { CsiSimulator, type GroundTruth } from '../../sim/simulator.js';
-import { MOVING_SPEED } from '../../store/analytics.js';
+import { MOVING_SPEED } from '../../store/analytics/index.js';
 import { ClearMot } from '../eval/mot.js';
 import { PacedRunner } from '../eval/pacedRunner.js';
 import type { InferContext, InferStats } from '../../../operators/infer.js';
