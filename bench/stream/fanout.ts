@@ -15,53 +15,11 @@ import type { ConnectArgs, Received } from './clients.js';
 import type { Published, ServerReady, ServerStats } from './server.js';
 import { ms, phaseFigures } from './stats.js';
 import { configResults, summaryResults, type Phase, type Runs, type Side } from './results.js';
+import type { Plan } from './plan.js';
 
 /** This folder: the compiled server and client scripts sit beside this one. */
 const here = dirname(fileURLToPath(import.meta.url));
 export const MODEL = join(repoRoot, 'models/csipose-pose.onnx');
-
-/**
- * Timing of the phases. Warm-up and window are given in seconds and run as frame counts at the
- * nominal frame rate (simulator 100 Hz x speed / HOP): after the restart that opens each phase,
- * frames [W, W + M) are measured, the same frames in every phase of a configuration.
- */
-export interface Plan {
-  /** Server processes, one per frame rate: the simulator speed and the client counts at that rate. */
-  rates: Array<{ speed: number; counts: number[] }>;
-  sets: number[];
-  rounds: number;
-  warmupMs: number;
-  measureMs: number;
-  /** Wait after the window closes so the window's last frame reaches every client. */
-  graceMs: number;
-  /** Client processes (clients are split evenly over them). */
-  clientProcs: number;
-}
-
-export const FULL: Plan = {
-  rates: [
-    { speed: 0.8, counts: [100, 1000] },
-    { speed: 0.16, counts: [10_000] },
-  ],
-  sets: [1, 10],
-  rounds: 2,
-  warmupMs: 2000,
-  measureMs: 10_000,
-  graceMs: 1500,
-  clientProcs: 1,
-};
-
-/** A smoke run: one round (ours, then plain ws), short windows, 100 and 1,000 clients. */
-export const QUICK: Plan = {
-  rates: [{ speed: 0.8, counts: [100, 1000] }],
-  sets: [1, 10],
-  rounds: 1,
-  warmupMs: 700,
-  measureMs: 2500,
-  graceMs: 500,
-  clientProcs: 1,
-};
-
 
 /** The simulator's CSI rate (its default `rateHz`): pose frames/s = SIM_RATE_HZ x speed / HOP. */
 const SIM_RATE_HZ = 100;

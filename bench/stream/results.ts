@@ -3,7 +3,7 @@
  * figures: medians over rounds, their spread, and the ratios the targets are judged by.
  */
 import type { BenchResult } from '../lib.js';
-import type { Plan } from './fanout.js';
+import type { Plan } from './plan.js';
 import { median, ms, spread, type PhaseFigures } from './stats.js';
 
 export type Side = 'ours' | 'baseline';
