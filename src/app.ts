@@ -1,12 +1,17 @@
 import { PoseService, type Logger } from './service/service.js';
-import { startServer, type HttpServer } from './server/server.js';
+import { ServerOutlet, type HttpServer, type ServerFace } from './server/server.js';
 import type { Form } from './server/forms.js';
+import type { LatestReads, MetricsReads } from './service/face.js';
+import type { Outlet } from './outlets/outlet.js';
+import { LatestOutlet } from './outlets/latest.js';
+import { MetricsOutlet } from './outlets/metrics.js';
 import { MqttOutlet } from './outlets/mqtt.js';
 import { StoreOutlet } from './outlets/store.js';
+import { LakeOutlet } from './outlets/lake.js';
 import { PoseSink } from './store/poseSink.js';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { Lake } from './store/lake.js';
+import type { Lake } from './store/lake.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
@@ -38,13 +43,64 @@ export interface App {
   readonly mqtt: MqttOutlet;
   /** The Parquet lake, when `storage.parquet_dir` was set at start. */
   readonly lake: Lake | undefined;
-  /** Graceful shutdown: stop listening and close sockets, detach outlets, stop the pipeline, flush and close the store. */
+  /** The metrics history (a sample every 10 s). */
+  readonly metrics: MetricsOutlet;
+  /** Every outlet, in start order (they close in reverse). */
+  readonly outlets: readonly Outlet[];
+  /** Graceful shutdown: the outlets close in reverse order of start (see {@link startApp}). */
   close(): Promise<void>;
 }
 
 /**
- * The composition root: opens the service, attaches its outlets (the HTTP and WebSocket server,
- * the MQTT publisher) as subscribers of its streams, and starts the system when asked.
+ * What the server reads of the service: the service's own streams, reads and commands, with the
+ * latest frames and the metrics history taken from their outlets. The configuration, the
+ * lifecycle and the accounts go out under their narrow types (ConfigReader, SystemCommands, ...).
+ * @param svc the open service
+ * @param latest the latest-frame cache
+ * @param metrics the metrics history
+ * @returns the server's face
+ */
+export function serverFace(svc: PoseService, latest: LatestReads, metrics: MetricsReads): ServerFace {
+  return {
+    version: svc.version,
+    dataDir: svc.dataDir,
+    config: svc.config,
+    auth: svc.auth,
+    store: svc.store,
+    system: svc.system,
+    floorMaps: svc.floorMaps,
+    snapshot: () => svc.snapshot(),
+    modelVersion: () => svc.modelVersion(),
+    process: (s) => svc.process(s),
+    updateConfig: (changes) => svc.updateConfig(changes),
+    latest: (environmentId) => latest.latest(environmentId),
+    environments: () => latest.environments(),
+    metricsHistory: () => metrics.metricsHistory(),
+  };
+}
+
+/**
+ * Closes outlets in reverse order of the list, each after its `flush` when it has one. A failure
+ * is logged and the rest still close.
+ */
+async function closeInReverse(outlets: readonly Outlet[], log: Logger): Promise<void> {
+  for (const o of [...outlets].reverse()) {
+    try {
+      await o.flush?.();
+    } catch (e) {
+      log('error', `${o.name}: flush at shutdown failed: ${(e as Error)?.stack ?? String(e)}`);
+    }
+    try {
+      await o.close();
+    } catch (e) {
+      log('error', `${o.name}: close failed: ${(e as Error)?.stack ?? String(e)}`);
+    }
+  }
+}
+
+/**
+ * The composition root: opens the service, starts its outlets (one list, below) as subscribers
+ * of its streams, and starts the system when asked.
  * @param o flags and environment
  * @returns the running application
  * @example const app = await startApp({ host: '127.0.0.1', port: 0, dataDir: './data', autostart: true, rateLimitScale: 1 });
@@ -72,47 +128,59 @@ export async function startApp(o: ServeOptions): Promise<App> {
   // From here on through the service's logger, which counts the errors (the summary's error_count).
   log = svc.log;
   cleanExports(o.dataDir);
+
+  const mqtt = new MqttOutlet(svc.config, svc.version, env, log);
   // The DuckDB sink: every pose frame, its persons, events and alerts, batched into the store.
-  const store = new StoreOutlet(svc, new PoseSink(svc.store, { onError: (e) => log('error', `store: ${e.message}`) }), (e) =>
+  const store = new StoreOutlet(new PoseSink(svc.store, { onError: (e) => log('error', `store: ${e.message}`) }), (e) =>
     log('error', `store outlet: ${(e as Error)?.stack ?? String(e)}`),
   );
-  let server: HttpServer;
-  try {
-    server = await startServer(svc, {
-      host: o.host,
-      port: o.port,
-      rateLimitScale: o.rateLimitScale,
-      log,
-      ...(o.form ? { form: o.form } : {}),
-      ...(o.transport ? { transport: o.transport } : {}),
-      ...(o.dashboard === false ? { dashboard: false as const } : {}),
-    });
-  } catch (e) {
-    store.close();
-    await svc.close();
-    throw e;
-  }
-  const mqtt = new MqttOutlet(svc, o.env ?? process.env, log);
+  // The service holds a place in the list too: closing it stops the pipeline (its stop step
+  // flush_sinks flushes every outlet's flush, i.e. the store sink) and closes the store.
+  const service: Outlet = { name: 'service', start: () => undefined, close: () => svc.close() };
   // The Parquet lake, when asked for at start (the store's allowed folders are fixed at open).
   const lakeFolder = lakeDir(o.dataDir, parquetDir);
-  let lake: Lake | undefined;
-  let unreportLake: (() => void) | undefined;
-  if (lakeFolder) {
-    lake = new Lake(svc.store, {
-      dir: lakeFolder,
-      retentionDays: () => svc.config.get().privacy.data_retention_days,
-      onError: (e) => log('error', `lake: ${e.message}`),
-    });
-    unreportLake = svc.report('lake', () => ({ ...lake!.report() }));
-    lake.start();
+  const lake = lakeFolder
+    ? new LakeOutlet(svc.store, {
+        dir: lakeFolder,
+        retentionDays: () => svc.config.get().privacy.data_retention_days,
+        onError: (e) => log('error', `lake: ${e.message}`),
+      })
+    : undefined;
+  const metrics = new MetricsOutlet(svc.store, svc.log);
+  const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
+  const server = new ServerOutlet(serverFace(svc, latest, metrics), {
+    host: o.host,
+    port: o.port,
+    rateLimitScale: o.rateLimitScale,
+    log,
+    ...(o.form ? { form: o.form } : {}),
+    ...(o.transport ? { transport: o.transport } : {}),
+    ...(o.dashboard === false ? { dashboard: false as const } : {}),
+  });
+
+  // The outlets, started in this order and closed in reverse. Shutdown therefore runs:
+  //   ws       stop listening, close every WebSocket (1001);
+  //   latest, metrics, lake   detach; the lake's running pass ends before the store closes;
+  //   service  stop the pipeline, flush the store sink (the stop step flush_sinks), close the store;
+  //   store    detach the sink's outlet (the store has closed the sink, writing what it held);
+  //   mqtt     last, so the final `stopped` status goes out before the offline mark.
+  // A new outlet: one file in src/outlets implementing Outlet, one entry here.
+  const outlets: Outlet[] = [mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+  for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
+  try {
+    for (const out of outlets) await out.start(svc);
+  } catch (e) {
+    await closeInReverse(outlets, log);
+    throw e;
   }
+
   // How local tools find this service: pid, address and this start's admin key (mode 0600).
   const wildcard = o.host === '0.0.0.0' || o.host === '::' || o.host === '';
   const host = wildcard ? (o.host === '::' ? '[::1]' : '127.0.0.1') : o.host.includes(':') ? `[${o.host}]` : o.host;
   try {
     writeServiceFile(o.dataDir, {
       pid: process.pid,
-      url: `http://${host}:${server.port}`,
+      url: `http://${host}:${server.server.port}`,
       started_at: new Date().toISOString(),
       api_key: localKey,
       data_dir: resolve(o.dataDir),
@@ -125,20 +193,15 @@ export async function startApp(o: ServeOptions): Promise<App> {
   return {
     svc,
     store,
-    server,
+    server: server.server,
     mqtt,
-    lake,
+    lake: lake?.lake,
+    metrics,
+    outlets,
     close() {
       closing ??= (async () => {
         removeServiceFile(o.dataDir, localKey);
-        server.close();
-        unreportLake?.();
-        await lake?.close();
-        // The service stops the pipeline and flushes the sink (flush_sinks), then closes the store.
-        await svc.close();
-        store.close();
-        // Last: the final status (stopped) goes out before the offline mark.
-        await mqtt.close();
+        await closeInReverse(outlets, log);
       })();
       return closing;
     },

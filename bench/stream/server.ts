@@ -1,9 +1,10 @@
 /**
  * The server process of the fan-out benchmark (forked by `bench/stream.ts`): the real service
  * (`PoseService.open` on a temp data dir, the shipped model, the simulator as source) with the real
- * uWebSockets.js server (`startServer`, `/ws/pose`) and, on another port, the plain `ws` broadcast
- * of the same `pose$`. Before either server attaches, a subscriber of `pose$` records when each
- * frame is published (frame_id -> wall time): the zero of every latency.
+ * uWebSockets.js server (`ServerOutlet`, `/ws/pose`) and, on another port, the plain `ws` broadcast
+ * of the same `pose$`. After the latest-frame and metrics outlets (which the service ran itself
+ * before they became outlets) and before either server attaches, a subscriber of `pose$` records
+ * when each frame is published (frame_id -> wall time): the zero of every latency.
  *
  * argv: DATA_DIR CONFIG_FILE SOURCE_URI; environment: CSIPOSE_API_KEYS (the clients' credentials).
  * Commands: `start`, `restart`, `frames`, `published`, `connections`, `stats`, `stop`.
@@ -14,7 +15,10 @@
  */
 import { resolve } from 'node:path';
 import { PoseService } from '../../src/service/service.js';
-import { startServer } from '../../src/server/server.js';
+import { ServerOutlet } from '../../src/server/server.js';
+import { serverFace } from '../../src/app.js';
+import { LatestOutlet } from '../../src/outlets/latest.js';
+import { MetricsOutlet } from '../../src/outlets/metrics.js';
 import { WS_PATH } from '../../src/server/ws/endpoint.js';
 import { PlainWsBroadcast } from './baseline.js';
 import { announce, now, serve, sleep } from './ipc.js';
@@ -52,7 +56,11 @@ async function main(): Promise<void> {
     if (level === 'error') process.stderr.write(`[server ${level}] ${msg}\n`);
   };
   const svc = await PoseService.open({ dataDir, configFile, source, env: process.env, log });
-  // First subscriber after the service's own outlets, before both servers: the publish instant.
+  const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${String(e)}`));
+  const metrics = new MetricsOutlet(svc.store, svc.log);
+  latest.start(svc);
+  metrics.start(svc);
+  // First subscriber after those outlets, before both servers: the publish instant.
   const ids = new Int32Array(KEPT);
   const times = new Float64Array(KEPT);
   let count = 0;
@@ -61,7 +69,9 @@ async function main(): Promise<void> {
     ids[i] = v.frame.frameId;
     times[i] = now();
   });
-  const http = await startServer(svc, { host: '127.0.0.1', port: 0, rateLimitScale: 1, log });
+  const ours = new ServerOutlet(serverFace(svc, latest, metrics), { host: '127.0.0.1', port: 0, rateLimitScale: 1, log });
+  await ours.start(svc);
+  const http = ours.server;
   const form = () => svc.config.get().server.response_form;
   const baseline = await PlainWsBroadcast.listen(svc.pose$, form);
   const fanout = http.socket!.fanout;
@@ -124,7 +134,9 @@ async function main(): Promise<void> {
     stop() {
       stopping ??= (async () => {
         await baseline.close();
-        http.close();
+        ours.close();
+        metrics.close();
+        latest.close();
         await svc.close();
         setTimeout(() => process.exit(0), 50);
       })();

@@ -5,10 +5,10 @@ import type { ActivityEvent, PoseAlert } from '../pose/types.js';
 import type { PoseFrameView } from '../render/view.js';
 import { renderAlert, renderEvent } from '../render/events.js';
 import type { ConfigSnapshot } from '../config/store.js';
-import type { ComponentReport, ServiceFace, ServiceSnapshot } from '../service/face.js';
+import type { ComponentReport, ConfigReader, ServiceSnapshot } from '../service/face.js';
 import { renderStatusMessage } from '../service/status.js';
 import { brokerName, envCredentials, RECONNECT_MIN_MS, withBackoff } from '../mqtt/connection.js';
-import { attachOutlet } from '../service/outlet.js';
+import { attachOutlet, type Outlet, type OutletStreams } from './outlet.js';
 import { haDiscovery, HaEnvironment, type EnvironmentTopics } from './homeassistant.js';
 
 /** QoS 1 messages (alerts, events) held while the broker is away; past it the oldest are dropped and counted. */
@@ -68,7 +68,8 @@ interface Counters {
  * state goes to `/health/detailed` (`mqtt`). Configuration changes apply live: switching it on
  * or off, a new broker, prefix or discovery setting reconnects.
  */
-export class MqttOutlet {
+export class MqttOutlet implements Outlet {
+  readonly name = 'mqtt';
   private client: MqttClient | undefined;
   private settings: Settings | undefined;
   private readonly subs: Subscription[] = [];
@@ -77,7 +78,7 @@ export class MqttOutlet {
   private readonly announced = new Set<string>();
   private readonly lastState = new Map<string, { json: string; at: number }>();
   private readonly stateTimers = new Map<string, NodeJS.Timeout>();
-  private readonly unreport: () => void;
+  private unreport: (() => void) | undefined;
   private state: 'disabled' | 'connecting' | 'connected' | 'disconnected' = 'disabled';
   private lastError: string | undefined;
   private lastStatus: ServiceSnapshot | undefined;
@@ -89,25 +90,30 @@ export class MqttOutlet {
   };
 
   /**
-   * @param svc the service's face
+   * @param config the configuration (`streaming.mqtt_*`, the environment), read-only
+   * @param version the service's version (Home Assistant discovery names it)
    * @param env where CSIPOSE_MQTT_USERNAME and CSIPOSE_MQTT_PASSWORD are read
    * @param log the service's logger
    */
   constructor(
-    private readonly svc: ServiceFace,
+    private readonly config: ConfigReader,
+    private readonly version: string,
     private readonly env: Record<string, string | undefined>,
     private readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void,
-  ) {
-    const fail = (what: string) => (e: unknown) => log('error', `mqtt ${what}: ${(e as Error)?.stack ?? String(e)}`);
+  ) {}
+
+  /** Subscribes to the streams and the configuration, and connects when `streaming.mqtt_enabled`. */
+  start(streams: OutletStreams): void {
+    const fail = (what: string) => (e: unknown) => this.log('error', `mqtt ${what}: ${(e as Error)?.stack ?? String(e)}`);
     this.subs.push(
-      attachOutlet(svc.pose$, (v) => this.pose(v), fail('pose')),
-      attachOutlet(svc.alerts$, (a) => this.alert(a), fail('alert')),
-      attachOutlet(svc.events$, (e) => this.event(e), fail('event')),
-      attachOutlet(svc.status$, (s) => this.status(s), fail('status')),
-      attachOutlet(svc.config.changes$, (e) => this.configure(e.config), fail('config')),
+      attachOutlet(streams.pose$, (v) => this.pose(v), fail('pose')),
+      attachOutlet(streams.alerts$, (a) => this.alert(a), fail('alert')),
+      attachOutlet(streams.events$, (e) => this.event(e), fail('event')),
+      attachOutlet(streams.status$, (s) => this.status(s), fail('status')),
+      attachOutlet(this.config.changes$, (e) => this.configure(e.config), fail('config')),
     );
-    this.unreport = svc.report('mqtt', () => this.report());
-    this.configure(svc.config.get());
+    this.unreport = streams.report('mqtt', () => this.report());
+    this.configure(this.config.get());
   }
 
   private topic(environmentId: string, leaf: string): string {
@@ -183,7 +189,7 @@ export class MqttOutlet {
       // An empty retained config removes the entity from Home Assistant.
       if (removeDiscoveryOf)
         for (const id of this.environments.keys())
-          for (const m of haDiscovery(removeDiscoveryOf.haPrefix, id, '', this.topics(id), this.svc.version)) sends.push(client.publishAsync(m.topic, '', { qos: 1, retain: true }));
+          for (const m of haDiscovery(removeDiscoveryOf.haPrefix, id, '', this.topics(id), this.version)) sends.push(client.publishAsync(m.topic, '', { qos: 1, retain: true }));
       await Promise.race([Promise.allSettled(sends), new Promise((r) => setTimeout(r, 2000))]);
     }
     await client.endAsync(false).catch(() => client.end(true));
@@ -230,7 +236,7 @@ export class MqttOutlet {
     if (!s?.homeassistant || this.announced.has(id) || !this.connected()) return;
     this.announced.add(id);
     const name = id === s.environmentId ? s.environmentName : id;
-    for (const m of haDiscovery(s.haPrefix, id, name, this.topics(id), this.svc.version)) {
+    for (const m of haDiscovery(s.haPrefix, id, name, this.topics(id), this.version)) {
       this.publish(m.topic, m.payload, 1, true);
       this.counters.published.discovery++;
     }
@@ -323,7 +329,9 @@ export class MqttOutlet {
   async close(): Promise<void> {
     this.closed = true;
     for (const sub of this.subs) sub.unsubscribe();
-    this.unreport();
+    this.subs.length = 0;
+    this.unreport?.();
+    this.unreport = undefined;
     await this.disconnect();
     this.settings = undefined;
     this.state = 'disabled';

@@ -4,10 +4,10 @@ import type { UntrainedLink } from '../../operators/infer.js';
 import type { LinkReport } from '../../operators/links.js';
 import type { PoseFrameView } from '../render/view.js';
 import type { Authenticator } from '../auth/authenticator.js';
-import type { ConfigStore, UpdateResult } from '../config/store.js';
+import type { ConfigChangeEvent, ConfigSnapshot, UpdateResult } from '../config/store.js';
 import type { ConfigChange } from '../config/validate.js';
 import type { Store, StoreHealth } from '../store/store.js';
-import type { Step, SystemController, SystemState } from './system.js';
+import type { Step, SystemState, Transition } from './system.js';
 import type { FloorMapReader } from './floorMaps.js';
 
 /** What an outlet or a component reports about itself (in `/health/detailed` and `/metrics`). */
@@ -77,6 +77,8 @@ export interface ServiceSnapshot {
     siteInput: boolean;
     siteKnown: boolean;
     queue: number;
+    /** CSI windows inferred; with `dropped`, the pipeline's error rate (the share dropped under lag). */
+    inferred: number;
     dropped: number;
     avgBatchMs: number;
     /** Links of the running session whose CSI layout the model was not trained on (their windows are dropped). */
@@ -119,19 +121,8 @@ export interface ProcessResult {
   processingMs: number;
 }
 
-/**
- * The service's public face: hot streams every outlet subscribes to on its own, and a small
- * read interface. Routes and outlets take what they need from here and keep no pipeline state.
- */
-export interface ServiceFace {
-  readonly version: string;
-  readonly dataDir: string;
-  readonly config: ConfigStore;
-  readonly auth: Authenticator;
-  /** The DuckDB store: history and analytics read it (parameters bound, read statements only). */
-  readonly store: Store;
-  /** The lifecycle: start, stop, restart and their states. */
-  readonly system: SystemController;
+/** The service's hot streams, each shared: an outlet subscribes without running the pipeline again. */
+export interface ServiceStreams {
   /** Every pose frame of the live pipeline, rendered once per shape (hot, shared; never completes). */
   readonly pose$: Observable<PoseFrameView>;
   /** Every alert raised (hot). */
@@ -140,31 +131,93 @@ export interface ServiceFace {
   readonly events$: Observable<ActivityEvent>;
   /** A snapshot every `streaming.status_interval_seconds` and at each system state change (hot while subscribed). */
   readonly status$: Observable<ServiceSnapshot>;
-  /** The latest pose frame of an environment (default: the configured one). */
-  latest(environmentId?: string): PoseFrameView | undefined;
-  /** Environments with a latest frame. */
-  environments(): string[];
+}
+
+/** Where components put their reports, which snapshots show (`/health/detailed`, `/metrics`). */
+export interface ComponentReports {
+  /**
+   * Adds a component's report to snapshots.
+   * @returns a function that removes it
+   */
+  report(name: string, fn: () => ComponentReport): () => void;
+}
+
+/** What the service knows of itself, read-only. */
+export interface ServiceReads {
+  readonly version: string;
+  /** The running system now, as figures. */
+  snapshot(): ServiceSnapshot;
+  /** Version of the loaded model, null when none is loaded. */
+  modelVersion(): string | null;
   /**
    * The latest floor map of each environment, reduced for display (the physics front end's, when
    * the session runs `physics-live`), and whether the session's pipeline makes any.
    */
   readonly floorMaps: FloorMapReader;
-  snapshot(): ServiceSnapshot;
+}
+
+/** The latest pose frame of each environment (the latest outlet, src/outlets/latest.ts). */
+export interface LatestReads {
+  /** The latest pose frame of an environment. */
+  latest(environmentId: string): PoseFrameView | undefined;
+  /** Environments with a latest frame. */
+  environments(): string[];
+}
+
+/** The last hour of metrics samples (the metrics outlet, src/outlets/metrics.ts). */
+export interface MetricsReads {
   metricsHistory(): readonly MetricsSample[];
-  /** Version of the loaded model, null when none is loaded. */
-  modelVersion(): string | null;
+}
+
+/** The configuration, read-only: what it is now and each change. Updates go through {@link ServiceCommands.updateConfig}. */
+export interface ConfigReader {
+  get(): ConfigSnapshot;
+  readonly changes$: Observable<ConfigChangeEvent>;
+}
+
+/** Where the lifecycle stands. */
+export interface SystemView {
+  readonly state: SystemState;
+  /** Whether a session ever reached `running` in this process. */
+  readonly everRan: boolean;
+}
+
+/** The lifecycle's commands (the SystemController's, without its internals). */
+export interface SystemCommands extends SystemView {
+  start(): Transition;
+  stop(): Transition;
+  restart(): Transition & { previous_session_id: string | undefined };
+}
+
+/** Requests that change or use the running system. */
+export interface ServiceCommands {
   /** Runs one CSI submission through the `process` pipeline with the loaded model. */
   process(s: CsiSubmission): Promise<ProcessResult>;
   /** Applies validated changes; a new `neural_network.model_path` must load as a model first. */
   updateConfig(changes: readonly ConfigChange[]): Promise<UpdateResult>;
-  /**
-   * Adds a sink to flush at the stop step `flush_sinks` (and so at shutdown).
-   * @returns a function that removes it
-   */
-  flushOnStop(flush: () => Promise<void>): () => void;
-  /**
-   * Adds a component's report to snapshots (`/health/detailed`, `/metrics`).
-   * @returns a function that removes it
-   */
-  report(name: string, fn: () => ComponentReport): () => void;
+}
+
+/** Accounts and keys, as `/auth/*` uses them (the Authenticator's commands, without its stores). */
+export type AccountCommands = Pick<Authenticator, 'login' | 'refresh' | 'revoke' | 'listApiKeys' | 'createApiKey' | 'revokeApiKey'>;
+
+/** Small holders, so a route declares the part it reads by name (`svc.config`, `svc.system`, ...). */
+export interface HasConfig {
+  readonly config: ConfigReader;
+}
+export interface HasSystemView {
+  readonly system: SystemView;
+}
+export interface HasSystem {
+  readonly system: SystemCommands;
+}
+export interface HasAccounts {
+  readonly auth: AccountCommands;
+}
+/**
+ * The DuckDB store, for the history, analytics and store routes. Whole, not a read-only view:
+ * the read functions of src/store (history.ts, analytics.ts, export.ts) take the Store class.
+ * The routes call only those and `sqlJson`, which refuses anything but a read statement.
+ */
+export interface HasStore {
+  readonly store: Store;
 }

@@ -8,6 +8,14 @@ import { Ewma, RateMeter } from './metrics.js';
 /** Sources that sent a frame this recently count as connected routers. */
 const ROUTER_WINDOW_MS = 10_000;
 
+/** What the latest pose frame of an environment showed. */
+interface LatestFigures {
+  persons: number;
+  /** Sum of its persons' confidences. */
+  confidence: number;
+  csiQuality: number;
+}
+
 /**
  * What the live pipeline does, measured as it runs: CSI frames in, pose frames out, latency,
  * inference queue, trackers. The session feeds it; snapshots read it.
@@ -26,6 +34,8 @@ export class PipelineFigures {
   readonly links: LinkStatsHolder = {};
   /** Last frame time per CSI source id. */
   private readonly sources = new Map<string, number>();
+  /** The latest frame's figures per environment (kept across sessions, as the latest frames are). */
+  private readonly latest = new Map<string, LatestFigures>();
   lastFrameAt = 0;
   lastPoseAt = 0;
 
@@ -42,6 +52,26 @@ export class PipelineFigures {
     this.latency.add(f.processingMs);
     this.lastPoseAt = Date.now();
     if (f.persons.length) this.detections.mark(performance.now(), f.persons.length);
+    let confidence = 0;
+    for (const p of f.persons) confidence += p.confidence;
+    this.latest.set(f.environmentId, { persons: f.persons.length, confidence, csiQuality: f.csiQuality });
+  }
+
+  /**
+   * Over the latest frame of every environment: the persons in them, the mean confidence of
+   * those persons and the mean CSI quality of the frames (0 without persons or frames).
+   */
+  latestFigures(): { persons: number; trackQuality: number; csiQuality: number } {
+    let persons = 0;
+    let confidence = 0;
+    let quality = 0;
+    for (const l of this.latest.values()) {
+      persons += l.persons;
+      confidence += l.confidence;
+      quality += l.csiQuality;
+    }
+    const n = this.latest.size;
+    return { persons, trackQuality: persons ? confidence / persons : 0, csiQuality: n ? quality / n : 0 };
   }
 
   /** Distinct CSI sources that sent a frame in the last 10 s. */

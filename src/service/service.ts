@@ -34,13 +34,20 @@ import { PoseFrameView } from '../render/view.js';
 import { anonymize } from '../pose/anonymize.js';
 import { liveDef, livePipeline, processPipeline } from '../../pipelines/build.js';
 import { liveParams } from '../../pipelines/settings.js';
-import { LatestFrames } from './latest.js';
 import { FloorMaps } from './floorMaps.js';
 import { SystemController, type SystemState } from './system.js';
 import { PipelineFigures } from './figures.js';
 import { countErrors, CpuMeter, DiskIoMeter, memoryMiB, memoryPercent, type CountingLogger } from './metrics.js';
-import { MetricsRecorder } from '../store/metricsRecorder.js';
-import type { ComponentReport, CsiSubmission, MetricsSample, ProcessResult, ServiceFace, ServiceSnapshot } from './face.js';
+import type {
+  ComponentReport,
+  ComponentReports,
+  CsiSubmission,
+  ProcessResult,
+  ServiceCommands,
+  ServiceReads,
+  ServiceSnapshot,
+  ServiceStreams,
+} from './face.js';
 
 export const VERSION = '0.1.0';
 
@@ -84,9 +91,6 @@ export interface ServiceOptions {
   storeOptions?: (config: ConfigSnapshot) => StoreOptions;
 }
 
-/** Metrics history: one sample every 10 s, an hour of them. */
-const METRICS_EVERY_MS = 10_000;
-const METRICS_KEPT = 360;
 /** Retention runs at open and then this often. */
 const RETENTION_EVERY_MS = 3_600_000;
 /** A source with no frame for this long makes the CSI component `idle`. */
@@ -106,19 +110,21 @@ function diskPercent(path: string): number {
 }
 
 /**
- * The running system: configuration, authentication, the store, the lifecycle with the live
- * pipeline, and its public face ({@link ServiceFace}): the hot streams `pose$`, `alerts$`,
- * `events$`, `status$` and a small read interface. The pipeline runs once per session and
- * publishes each pose frame once; the latest-frame cache behind `latest()` is a subscriber of its
- * own, as are the outlets the application attaches (`src/app.ts`: the DuckDB sink, the HTTP and
- * WebSocket server, the MQTT publisher). Nothing here knows HTTP.
+ * The running system: configuration, authentication, the store (and its retention schedule),
+ * the lifecycle with the live pipeline, and its public face (src/service/face.ts): the hot
+ * streams `pose$`, `alerts$`, `events$`, `status$` ({@link ServiceStreams}), a few reads
+ * ({@link ServiceReads}) and commands ({@link ServiceCommands}). The pipeline runs once per
+ * session and publishes each pose frame once; everything that consumes it is an outlet of its
+ * own (src/outlets: the latest-frame cache, the metrics history, the DuckDB sink, the Parquet
+ * lake, the HTTP and WebSocket server, the MQTT publisher), which the application starts and
+ * closes (src/app.ts). Nothing here knows HTTP.
  *
  * @example
  * const svc = await PoseService.open({ dataDir: './data' });
  * svc.pose$.subscribe((v) => console.log(v.json({ form: 'b', minConfidence: 0, includeKeypoints: true, includeDensePose: false })));
  * svc.system.start();
  */
-export class PoseService implements ServiceFace {
+export class PoseService implements ServiceStreams, ServiceReads, ServiceCommands, ComponentReports {
   readonly version = VERSION;
   readonly pose$: Observable<PoseFrameView>;
   readonly alerts$: Observable<PoseAlert>;
@@ -132,24 +138,18 @@ export class PoseService implements ServiceFace {
   private readonly poseSubject = new Subject<PoseFrameView>();
   private readonly stateChanges = new Subject<SystemState>();
   private readonly figures = new PipelineFigures();
-  private readonly latestFrames: LatestFrames;
   /** The latest floor map of each environment, reduced for display (`GET /pose/floor-map`). */
   readonly floorMaps: FloorMaps;
-  /** What the stop step `flush_sinks` flushes (the DuckDB sink, attached by the application). */
+  /** What the stop step `flush_sinks` flushes (each outlet's `flush`, attached by the application). */
   private readonly flushers = new Set<() => Promise<void>>();
   private readonly cpu = new CpuMeter();
   private readonly diskIo = new DiskIoMeter();
-  private readonly history: MetricsSample[] = [];
   private readonly components = new Map<string, () => ComponentReport>();
-  private readonly metricsTimer: NodeJS.Timeout;
   private model: PoseModel | undefined;
   private closing: Promise<void> | undefined;
   /** One past the largest track id stored: the next session's first track (ids never repeat). */
   private firstTrackId = 1;
   private readonly retentionTimer: NodeJS.Timeout;
-  private readonly metricsRecorder: MetricsRecorder;
-  /** Errors logged up to the last metrics sample. */
-  private errorsSampled = 0;
 
   private constructor(
     readonly opts: ServiceOptions,
@@ -158,18 +158,12 @@ export class PoseService implements ServiceFace {
     readonly store: Store,
     generatedAdminPassword: string | undefined,
     /**
-     * The service's logger, counting what it logs at level `error` (each metrics sample stores
-     * the count since the previous one). The application logs through it too.
+     * The service's logger, counting what it logs at level `error` (the metrics outlet stores the
+     * count since its previous sample). The application logs through it too.
      */
     readonly log: CountingLogger<LogLevel>,
   ) {
     this.generatedAdminPassword = generatedAdminPassword;
-    // system_metrics samples, kept and retried while the store cannot take them.
-    this.metricsRecorder = new MetricsRecorder(store, {
-      onError: (e) => {
-        if (!store.closed) log('error', `metrics: ${e.message}`);
-      },
-    });
     this.pose$ = this.poseSubject.asObservable();
     this.alerts$ = this.pose$.pipe(
       mergeMap((v) => v.frame.alerts ?? []),
@@ -188,7 +182,6 @@ export class PoseService implements ServiceFace {
       map(() => this.snapshot()),
       share(),
     );
-    this.latestFrames = new LatestFrames(this.pose$, (e) => this.log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
     this.floorMaps = new FloorMaps((e) => this.log('error', `floor maps: ${(e as Error)?.stack ?? String(e)}`));
     this.system = new SystemController(
       {
@@ -207,8 +200,8 @@ export class PoseService implements ServiceFace {
         this.stateChanges.next(s);
       },
     );
-    this.metricsTimer = setInterval(() => this.sampleMetrics(), METRICS_EVERY_MS);
-    this.metricsTimer.unref();
+    // Retention is the store's (Store.pruneOlderThan); the service, which opens and closes the
+    // store and holds the configuration, only schedules it: at open, then hourly.
     void this.prune();
     this.retentionTimer = setInterval(() => void this.prune(), RETENTION_EVERY_MS);
     this.retentionTimer.unref();
@@ -256,22 +249,14 @@ export class PoseService implements ServiceFace {
     return this.opts.dataDir;
   }
 
-  latest(environmentId = this.config.get().environment.id): PoseFrameView | undefined {
-    return this.latestFrames.get(environmentId);
-  }
-
-  environments(): string[] {
-    return this.latestFrames.environments();
-  }
-
   modelVersion(): string | null {
     return this.model?.metadata.model_version ?? null;
   }
 
-  metricsHistory(): readonly MetricsSample[] {
-    return this.history;
-  }
-
+  /**
+   * Adds a sink to flush at the stop step `flush_sinks` (and so at shutdown).
+   * @returns a function that removes it
+   */
   flushOnStop(flush: () => Promise<void>): () => void {
     this.flushers.add(flush);
     return () => this.flushers.delete(flush);
@@ -418,15 +403,8 @@ export class PoseService implements ServiceFace {
     const state = sys.state;
     const running = state === 'running';
     const f = this.figures;
-    const latest = this.latestFrames.all();
-    let persons = 0;
-    let confSum = 0;
-    let quality = 0;
-    for (const v of latest) {
-      persons += v.frame.persons.length;
-      quality += v.frame.csiQuality;
-      for (const p of v.frame.persons) confSum += p.confidence;
-    }
+    // The latest frame of each environment, as the pipeline published it (its own figures).
+    const latest = f.latestFigures();
     const storeHealth = this.store.closed ? ({ status: 'closed' } as const) : this.store.health();
     const components: Record<string, ComponentReport> = {};
     for (const [name, fn] of this.components) {
@@ -456,7 +434,7 @@ export class PoseService implements ServiceFace {
         frames: f.csiRate.total,
         lastFrameAt: f.lastFrameAt || null,
         routers: f.routerCount(now),
-        quality: latest.length ? quality / latest.length : 0,
+        quality: latest.csiQuality,
         links: running ? f.linkReports() : [],
       },
       pose: {
@@ -464,9 +442,9 @@ export class PoseService implements ServiceFace {
         frames: f.poseRate.total,
         latencyMs: Number.isFinite(latency) ? round2(latency) : 0,
         lastPoseAt: f.lastPoseAt || null,
-        activePersons: persons,
+        activePersons: latest.persons,
         activeTracks: f.activeTracks(),
-        trackQuality: persons ? confSum / persons : 0,
+        trackQuality: latest.trackQuality,
         detectionsPerMinute: round2(f.detections.rate() * 60),
       },
       model: {
@@ -476,6 +454,7 @@ export class PoseService implements ServiceFace {
         siteInput: (this.model?.siteDim ?? 0) > 0,
         siteKnown: siteGeometry(this.config.get()) !== null,
         queue: f.inferStats.queue,
+        inferred: f.inferStats.rows,
         dropped: f.inferStats.dropped,
         avgBatchMs: round2(f.inferStats.avgBatchMs),
         untrainedLinks: running ? (f.inferStats.untrained ?? []) : [],
@@ -493,46 +472,15 @@ export class PoseService implements ServiceFace {
     };
   }
 
-  private sampleMetrics(): void {
-    const s = this.snapshot();
-    const errors = this.log.errors;
-    // The same sample into the store (system_metrics), for the summary's uptime and error count
-    // and for analysts; kept for a retry while the store cannot take it. Never rejects.
-    void this.metricsRecorder.record({
-      time: s.at,
-      framesPerSecond: s.csi.rateHz,
-      averageLatencyMs: s.pose.latencyMs,
-      cpuUsage: s.resources.cpuPercent,
-      memoryUsage: s.resources.memoryPercent,
-      processingQueueSize: s.model.queue,
-      // The pipeline's error rate: the share of CSI windows inference dropped under lag.
-      errorRate: this.figures.inferStats.dropped / Math.max(1, this.figures.inferStats.rows + this.figures.inferStats.dropped),
-      activePersons: s.pose.activePersons,
-      errorCount: errors - this.errorsSampled,
-    });
-    this.errorsSampled = errors;
-    this.history.push({
-      timestamp: new Date(s.at).toISOString(),
-      frames_per_second: s.csi.rateHz,
-      average_latency_ms: s.pose.latencyMs,
-      cpu_usage: s.resources.cpuPercent,
-      memory_usage: s.resources.memoryPercent,
-      active_persons: s.pose.activePersons,
-    });
-    if (this.history.length > METRICS_KEPT) this.history.shift();
-  }
-
   /** Graceful shutdown: stop the pipeline, flush and close the store, release the model. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      clearInterval(this.metricsTimer);
       clearInterval(this.retentionTimer);
       await this.system.settled();
       if (this.system.state === 'running') {
         this.system.stop();
         await this.system.settled();
       }
-      this.latestFrames.close();
       this.poseSubject.complete();
       this.stateChanges.complete();
       await this.store.close();

@@ -1,8 +1,9 @@
 /**
  * The service's DuckDB outlet (src/outlets/store.ts) on a pose stream the test drives: the real
  * StoreOutlet and PoseSink writing into a real store, fed through a hot `pose$` of frame views as
- * the service feeds it. The face carries only what the outlet reads (`pose$`, `flushOnStop`,
- * `report`); `flushSinks()` is the service's stop step `flush_sinks`.
+ * the service feeds it. The outlet is started on streams of the test's own (`pose$` driven,
+ * the other streams silent, reports kept in a map); `flushSinks()` is the service's stop step
+ * `flush_sinks`, which the application points at the outlet's `flush`.
  *
  * @example
  * const out = storeOutlet(store);
@@ -10,11 +11,12 @@
  * await out.flushSinks();
  * out.close();
  */
-import { Subject } from 'rxjs';
+import { NEVER, Subject } from 'rxjs';
 import { StoreOutlet } from '../../src/outlets/store.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import { PoseFrameView } from '../../src/render/view.js';
-import type { ComponentReport, ServiceFace } from '../../src/service/face.js';
+import type { ComponentReport, ServiceSnapshot } from '../../src/service/face.js';
+import type { OutletStreams } from '../../src/outlets/outlet.js';
 import { PoseSink, type PoseSinkOptions } from '../../src/store/poseSink.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -25,7 +27,7 @@ export interface DrivenStoreOutlet {
   outletErrors: unknown[];
   /** Emits a frame on `pose$`, as the live pipeline does. */
   push(frame: PoseFrame): void;
-  /** Runs every flush registered with `flushOnStop`, as the service's stop step does. */
+  /** Flushes the outlet, as the service's stop step does. */
   flushSinks(): Promise<void>;
   /** A component's report as snapshots show it (default the outlet's `store_sink`). */
   report(name?: string): ComponentReport | undefined;
@@ -40,13 +42,14 @@ export interface DrivenStoreOutlet {
  */
 export function storeOutlet(store: Store, options: PoseSinkOptions = {}): DrivenStoreOutlet {
   const pose$ = new Subject<PoseFrameView>();
-  const flushers = new Set<() => Promise<void>>();
   const reports = new Map<string, () => ComponentReport>();
-  const face: Pick<ServiceFace, 'pose$' | 'flushOnStop' | 'report'> = {
+  const streams: OutletStreams = {
     pose$: pose$.asObservable(),
-    flushOnStop(flush) {
-      flushers.add(flush);
-      return () => flushers.delete(flush);
+    alerts$: NEVER,
+    events$: NEVER,
+    status$: NEVER,
+    snapshot(): ServiceSnapshot {
+      throw new Error('the store outlet takes no snapshot');
     },
     report(name, fn) {
       reports.set(name, fn);
@@ -56,13 +59,14 @@ export function storeOutlet(store: Store, options: PoseSinkOptions = {}): Driven
     },
   };
   const outletErrors: unknown[] = [];
-  const outlet = new StoreOutlet(face as ServiceFace, new PoseSink(store, options), (e) => void outletErrors.push(e));
+  const outlet = new StoreOutlet(new PoseSink(store, options), (e) => void outletErrors.push(e));
+  outlet.start(streams);
   return {
     outlet,
     sink: outlet.sink,
     outletErrors,
     push: (frame) => pose$.next(new PoseFrameView(frame, 1, 'live')),
-    flushSinks: async () => void (await Promise.all([...flushers].map((f) => f()))),
+    flushSinks: () => outlet.flush(),
     report: (name = 'store_sink') => reports.get(name)?.(),
     close: () => outlet.close(),
   };

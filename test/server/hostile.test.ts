@@ -13,7 +13,7 @@ import { CoreStats, HttpCore, type Route } from '../../src/server/core.js';
 import { RateLimits } from '../../src/server/rateLimits.js';
 import { listenUws } from '../../src/server/uws.js';
 import { listenNodeHttp } from '../../src/server/nodeHttp.js';
-import type { ServiceFace } from '../../src/service/face.js';
+import type { RoutesFace } from '../../src/server/routes/index.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { serveCli } from '../helpers/serveCli.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -65,7 +65,7 @@ describe('hostile requests', () => {
   afterAll(() => s?.close());
 
   it('answers every method on every route with bad escapes in the path with 400 VALIDATION_ERROR, and stays up', async () => {
-    const routes = buildRoutes({} as ServiceFace, new CoreStats());
+    const routes = buildRoutes({} as RoutesFace, new CoreStats());
     const patterns = [...new Set(routes.map((r) => r.pattern))];
     let sent = 0;
     for (const pattern of patterns) {
@@ -108,7 +108,7 @@ describe('hostile requests', () => {
   });
 
   it('answers a query whose escapes do not decode as UTF-8 with 400, on every route and method', async () => {
-    const routes = buildRoutes({} as ServiceFace, new CoreStats());
+    const routes = buildRoutes({} as RoutesFace, new CoreStats());
     for (const r of routes) {
       const path = r.pattern.replace(/:[a-z_]+/g, 'x');
       for (const q of ['environment_id=%C3%28', 'a=%ff', '%E0%A4%A=1', 'limit=100%']) {

@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { buildRoutes } from '../../src/server/routes/index.js';
 import { CoreStats } from '../../src/server/core.js';
 import { requiredRole } from '../../src/auth/roles.js';
-import type { ServiceFace } from '../../src/service/face.js';
+import type { RoutesFace } from '../../src/server/routes/index.js';
 
 describe('route table', () => {
   // Handlers only touch the service when called, so the table can be built without one.
-  const routes = buildRoutes({} as ServiceFace, new CoreStats());
+  const routes = buildRoutes({} as RoutesFace, new CoreStats());
 
   it('gives every route the role of the access table in src/auth/roles.ts (one policy, two views)', () => {
     for (const r of routes) {

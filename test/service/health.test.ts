@@ -112,10 +112,9 @@ describe('health and metrics endpoints', () => {
   });
 
   it('GET /metrics historical holds the samples inside start_time..end_time', async () => {
-    // The service samples every 10 s; take two samples now instead of waiting for the timer.
-    const sample = (s.svc as unknown as { sampleMetrics(): void }).sampleMetrics.bind(s.svc);
-    sample();
-    sample();
+    // The metrics outlet samples every 10 s; take two samples now instead of waiting for the timer.
+    s.app.metrics.sample();
+    s.app.metrics.sample();
     const r = await s.api('GET', '/metrics', { token });
     expect(r.body.data.historical.length).toBeGreaterThanOrEqual(2);
     for (const h of r.body.data.historical) {

@@ -38,7 +38,7 @@ describe('the store of a running service', () => {
     const s = await startServer({ rateLimitScale: 100, config: { privacy: { data_retention_days: 2 } } });
     const dataDir = s.dataDir;
     try {
-      (s.svc as unknown as { sampleMetrics(): void }).sampleMetrics();
+      s.app.metrics.sample();
       const rows = await until(async () => {
         const r = await s.svc.store.query('SELECT * FROM system_metrics');
         return r.length > 0 ? r : undefined;

@@ -7,7 +7,7 @@
  */
 import type { Route } from '../core.js';
 import { Checker } from '../validate.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasConfig, HasStore } from '../../service/face.js';
 import { cursorQuery, cursorTime, decodeQueryCursor, encodeQueryCursor, type CursorValue } from '../cursor.js';
 import {
   EVENT_FILTERS,
@@ -29,6 +29,9 @@ import {
   type OccupancyInterval,
   type Severity,
 } from '../../store/analytics/index.js';
+
+/** What `/analytics/*` uses: the configuration (zones, thresholds) and the store's read functions. */
+export type AnalyticsRoutesFace = HasConfig & HasStore;
 
 /** Longest range a summary, occupancy or event query may span. */
 export const MAX_RANGE_DAYS = 366;
@@ -104,7 +107,7 @@ function environmentSent(c: Checker, q: URLSearchParams): string | undefined {
   return v;
 }
 
-function environment(c: Checker, q: URLSearchParams, svc: ServiceFace): string {
+function environment(c: Checker, q: URLSearchParams, svc: AnalyticsRoutesFace): string {
   return environmentSent(c, q) ?? svc.config.get().environment.id;
 }
 
@@ -180,7 +183,7 @@ function periodInfo(range: AnalyticsRange, period: Period) {
 }
 
 /** A healthcare, retail or security request: environment, period and metrics, validated. */
-function periodRequest<T extends string>(svc: ServiceFace, q: URLSearchParams, known: readonly T[]): { range: AnalyticsRange; period: Period; metrics: T[] } {
+function periodRequest<T extends string>(svc: AnalyticsRoutesFace, q: URLSearchParams, known: readonly T[]): { range: AnalyticsRange; period: Period; metrics: T[] } {
   const c = new Checker();
   checkParams(c, q, ['period', 'date', 'metrics', 'environment_id']);
   const env = environment(c, q, svc);
@@ -191,7 +194,7 @@ function periodRequest<T extends string>(svc: ServiceFace, q: URLSearchParams, k
 }
 
 /** The six `/analytics/*` endpoints (category `analytics`, role `viewer`). */
-export function analyticsRoutes(svc: ServiceFace): Route[] {
+export function analyticsRoutes(svc: AnalyticsRoutesFace): Route[] {
   return [
     {
       method: 'GET',

@@ -2,15 +2,18 @@ import { ApiError } from '../../errors.js';
 import type { Reply, Route } from '../core.js';
 import { Checker } from '../validate.js';
 import { isRole, type Role } from '../../auth/roles.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasAccounts } from '../../service/face.js';
 import { bodyObject } from './body.js';
+
+/** What `/auth/*` uses: the accounts' commands. */
+export type AuthRoutesFace = HasAccounts;
 
 function tokenReply(pair: { accessToken: string; tokenType: string; expiresIn: number; refreshToken: string }): Reply {
   return { data: { access_token: pair.accessToken, token_type: pair.tokenType, expires_in: pair.expiresIn, refresh_token: pair.refreshToken } };
 }
 
 /** `POST /auth/token`, `/auth/refresh`, `/auth/revoke` and API key management. */
-export function authRoutes(svc: ServiceFace): Route[] {
+export function authRoutes(svc: AuthRoutesFace): Route[] {
   return [
     {
       method: 'POST',

@@ -1,9 +1,12 @@
 import { ApiError } from '../../errors.js';
 import type { Route } from '../core.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasConfig, ServiceCommands, ServiceReads } from '../../service/face.js';
 import { formPaths, parseUpdate, toForm } from '../../config/forms.js';
 import { schemaDocument } from '../../config/validate.js';
 import { defaults } from '../../config/schema.js';
+
+/** What `/config` uses: the configuration read-only, the model version, and the update command. */
+export type ConfigRoutesFace = HasConfig & Pick<ServiceReads, 'modelVersion'> & Pick<ServiceCommands, 'updateConfig'>;
 
 /**
  * `GET /config`, `PUT /config`, `GET /config/schema`.
@@ -15,7 +18,7 @@ import { defaults } from '../../config/schema.js';
  *
  * Passwords inside values (`hardware.source`) are masked for every reader (config/secrets.ts).
  */
-export function configRoutes(svc: ServiceFace): Route[] {
+export function configRoutes(svc: ConfigRoutesFace): Route[] {
   return [
     {
       method: 'GET',

@@ -1,8 +1,11 @@
 import { ApiError } from '../../errors.js';
 import type { CoreStats, Route } from '../core.js';
 import { Checker } from '../validate.js';
-import type { ServiceFace, ServiceSnapshot } from '../../service/face.js';
+import type { HasSystemView, MetricsReads, ServiceReads, ServiceSnapshot } from '../../service/face.js';
 import { confidence } from '../../precision.js';
+
+/** What `/health/*` and `/metrics` use: the snapshot, the system's state and the metrics history. */
+export type HealthRoutesFace = HasSystemView & Pick<ServiceReads, 'version' | 'snapshot'> & MetricsReads;
 
 function r2(v: number): number {
   return Math.round(v * 100) / 100;
@@ -82,7 +85,7 @@ function currentMetrics(s: ServiceSnapshot, http: CoreStats) {
 }
 
 /** `GET /health` (no credentials), `GET /health/detailed`, `GET /metrics`. */
-export function healthRoutes(svc: ServiceFace, http: CoreStats): Route[] {
+export function healthRoutes(svc: HealthRoutesFace, http: CoreStats): Route[] {
   return [
     {
       method: 'GET',

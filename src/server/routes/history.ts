@@ -1,7 +1,7 @@
 import { ApiError } from '../../errors.js';
 import type { Ctx, Route } from '../core.js';
 import { Checker } from '../validate.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasConfig, HasStore, HasSystemView } from '../../service/face.js';
 import { frameBody, renderPerson, type Form } from '../../render/frame.js';
 import { isoTime } from '../../csi/frame.js';
 import {
@@ -25,6 +25,9 @@ import { bodyObject } from './body.js';
 import { confidence, mean, metres, millis, pixels, ratio, seconds, speed } from '../../precision.js';
 import { cursorQuery, cursorTime, decodeQueryCursor, encodeQueryCursor, type CursorValue } from '../cursor.js';
 
+/** What `/pose/history`, `/pose/query` and the track routes use: the configuration, the store's read functions and the system's state. */
+export type HistoryRoutesFace = HasConfig & HasStore & HasSystemView;
+
 /** Paging bounds (spec Limits, DECISIONS "Sizes and limits"). */
 const LIMIT_A = { default: 100, max: 1000 };
 const PER_PAGE_B = { default: 50, max: 1000 };
@@ -38,7 +41,7 @@ const STORE_DELAY_S = 1;
 const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined || !Number.isFinite(ms) ? null : isoTime(ms));
 
 /** 404 for a range that holds nothing, with what is stored (spec `POSE_DATA_NOT_FOUND`). */
-async function notFound(svc: ServiceFace, env: string, requested: Partial<TimeRange>, what: string): Promise<never> {
+async function notFound(svc: HistoryRoutesFace, env: string, requested: Partial<TimeRange>, what: string): Promise<never> {
   const available = await availableRange(svc.store, env);
   throw new ApiError('POSE_DATA_NOT_FOUND', `no pose data ${what}`, {
     environment_id: env,
@@ -68,7 +71,7 @@ const HISTORY_A_QUERY: Readonly<Record<string, (v: CursorValue) => boolean>> = {
 /** A Form A position: the storage order (`seq`) of the last frame returned. */
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
-function historyA(svc: ServiceFace): (ctx: Ctx) => Promise<{ data: unknown }> {
+function historyA(svc: HistoryRoutesFace): (ctx: Ctx) => Promise<{ data: unknown }> {
   return async (ctx) => {
     const c = new Checker();
     c.onlyQuery(ctx.query, ['start_time', 'end_time', 'limit', 'cursor', 'person_id', 'track_id', 'confidence_threshold', 'environment_id']);
@@ -140,7 +143,7 @@ function historyA(svc: ServiceFace): (ctx: Ctx) => Promise<{ data: unknown }> {
   };
 }
 
-function historyB(svc: ServiceFace): (ctx: Ctx) => Promise<{ data: unknown; extra: Record<string, unknown> }> {
+function historyB(svc: HistoryRoutesFace): (ctx: Ctx) => Promise<{ data: unknown; extra: Record<string, unknown> }> {
   return async (ctx) => {
     const c = new Checker();
     c.onlyQuery(ctx.query, ['start_time', 'end_time', 'environment_id', 'person_id', 'track_id', 'min_confidence', 'page', 'per_page']);
@@ -176,7 +179,7 @@ function historyB(svc: ServiceFace): (ctx: Ctx) => Promise<{ data: unknown; extr
 }
 
 /** `POST /pose/query`: the body's `query` object, validated field by field. */
-function readQuery(svc: ServiceFace, ctx: Ctx) {
+function readQuery(svc: HistoryRoutesFace, ctx: Ctx) {
   const b = bodyObject(ctx);
   const c = new Checker();
   c.only(b, '', ['query']);
@@ -237,7 +240,7 @@ function readQuery(svc: ServiceFace, ctx: Ctx) {
 }
 
 /** A track as the spec's Track resource. */
-async function trackAnswer(svc: ServiceFace, ctx: Ctx): Promise<Record<string, unknown>> {
+async function trackAnswer(svc: HistoryRoutesFace, ctx: Ctx): Promise<Record<string, unknown>> {
   const c = new Checker();
   const tid = Number(ctx.params.track_id);
   if (!/^\d+$/.test(ctx.params.track_id ?? '') || !Number.isSafeInteger(tid) || tid > 2 ** 31 - 1)
@@ -299,7 +302,7 @@ async function trackAnswer(svc: ServiceFace, ctx: Ctx): Promise<Record<string, u
 }
 
 /** `GET /pose/history` (both paging styles), `POST /pose/query`, `GET /pose/tracking/{track_id}`. */
-export function historyRoutes(svc: ServiceFace): Route[] {
+export function historyRoutes(svc: HistoryRoutesFace): Route[] {
   const a = historyA(svc);
   const b = historyB(svc);
   return [

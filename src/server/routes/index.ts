@@ -1,20 +1,32 @@
 import type { CoreStats, Route } from '../core.js';
-import type { ServiceFace } from '../../service/face.js';
-import { authRoutes } from './auth.js';
-import { poseRoutes } from './pose.js';
-import { historyRoutes } from './history.js';
-import { systemRoutes } from './system.js';
-import { configRoutes } from './config.js';
-import { healthRoutes } from './health.js';
-import { analyticsRoutes } from './analytics.js';
-import { storeRoutes } from './store.js';
+import { authRoutes, type AuthRoutesFace } from './auth.js';
+import { poseRoutes, type PoseRoutesFace } from './pose.js';
+import { historyRoutes, type HistoryRoutesFace } from './history.js';
+import { systemRoutes, type SystemRoutesFace } from './system.js';
+import { configRoutes, type ConfigRoutesFace } from './config.js';
+import { healthRoutes, type HealthRoutesFace } from './health.js';
+import { analyticsRoutes, type AnalyticsRoutesFace } from './analytics.js';
+import { storeRoutes, type StoreRoutesFace } from './store.js';
+
+/**
+ * What the routes use of the service, all together: each module declares its own part (the
+ * small interfaces of src/service/face.ts) and gets only that.
+ */
+export type RoutesFace = AuthRoutesFace &
+  PoseRoutesFace &
+  HistoryRoutesFace &
+  SystemRoutesFace &
+  ConfigRoutesFace &
+  StoreRoutesFace &
+  AnalyticsRoutesFace &
+  HealthRoutesFace;
 
 /**
  * Every REST endpoint, by resource. Each route is thin: it validates its input, reads the
- * service's face or calls one of its methods, and shapes the answer for the request's form.
- * @param svc the service's face
+ * service's face or calls one of its commands, and shapes the answer for the request's form.
+ * @param svc what the routes use of the service
  * @param http the HTTP core's own figures (for health and metrics)
  */
-export function buildRoutes(svc: ServiceFace, http: CoreStats): Route[] {
+export function buildRoutes(svc: RoutesFace, http: CoreStats): Route[] {
   return [...authRoutes(svc), ...poseRoutes(svc), ...historyRoutes(svc), ...systemRoutes(svc), ...configRoutes(svc), ...storeRoutes(svc), ...analyticsRoutes(svc), ...healthRoutes(svc, http)];
 }

@@ -3,13 +3,16 @@ import { ApiError } from '../../errors.js';
 import type { Route } from '../core.js';
 import { Checker } from '../validate.js';
 import { readSubmission, readSubmissionJson } from '../submission.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasConfig, HasSystemView, LatestReads, ServiceCommands, ServiceReads } from '../../service/face.js';
+
+/** What `/pose/latest`, `/pose/floor-map` and `/pose/process` use. */
+export type PoseRoutesFace = HasConfig & HasSystemView & LatestReads & Pick<ServiceReads, 'floorMaps' | 'modelVersion'> & Pick<ServiceCommands, 'process'>;
 
 /** Largest `POST /pose/process` body (DECISIONS "Sizes and limits"). */
 const PROCESS_BODY_LIMIT = 4 * 1024 * 1024;
 
 /** `GET /pose/latest`, `GET /pose/floor-map` and `POST /pose/process`. */
-export function poseRoutes(svc: ServiceFace): Route[] {
+export function poseRoutes(svc: PoseRoutesFace): Route[] {
   return [
     {
       method: 'GET',

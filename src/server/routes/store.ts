@@ -2,9 +2,12 @@ import { rmSync } from 'node:fs';
 import { ApiError } from '../../errors.js';
 import type { Route } from '../core.js';
 import { Checker } from '../validate.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasConfig, HasStore } from '../../service/face.js';
 import { QueryError, StoreError } from '../../store/store.js';
 import { cleanExports, EXPORT_FORMATS, EXPORT_TABLES, exportStore, ExportUsageError, newExportDir } from '../../store/export.js';
+
+/** What `/store/*` uses: the configuration (limits), the store, and the data folder (exports go under `<dataDir>/exports`). */
+export type StoreRoutesFace = HasConfig & HasStore & { readonly dataDir: string };
 
 /** Longest SQL text (the body limit is 64 KiB; the text must fit in it with its JSON around). */
 const MAX_SQL = 60_000;
@@ -50,7 +53,7 @@ function apiError(e: unknown, maxBytes?: number): unknown {
  *   Folders older than an hour are removed at the next export.
  * @param svc the service's face
  */
-export function storeRoutes(svc: ServiceFace): Route[] {
+export function storeRoutes(svc: StoreRoutesFace): Route[] {
   return [
     {
       method: 'POST',

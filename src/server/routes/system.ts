@@ -2,12 +2,15 @@ import { ApiError } from '../../errors.js';
 import type { Ctx, Route } from '../core.js';
 import { Checker } from '../validate.js';
 import { StateConflict, type Transition } from '../../service/system.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { HasConfig, HasSystem, ServiceCommands, ServiceReads } from '../../service/face.js';
 import { renderSystemStatus } from '../../service/status.js';
 import { formPaths, parseUpdate, toForm } from '../../config/forms.js';
 import type { FieldError } from '../../config/validate.js';
 import { ConfigUpdateError } from '../../config/store.js';
 import type { Form } from '../forms.js';
+
+/** What `/system/*` uses: the lifecycle's commands, the snapshot, and the update a start may carry. */
+export type SystemRoutesFace = HasConfig & HasSystem & Pick<ServiceReads, 'snapshot' | 'modelVersion'> & Pick<ServiceCommands, 'updateConfig'>;
 
 function conflict(e: unknown): never {
   if (e instanceof StateConflict) {
@@ -42,7 +45,7 @@ const BUSY = new Set(['starting', 'running', 'restarting', 'stopping']);
  * Applies a start request's `configuration` (either form's fields) before starting.
  * @returns the dotted paths that changed, in the request's form
  */
-async function applyStartConfiguration(svc: ServiceFace, ctx: Ctx): Promise<string[]> {
+async function applyStartConfiguration(svc: SystemRoutesFace, ctx: Ctx): Promise<string[]> {
   if (ctx.body === undefined) return [];
   const c = new Checker();
   const b = c.object(ctx.body, 'body', false);
@@ -69,7 +72,7 @@ async function applyStartConfiguration(svc: ServiceFace, ctx: Ctx): Promise<stri
   }
 }
 
-function startReply(svc: ServiceFace, t: Transition, form: Form, updated: string[]): Record<string, unknown> {
+function startReply(svc: SystemRoutesFace, t: Transition, form: Form, updated: string[]): Record<string, unknown> {
   if (form === 'a') {
     return { status: t.status, estimated_ready_time: new Date(t.started + t.estimated_ms).toISOString(), initialization_steps: t.steps, session_id: t.session_id };
   }
@@ -91,7 +94,7 @@ function stopReply(t: Transition, form: Form): Record<string, unknown> {
 }
 
 /** `GET /system/status` and `POST /system/start`, `/stop`, `/restart`. */
-export function systemRoutes(svc: ServiceFace): Route[] {
+export function systemRoutes(svc: SystemRoutesFace): Route[] {
   return [
     {
       method: 'GET',

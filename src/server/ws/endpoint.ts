@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { Subscription } from 'rxjs';
 import { ApiError, REASON } from '../../errors.js';
-import type { Credentials, Principal } from '../../auth/authenticator.js';
-import type { ServiceFace } from '../../service/face.js';
+import type { Authenticator, Credentials, Principal } from '../../auth/authenticator.js';
+import type { HasConfig } from '../../service/face.js';
 import { renderStatusMessage } from '../../service/status.js';
-import { attachOutlet } from '../../service/outlet.js';
+import { attachOutlet, type OutletStreams } from '../../outlets/outlet.js';
 import type { Form } from '../../render/frame.js';
 import { undecodable, type HttpCore, type RawResponse } from '../core.js';
 import { pickForm } from '../forms.js';
@@ -33,6 +33,11 @@ export interface PoseSocketOptions {
    * address's `authentication` budget, as a failed REST login does.
    */
   limits: RateLimits;
+}
+
+/** What the endpoint reads of the service: the configuration (`streaming.*`) and credentials checks, at upgrade and again while open. */
+export interface PoseSocketFace extends HasConfig {
+  readonly auth: Pick<Authenticator, 'authenticate'>;
 }
 
 /** Counters of refused upgrades and closed connections. */
@@ -95,17 +100,17 @@ export class PoseSocket {
   private readonly perIp = new Map<string, number>();
   private readonly subs: Subscription[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
-  private readonly unreport: () => void;
+  private unreport: (() => void) | undefined;
   private readonly stats: EndpointStats = { accepted: 0, refusedAuth: 0, refusedAuthLimit: 0, refusedLimit: 0, refusedDisabled: 0, authCloses: 0, badMessages: 0 };
   private closing = false;
 
   /**
-   * Registers `/ws/pose` on the app (before its catch-all route) and subscribes the fan-out to the
-   * service's streams.
+   * Registers `/ws/pose` on the app (before its catch-all route); {@link start} subscribes the
+   * fan-out to the service's streams.
    */
   constructor(
     app: uWS.TemplatedApp,
-    private readonly svc: ServiceFace,
+    private readonly svc: PoseSocketFace,
     private readonly core: HttpCore,
     private readonly opts: PoseSocketOptions,
   ) {
@@ -132,18 +137,27 @@ export class PoseSocket {
       dropped: (ws, message) => this.fanout.dropped(ws, message),
       close: (ws) => this.closed(ws),
     });
-    const fail = (what: string) => (e: unknown) => opts.log('error', `websocket ${what}: ${(e as Error)?.stack ?? String(e)}`);
+  }
+
+  /**
+   * Subscribes the fan-out to the service's streams (pose frames, alerts, status) and to the
+   * configuration, starts the sweeps of slow clients and of credentials, and reports as
+   * `websocket`. Once, before the first upgrade can be served.
+   */
+  start(streams: OutletStreams): void {
+    if (this.closing || this.unreport) return;
+    const fail = (what: string) => (e: unknown) => this.opts.log('error', `websocket ${what}: ${(e as Error)?.stack ?? String(e)}`);
     this.subs.push(
-      attachOutlet(svc.pose$, (v) => this.fanout.pose(v), fail('pose fan-out')),
-      attachOutlet(svc.alerts$, (a) => this.fanout.alert(a), fail('alert fan-out')),
-      attachOutlet(svc.status$, (s) => this.fanout.status(JSON.stringify(renderStatusMessage(s))), fail('status push')),
-      attachOutlet(svc.config.changes$, (e) => {
+      attachOutlet(streams.pose$, (v) => this.fanout.pose(v), fail('pose fan-out')),
+      attachOutlet(streams.alerts$, (a) => this.fanout.alert(a), fail('alert fan-out')),
+      attachOutlet(streams.status$, (s) => this.fanout.status(JSON.stringify(renderStatusMessage(s))), fail('status push')),
+      attachOutlet(this.svc.config.changes$, (e) => {
         if (!e.config.streaming.websocket_enabled) this.closeAll(GOING_AWAY, 'streaming.websocket_enabled is false');
       }, fail('config')),
     );
     this.timers.push(setInterval(() => this.fanout.sweep(), SWEEP_MS), setInterval(() => this.recheckAuth(), AUTH_RECHECK_MS));
     for (const t of this.timers) t.unref();
-    this.unreport = svc.report('websocket', () => this.report());
+    this.unreport = streams.report('websocket', () => this.report());
   }
 
   /** Writes an error answer to an upgrade request that is still open. */
@@ -475,7 +489,8 @@ export class PoseSocket {
     this.closing = true;
     for (const s of this.subs) s.unsubscribe();
     for (const t of this.timers) clearInterval(t);
-    this.unreport();
+    this.unreport?.();
+    this.unreport = undefined;
     this.closeAll(GOING_AWAY, 'server shutting down');
   }
 }
