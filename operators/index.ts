@@ -1,7 +1,5 @@
 import type { OperatorSpec } from '../src/engine/spec.js';
 import type { Registry } from '../src/engine/pipeline.js';
-import { CAPTURE_FORMATS } from '../src/csi/frame.js';
-import { createStreamDecoder } from '../src/decoders/index.js';
 import { PIPELINES } from '../pipelines/index.js';
 import { decoderSpecs } from './decode.js';
 import { spec as links } from './links.js';
@@ -21,9 +19,12 @@ import { spec as infer } from './infer.js';
 import { spec as floorMap } from './floorMap.js';
 import { spec as refine } from './refine.js';
 
-/** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
+/**
+ * Every operator a pipeline string can name, in the order `csipose operators` lists them. The
+ * decoder stages come first, one per capture format of src/decoders/registry.ts when this loads.
+ */
 export const OPERATORS: readonly OperatorSpec[] = [
-  ...decoderSpecs(CAPTURE_FORMATS, createStreamDecoder),
+  ...decoderSpecs(),
   links,
   sanitize,
   hampel,
