@@ -1,5 +1,5 @@
 import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike } from 'rxjs';
-import { ReplayClock, stampTime } from '../src/sources/replayClock.js';
+import { ReplayClock, stampTime } from '../src/decoders/replayClock.js';
 import type { CsiFrame } from '../src/csi/frame.js';
 import type { CsiDecoder, DecodeStats } from '../src/csi/decoder.js';
 import { DECODERS, type DecoderEntry } from '../src/decoders/registry.js';

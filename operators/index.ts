@@ -1,6 +1,8 @@
+/**
+ * Every operator of this folder as the pipeline registry lists it. The registry itself, operators
+ * and named pipelines together, is pipelines/index.ts: operators know no pipeline.
+ */
 import type { OperatorSpec } from '../src/engine/spec.js';
-import type { Registry } from '../src/engine/pipeline.js';
-import { PIPELINES } from '../pipelines/index.js';
 import { decoderSpecs } from './decode.js';
 import { spec as links } from './links.js';
 import { spec as sanitize } from './sanitizePhase.js';
@@ -42,9 +44,3 @@ export const OPERATORS: readonly OperatorSpec[] = [
   floorMap,
   refine,
 ];
-
-/** The registry the CLI and the service build pipelines from. */
-export const registry: Registry = {
-  operators: new Map(OPERATORS.map((o) => [o.name, o])),
-  pipelines: PIPELINES,
-};

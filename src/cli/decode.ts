@@ -5,7 +5,7 @@ import { isCaptureFormat, createStreamDecoder, formatList } from '../decoders/in
 import { DecodeError } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
 import { frameToJson } from '../csi/json.js';
-import { OutputDemand, flushed, readerGone } from '../sinks/output.js';
+import { OutputDemand, flushed, readerGone } from './sinks/output.js';
 
 /**
  * `csipose decode -f FORMAT FILE`; the formats its usage names are those of

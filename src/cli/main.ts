@@ -2,8 +2,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { take } from 'rxjs';
 import { readFileSync } from 'node:fs';
-import { registry } from '../../operators/index.js';
-import { buildPipeline } from '../engine/build.js';
+import { registry } from '../../pipelines/index.js';
+import { buildPipeline } from './build.js';
 import { PipelineError } from '../engine/pipeline.js';
 import { decodeCommand } from './decode.js';
 import { describeOperators, describePipelines } from './describe.js';
@@ -13,7 +13,7 @@ import { calibrateCommand } from './calibrate.js';
 import { keysCommand } from './keys.js';
 import { queryCommand } from './query.js';
 import { exportCommand } from './export.js';
-import { OutputDemand, readerGone } from '../sinks/output.js';
+import { OutputDemand, readerGone } from './sinks/output.js';
 import { formatList, mqttFormats } from '../decoders/index.js';
 import { defaults } from '../config/schema.js';
 

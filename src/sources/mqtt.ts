@@ -4,7 +4,7 @@ import { Observable, type Subscriber } from 'rxjs';
 import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
 import { createDatagramDecoder, formatList, isCaptureFormat, mqttFormats, type MessageFormat } from '../decoders/index.js';
-import { stampTime } from './replayClock.js';
+import { stampTime } from '../decoders/replayClock.js';
 import { SourceError } from './errors.js';
 import { parseLinkParam, type LinkParam } from './links.js';
 import { brokerName, envCredentials, RECONNECT_MIN_MS, withBackoff } from '../mqtt/connection.js';

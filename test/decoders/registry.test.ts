@@ -105,8 +105,8 @@ describe('a format registered in the table, and nowhere else, is accepted everyw
 
   it('is a decoder stage of pipeline strings, which decodes with its stream reader', async () => {
     // Loaded after registration, as a build that brings its own decoders would load them.
-    const { registry } = await import('../../operators/index.js');
-    const { buildPipeline } = await import('../../src/engine/build.js');
+    const { registry } = await import('../../pipelines/index.js');
+    const { buildPipeline } = await import('../../src/cli/build.js');
     const spec = registry.operators.get(FAKE);
     expect(spec).toMatchObject({ input: 'bytes', output: 'frame', summary: 'decode fake one-byte records from raw bytes' });
 
