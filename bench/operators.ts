@@ -1,5 +1,5 @@
 import { from, type OperatorFunction } from 'rxjs';
-import { registry } from '../operators/index.js';
+import { registry } from '../pipelines/index.js';
 import { resolveParams } from '../src/engine/params.js';
 import type { CsiFrame } from '../src/csi/frame.js';
 import { simFrames } from './frames.js';

@@ -29,7 +29,7 @@ import { REFINER_FEATURE_DIM, REFINER_STEPS, RefinerInput } from '../src/physics
 import { viewCamera } from '../src/pose/camera.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { DEFAULT_MAX_CANDIDATES, floorMap, floorMapProfile, type FloorMapItem, type FloorMapOptions, type FloorMapProfile } from '../operators/floorMap.js';
-import { registry } from '../operators/index.js';
+import { registry } from '../pipelines/index.js';
 import { liveParams } from '../pipelines/settings.js';
 import { siteFrames } from './frames.js';
 import { argValue, printResults, type BenchResult } from './lib.js';

@@ -1,5 +1,5 @@
 import { from, type OperatorFunction } from 'rxjs';
-import { registry } from '../operators/index.js';
+import { registry } from '../pipelines/index.js';
 import { pipelineOperator } from '../src/engine/pipeline.js';
 import { decode } from '../operators/decode.js';
 import { Intel5300Decoder } from '../src/decoders/intel5300.js';

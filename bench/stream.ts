@@ -13,7 +13,8 @@
  * progress and the verdict on the targets on stderr.
  */
 import { argValue, printResults, type BenchResult } from './lib.js';
-import { FULL, QUICK, runFanout } from './stream/fanout.js';
+import { runFanout } from './stream/fanout.js';
+import { FULL, QUICK } from './stream/plan.js';
 import { runE2e } from './stream/e2e.js';
 import { verdict } from './stream/targets.js';
 

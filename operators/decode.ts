@@ -1,7 +1,8 @@
 import { Observable, asyncScheduler, type OperatorFunction, type SchedulerLike } from 'rxjs';
-import { ReplayClock, stampTime } from '../src/sources/replayClock.js';
-import type { CaptureFormat, CsiFrame } from '../src/csi/frame.js';
-import type { CsiDecoder, DecodeStats, DecoderOptions } from '../src/csi/decoder.js';
+import { ReplayClock, stampTime } from '../src/decoders/replayClock.js';
+import type { CsiFrame } from '../src/csi/frame.js';
+import type { CsiDecoder, DecodeStats } from '../src/csi/decoder.js';
+import { DECODERS, type DecoderEntry } from '../src/decoders/registry.js';
 import type { OperatorSpec, ParamValues } from '../src/engine/spec.js';
 
 export interface DecodeOptions {
@@ -80,32 +81,25 @@ export function decode(
 
 /**
  * Registry entries for the decoder stages of pipeline strings (`file:cap.dat | intel5300 | ...`):
- * one per capture format, each turning raw bytes into frames.
+ * one per capture format of the table (src/decoders/registry.ts), each turning raw bytes into
+ * frames with the format's stream decoder.
+ * @param formats the formats (default: every one the table holds now)
+ * @returns one operator spec per format, named for it
  */
-export function decoderSpecs(
-  formats: readonly CaptureFormat[],
-  create: (format: CaptureFormat, opts: DecoderOptions) => CsiDecoder,
-): OperatorSpec[] {
-  return formats.map((format) => ({
-    name: format,
-    summary: `decode ${DESCRIPTIONS[format]} from raw bytes`,
+export function decoderSpecs(formats: Iterable<DecoderEntry> = DECODERS.values()): OperatorSpec[] {
+  return [...formats].map((format) => ({
+    name: format.name,
+    summary: `decode ${format.description} from raw bytes`,
     input: 'bytes' as const,
     output: 'frame' as const,
     params: [
-      { name: 'source', type: 'string' as const, default: format, description: 'sourceId stamped into frames' },
+      { name: 'source', type: 'string' as const, default: format.name, description: 'sourceId stamped into frames' },
       { name: 'env', type: 'string' as const, default: 'default', description: 'environmentId stamped into frames' },
     ],
     create: (p: ParamValues, ctx) =>
       decode(
-        () => create(format, { sourceId: String(p.source), environmentId: String(p.env) }),
+        () => format.stream({ sourceId: String(p.source), environmentId: String(p.env) }),
         ctx.scheduler ? { scheduler: ctx.scheduler } : {},
       ),
   }));
 }
-
-const DESCRIPTIONS: Record<CaptureFormat, string> = {
-  intel5300: 'Intel 5300 CSI Tool log_to_file logs',
-  atheros: 'Atheros CSI Tool recv_csi logs (either byte order)',
-  nexmon: 'Nexmon CSI pcap captures',
-  esp32: 'ESP32 CSI text lines (esp-csi CSI_DATA or ESP32-CSI-Tool)',
-};

@@ -1,8 +1,8 @@
+/**
+ * Every operator of this folder as the pipeline registry lists it. The registry itself, operators
+ * and named pipelines together, is pipelines/index.ts: operators know no pipeline.
+ */
 import type { OperatorSpec } from '../src/engine/spec.js';
-import type { Registry } from '../src/engine/pipeline.js';
-import { CAPTURE_FORMATS } from '../src/csi/frame.js';
-import { createStreamDecoder } from '../src/decoders/index.js';
-import { PIPELINES } from '../pipelines/index.js';
 import { decoderSpecs } from './decode.js';
 import { spec as links } from './links.js';
 import { spec as sanitize } from './sanitizePhase.js';
@@ -21,9 +21,12 @@ import { spec as infer } from './infer.js';
 import { spec as floorMap } from './floorMap.js';
 import { spec as refine } from './refine.js';
 
-/** Every operator a pipeline string can name, in the order `csipose operators` lists them. */
+/**
+ * Every operator a pipeline string can name, in the order `csipose operators` lists them. The
+ * decoder stages come first, one per capture format of src/decoders/registry.ts when this loads.
+ */
 export const OPERATORS: readonly OperatorSpec[] = [
-  ...decoderSpecs(CAPTURE_FORMATS, createStreamDecoder),
+  ...decoderSpecs(),
   links,
   sanitize,
   hampel,
@@ -41,9 +44,3 @@ export const OPERATORS: readonly OperatorSpec[] = [
   floorMap,
   refine,
 ];
-
-/** The registry the CLI and the service build pipelines from. */
-export const registry: Registry = {
-  operators: new Map(OPERATORS.map((o) => [o.name, o])),
-  pipelines: PIPELINES,
-};

@@ -11,7 +11,7 @@ import type { RefineContext } from '../operators/refine.js';
 import type { FloorMapContext, FloorMapItem } from '../operators/floorMap.js';
 import type { LinksContext, LinkStatsHolder } from '../operators/links.js';
 import type { RadioConfig } from '../src/csi/radios.js';
-import { registry } from '../operators/index.js';
+import { registry } from './index.js';
 import { live } from './live.js';
 import { physicsLive } from './physicsLive.js';
 import { processDef } from './process.js';

@@ -4,7 +4,7 @@
  * `csipose calibrate` runs).
  *
  * Each session is simulated in the room with generated people, and written exactly as the
- * service's own `capture` sink writes a run of `sim?truth=1` (src/sinks/index.ts): an Intel 5300
+ * service's own `capture` sink writes a run of `sim?truth=1` (src/cli/sinks/index.ts): an Intel 5300
  * capture (`encodeIntel5300` per frame) and a labels JSON-lines file at 10 Hz whose keypoints are
  * the truth's pixels in the room's camera (the configured view) with score 1 where visible: what
  * a camera's pose detector would have written. The sink itself does the writing, so the benchmark
@@ -16,7 +16,7 @@ import { Observable, Subject } from 'rxjs';
 import type { CsiSimulator } from '../../src/sim/simulator.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { viewSettings } from '../../src/pose/camera.js';
-import { SINKS } from '../../src/sinks/index.js';
+import { SINKS } from '../../src/cli/sinks/index.js';
 import { truthToJson } from '../../src/sources/sim.js';
 import { calibrate, type CalibrateResult, type CalibrationSession } from '../../src/training/calibrate.js';
 import type { ProgressStream } from '../../src/training/progress.js';

@@ -4,7 +4,7 @@
  * the service reports: the last CSI frame of every window.
  *
  * The service replays the file (`file:PATH?speed=N`) and stamps each frame with the replay's start
- * plus its media time, which it takes from the record's device clock (`timestamp_low`, src/sources/
+ * plus its media time, which it takes from the record's device clock (`timestamp_low`, src/decoders/
  * replayClock.ts). `mediaOf` repeats that computation, so a pose frame's timestamp, less the
  * replay's start, names the CSI frame its window ended on.
  *
@@ -20,7 +20,7 @@ import { encodeIntel5300 } from '../../src/encoders/intel5300.js';
 import { HOP, WINDOW_FRAMES } from '../../src/model/features.js';
 import { ACTIVITIES, type Activity } from '../../src/sim/scenario.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
-import { ReplayClock } from '../../src/sources/replayClock.js';
+import { ReplayClock } from '../../src/decoders/replayClock.js';
 import type { LifeCounts } from './life.js';
 import type { SessionSpec } from './plan.js';
 

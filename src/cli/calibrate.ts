@@ -3,7 +3,7 @@ import { resolveInstalled } from '../packageRoot.js';
 import { ConfigStore } from '../config/store.js';
 import { primaryLinkRadios } from '../config/site.js';
 import type { CaptureFormat } from '../csi/frame.js';
-import { isCaptureFormat } from '../decoders/index.js';
+import { CAPTURE_FORMATS, isCaptureFormat } from '../decoders/index.js';
 
 /**
  * `csipose calibrate --csi CAPTURE --keypoints LABELS.jsonl [--csi ... --keypoints ...] --out room.onnx`:
@@ -37,7 +37,7 @@ export function calibrateCommand(): Command {
     )
     .requiredOption('--keypoints <labels.jsonl>', "the session's camera keypoints, one JSON line per camera frame (repeat, in the order of --csi)", collect, [])
     .requiredOption('--out <room.onnx>', 'where to write the room model (its report goes beside it as .json)')
-    .addOption(new Option('--format <format>', 'capture format (default: from the file name)').choices(['intel5300', 'atheros', 'nexmon', 'esp32']))
+    .addOption(new Option('--format <format>', 'capture format (default: from the file name)').choices(CAPTURE_FORMATS))
     .option('--empty <capture>', 'v3 refiners: a recording of the empty room, 1-2 minutes (a capture file or a list of file:PATH?link=RX URIs)')
     .option('--model <path>', 'model to start from (default: neural_network.model_path)')
     .addOption(new Option('--data-dir <dir>', 'data directory whose saved configuration applies').env('CSIPOSE_DATA_DIR').default('./data'))

@@ -1,10 +1,25 @@
 import type { Writable } from 'node:stream';
+import { Command } from 'commander';
 import { createReadStream } from 'node:fs';
-import { isCaptureFormat, createStreamDecoder } from '../decoders/index.js';
+import { isCaptureFormat, createStreamDecoder, formatList } from '../decoders/index.js';
 import { DecodeError } from '../csi/decoder.js';
 import type { CsiFrame } from '../csi/frame.js';
 import { frameToJson } from '../render/json.js';
-import { OutputDemand, flushed, readerGone } from '../sinks/output.js';
+import { OutputDemand, flushed, readerGone } from './sinks/output.js';
+
+/**
+ * `csipose decode -f FORMAT FILE`; the formats its usage names are those of
+ * src/decoders/registry.ts.
+ */
+export function decodeCommand(): Command {
+  return new Command('decode')
+    .description('print every CSI record of a capture as NDJSON, values exactly as recorded')
+    .requiredOption('-f, --format <format>', formatList(' | '))
+    .argument('<file>', 'capture file')
+    .action(async (file: string, o: { format: string }) => {
+      process.exitCode = await runDecode(o.format, file, process.stdout, process.stderr);
+    });
+}
 
 /** Output is written in blocks of about this many characters. */
 const BLOCK = 1 << 16;
@@ -20,7 +35,7 @@ const BLOCK = 1 << 16;
  */
 export async function runDecode(format: string, file: string, out: Writable, err: Writable): Promise<number> {
   if (!isCaptureFormat(format)) {
-    err.write(`csipose decode: unknown format "${format}" (intel5300, atheros, nexmon, esp32)\n`);
+    err.write(`csipose decode: unknown format "${format}" (${formatList(', ')})\n`);
     return 2;
   }
   const decoder = createStreamDecoder(format, { sourceId: `file:${file}` });

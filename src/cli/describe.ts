@@ -1,5 +1,5 @@
 import type { Registry } from '../engine/pipeline.js';
-import { SINKS } from '../sinks/index.js';
+import { SINKS } from './sinks/index.js';
 import type { ParamSpec } from '../engine/spec.js';
 
 function paramLine(p: ParamSpec): string {

@@ -2,10 +2,10 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { take } from 'rxjs';
 import { readFileSync } from 'node:fs';
-import { registry } from '../../operators/index.js';
-import { buildPipeline } from '../engine/build.js';
+import { registry } from '../../pipelines/index.js';
+import { buildPipeline } from './build.js';
 import { PipelineError } from '../engine/pipeline.js';
-import { runDecode } from './decode.js';
+import { decodeCommand } from './decode.js';
 import { describeOperators, describePipelines } from './describe.js';
 import type { DecodeStats } from '../csi/decoder.js';
 import { serveCommand } from './serve.js';
@@ -13,7 +13,8 @@ import { calibrateCommand } from './calibrate.js';
 import { keysCommand } from './keys.js';
 import { queryCommand } from './query.js';
 import { exportCommand } from './export.js';
-import { OutputDemand, readerGone } from '../sinks/output.js';
+import { OutputDemand, readerGone } from './sinks/output.js';
+import { formatList, mqttFormats } from '../decoders/index.js';
 import { defaults } from '../config/schema.js';
 
 /** The configuration's defaults: the site and view `--site` lends the sources. */
@@ -95,14 +96,7 @@ export function program(): Command {
     .description('WiFi CSI to human pose: decode captures, compose and run streaming pipelines')
     .version(pkg.version);
 
-  cli
-    .command('decode')
-    .description('print every CSI record of a capture as NDJSON, values exactly as recorded')
-    .requiredOption('-f, --format <format>', 'intel5300 | atheros | nexmon | esp32')
-    .argument('<file>', 'capture file')
-    .action(async (file: string, o: { format: string }) => {
-      process.exitCode = await runDecode(o.format, file, process.stdout, process.stderr);
-    });
+  cli.addCommand(decodeCommand());
 
   const runFlags = (c: Command) =>
     c
@@ -125,7 +119,7 @@ export function program(): Command {
           'run cleanly: the sink writes out what it holds, every line is whole, and the exit status is 0.\n' +
           'Exit status 1 on a stream or write error, 2 on a pipeline that cannot be built.\n' +
           'Sources: sim[?seed=N&people=N&truth=1...], file:PATH[?format=F&loop=K&speed=N],\n' +
-          'udp://HOST:PORT?format=F, mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon (mqtts:// too),\n' +
+          `udp://HOST:PORT?format=F, mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=${formatList('|', mqttFormats().map((e) => e.name))} (mqtts:// too),\n` +
           'stdin[?format=F] or -. Sinks: ndjson [path=FILE|-], stats [interval=S], null,\n' +
           'capture path=FILE|- [labels=FILE] [label_hz=N] [link=ID] (see `csipose operators`).',
       );

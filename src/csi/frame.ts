@@ -11,17 +11,22 @@
  * frame object (usually `{ ...frame, csi: out }`), so a frame may be shared by several subscribers.
  */
 
+import type { CaptureFormat } from '../decoders/registry.js';
+
 /**
- * Formats a frame can come from. `sim` is the built-in simulator; `submission` is a packet of a
- * CSI submission (`POST /pose/process`, src/csi/submission.ts).
+ * Formats a frame can come from: a capture format (src/decoders/registry.ts), `sim` the built-in
+ * simulator, or `submission` a packet of a CSI submission (`POST /pose/process`, src/csi/submission.ts).
  */
-export type CsiFormat = 'intel5300' | 'atheros' | 'nexmon' | 'esp32' | 'sim' | 'submission';
+export type CsiFormat = CaptureFormat | 'sim' | 'submission';
 
 /** OFDM subcarrier spacing of 802.11n/ac, Hz: `CsiFrame.subcarriers` count in these steps. */
 export const SUBCARRIER_SPACING_HZ = 312_500;
 
-export const CAPTURE_FORMATS = ['intel5300', 'atheros', 'nexmon', 'esp32'] as const;
-export type CaptureFormat = (typeof CAPTURE_FORMATS)[number];
+/**
+ * The capture formats a decoder reads, and their type: both from the one table of formats,
+ * src/decoders/registry.ts, where a format is added.
+ */
+export { CAPTURE_FORMATS, type CaptureFormat } from '../decoders/registry.js';
 
 export interface CsiFrame {
   /** Where the frame was decoded from. */

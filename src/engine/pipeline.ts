@@ -168,7 +168,7 @@ function expand(
   const op = registry.operators.get(name);
   if (op) {
     if (op.input !== 'any' && kind !== 'any' && op.input !== kind) {
-      fail(`"${name}" takes ${op.input} but the previous stage gives ${kind}${hintFor(op.input, kind)}`, origin);
+      fail(`"${name}" takes ${op.input} but the previous stage gives ${kind}${hintFor(op.input, kind, registry)}`, origin);
     }
     let params: ParamValues;
     try {
@@ -209,11 +209,20 @@ function expand(
   fail(`unknown operator "${name}"${s ? ` (did you mean "${s}"?)` : ''}`, origin, true);
 }
 
-function hintFor(want: StreamKind, have: StreamKind): string {
-  if (want === 'frame' && have === 'bytes') return ' (add a decoder stage first: intel5300, atheros, nexmon or esp32)';
+function hintFor(want: StreamKind, have: StreamKind, registry: Registry): string {
+  if (want === 'frame' && have === 'bytes') {
+    // The decoder stages are the registry's bytes -> frame operators, one per capture format.
+    const decoders = [...registry.operators.values()].filter((o) => o.input === 'bytes' && o.output === 'frame').map((o) => o.name);
+    if (decoders.length > 0) return ` (add a decoder stage first: ${orList(decoders)})`;
+  }
   if (want === 'window' && have === 'frame') return ' (add a window stage first)';
   if (want === 'bytes') return ' (decoders read raw bytes: put them right after a file: or stdin source)';
   return '';
+}
+
+/** `a, b or c`. */
+function orList(names: readonly string[]): string {
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`;
 }
 
 /**

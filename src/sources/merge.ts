@@ -42,7 +42,7 @@ export interface MergeReplayOptions {
 /**
  * Replays several capture files as one stream, in time order: a k-way merge by frame time.
  *
- * Each file keeps its own replay timeline (src/sources/replayClock.ts). A frame's time is its
+ * Each file keeps its own replay timeline (src/decoders/replayClock.ts). A frame's time is its
  * recorded wall time where the record has one (pcap), else the shared start plus its media time
  * (ms since its file's first frame, from the device clock or the nominal rate): files without wall
  * time are taken to have started together, at the shared start. The merge always emits the

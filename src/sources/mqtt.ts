@@ -3,15 +3,19 @@ import mqtt, { ErrorWithReasonCode, type IClientOptions, type MqttClient } from 
 import { Observable, type Subscriber } from 'rxjs';
 import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
-import { createDatagramDecoder, isCaptureFormat } from '../decoders/index.js';
-import { stampTime } from './replayClock.js';
+import { createDatagramDecoder, formatList, isCaptureFormat, mqttFormats, type MessageFormat } from '../decoders/index.js';
+import { stampTime } from '../decoders/replayClock.js';
 import { SourceError } from './errors.js';
 import { parseLinkParam, type LinkParam } from './links.js';
 import { brokerName, envCredentials, RECONNECT_MIN_MS, withBackoff } from '../mqtt/connection.js';
 
-/** Capture formats whose records fit one MQTT message each. */
-export const MQTT_FORMATS = ['esp32', 'nexmon'] as const;
-export type MqttFormat = (typeof MQTT_FORMATS)[number];
+/** Capture formats whose records fit one MQTT message each: those with a `message` in src/decoders/registry.ts. */
+export type MqttFormat = MessageFormat;
+
+/** `esp32|nexmon`: the formats an MQTT message can carry, for usage lines. */
+function mqttFormatChoices(sep: string): string {
+  return formatList(sep, mqttFormats().map((e) => e.name));
+}
 
 /** Subscription QoS levels the source asks for (QoS 2 buys nothing for CSI that QoS 1 does not). */
 export type MqttQos = 0 | 1;
@@ -103,9 +107,10 @@ export function isTopicFilter(topic: string): boolean {
 }
 
 /**
- * Takes apart `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon[&qos=0|1&client_id=ID&link=RX|topic]`
+ * Takes apart `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=F[&qos=0|1&client_id=ID&link=RX|topic]`
  * (or `mqtts://`). `link=RX` puts every frame on receiver RX's link, `link=topic` names the
- * receiver by the last level of each message's topic (src/sources/links.ts). Parsed by hand rather than with `new URL`, because a topic filter's `#` is a
+ * receiver by the last level of each message's topic (src/sources/links.ts). F is a format whose
+ * records fit one message (`message` in src/decoders/registry.ts, e.g. esp32). Parsed by hand rather than with `new URL`, because a topic filter's `#` is a
  * fragment to URL parsing: both `%23` and a literal `#` are accepted. The topic is the path after
  * the first `/`, percent-decoded. Credentials missing from the URI come from
  * `CSIPOSE_MQTT_USERNAME` / `CSIPOSE_MQTT_PASSWORD`, so a password need not be on a command line.
@@ -119,7 +124,7 @@ export function isTopicFilter(topic: string): boolean {
  * // { url: 'mqtt://10.0.0.2:1883', host: '10.0.0.2', port: 1883, topic: 'csi/#', format: 'esp32', qos: 0 }
  */
 export function parseMqttUri(uri: string, env: NodeJS.ProcessEnv = process.env): MqttUri {
-  const usage = 'mqtt://HOST:PORT/TOPIC?format=esp32|nexmon';
+  const usage = `mqtt://HOST:PORT/TOPIC?format=${mqttFormatChoices('|')}`;
   const scheme = uri.startsWith('mqtts://') ? 'mqtts' : uri.startsWith('mqtt://') ? 'mqtt' : undefined;
   if (!scheme) throw new SourceError(`mqtt source must be ${usage}`);
   const rest = uri.slice(scheme.length + 3);
@@ -177,15 +182,17 @@ function hostPort(hp: string, defaultPort: number, usage: string): { host: strin
 }
 
 function mqttFormat(f: string | null): MqttFormat {
-  if (f === null) throw new SourceError(`mqtt source needs ?format=esp32|nexmon`);
-  if (!isCaptureFormat(f)) throw new SourceError(`unknown format "${f}" (mqtt formats: esp32, nexmon)`);
-  if (!isMqttFormat(f))
-    throw new SourceError(`format "${f}" cannot come over mqtt: a message holds one esp32 line or one nexmon payload`);
+  if (f === null) throw new SourceError(`mqtt source needs ?format=${mqttFormatChoices('|')}`);
+  if (!isCaptureFormat(f)) throw new SourceError(`unknown format "${f}" (mqtt formats: ${mqttFormatChoices(', ')})`);
+  if (!isMqttFormat(f)) {
+    const holds = mqttFormats().map((e) => `one ${e.name} ${e.message}`).join(' or ');
+    throw new SourceError(`format "${f}" cannot come over mqtt: a message holds ${holds}`);
+  }
   return f;
 }
 
 function isMqttFormat(f: string): f is MqttFormat {
-  return (MQTT_FORMATS as readonly string[]).includes(f);
+  return mqttFormats().some((e) => e.name === f);
 }
 
 function qosParam(s: string | null): MqttQos {
@@ -282,7 +289,7 @@ function connackCode(e: Error): number | undefined {
 export function mqttSource(opts: MqttSourceOptions): Observable<CsiFrame> {
   return new Observable<CsiFrame>((subscriber) => {
     if (!isMqttFormat(opts.format)) {
-      subscriber.error(new SourceError(`format "${opts.format}" cannot come over mqtt (formats: esp32, nexmon)`));
+      subscriber.error(new SourceError(`format "${opts.format}" cannot come over mqtt (formats: ${mqttFormatChoices(', ')})`));
       return;
     }
     if (!isTopicFilter(opts.topic)) {

@@ -2,7 +2,8 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { Observable, asyncScheduler, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
-import { FAST_CHUNK, ReplayClock, nextTurn } from './replayClock.js';
+import { ReplayClock } from '../decoders/replayClock.js';
+import { FAST_CHUNK, nextTurn } from './pace.js';
 import { whenReady, type Demand } from './demand.js';
 
 export interface ReplayOptions {

@@ -5,7 +5,7 @@ import { viewCamera, viewSpec, type ViewSettings } from '../pose/camera.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
 import { MAX_SIM_LINKS } from '../sim/site.js';
 import { SourceError } from './errors.js';
-import { FAST_CHUNK, nextTurn } from './replayClock.js';
+import { FAST_CHUNK, nextTurn } from './pace.js';
 import { whenReady, type Demand } from './demand.js';
 
 export interface SimSourceOptions {

@@ -3,7 +3,7 @@ import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
 import type { DecodeStats } from '../csi/decoder.js';
 import type { RadioConfig } from '../csi/radios.js';
 import type { ViewSettings } from '../pose/camera.js';
-import { createStreamDecoder, formatFromFileName, isCaptureFormat } from '../decoders/index.js';
+import { createStreamDecoder, formatFromFileName, formatList, isCaptureFormat } from '../decoders/index.js';
 import { decode } from '../../operators/decode.js';
 import { fileBytes, stdinBytes } from './bytes.js';
 import { replayFile } from './replayFile.js';
@@ -51,7 +51,7 @@ function query(uri: string): { base: string; q: URLSearchParams } {
 function formatParam(q: URLSearchParams, uri: string): CaptureFormat | undefined {
   const f = q.get('format');
   if (f === null) return undefined;
-  if (!isCaptureFormat(f)) throw new SourceError(`unknown format "${f}" in ${uri} (formats: intel5300, atheros, nexmon, esp32)`);
+  if (!isCaptureFormat(f)) throw new SourceError(`unknown format "${f}" in ${uri} (formats: ${formatList(', ')})`);
   return f;
 }
 
@@ -68,13 +68,15 @@ function speedParam(q: URLSearchParams): number | undefined {
  * Parses a source URI, or several separated by white space (one environment, several links):
  * - `sim` or `sim?seed=7&people=2&nsub=30&band=5&speed=1&links=3`: the built-in simulator (every
  *   link of the context's site, or its first `links` receivers; parseSimParams)
- * - `file:PATH[?format=F&speed=N&loop=K&link=RX]`: a capture file (format guessed from the name if absent)
- * - `udp://HOST:PORT?format=esp32|nexmon|intel5300|atheros[&link=RX | &senders=RX@ADDR,RX@ADDR]`: live
+ * - `file:PATH[?format=F&speed=N&loop=K&link=RX]`: a capture file (format guessed from the name if
+ *   absent); F names a format of src/decoders/registry.ts, e.g. intel5300
+ * - `udp://HOST:PORT?format=F[&link=RX | &senders=RX@ADDR,RX@ADDR]`: live
  *   packets; `senders` shares one port among several receivers, told apart by source address
  *   (datagrams from unlisted addresses are dropped and counted); each sender has its own decoder and
  *   `sourceId` `udp://HOST:PORT#RX`
- * - `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=esp32|nexmon[&qos=0|1&client_id=ID&link=RX|topic]`
- *   (or `mqtts://`): live messages from a broker, one CSI line or Nexmon payload each; `+` and `#`
+ * - `mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=F[&qos=0|1&client_id=ID&link=RX|topic]`
+ *   (or `mqtts://`): live messages from a broker, one record each (an ESP32 line, a Nexmon
+ *   payload: the formats with a `message` in src/decoders/registry.ts); `+` and `#`
  *   (written `%23` or as is) in TOPIC; default port 1883 (mqtts 8883); credentials else from
  *   `CSIPOSE_MQTT_USERNAME` / `CSIPOSE_MQTT_PASSWORD`; `link=topic` names the receiver by the last
  *   level of each message's topic (messages whose last level is no receiver of the site are dropped
@@ -142,7 +144,7 @@ function parseOne(uri: string): SourceDef {
       open(kind, ctx) {
         if (kind === 'bytes') return fileBytes(path, ctx.demand);
         const f = format;
-        if (!f) throw new SourceError(`cannot tell the format of ${path}: add ?format=intel5300|atheros|nexmon|esp32`);
+        if (!f) throw new SourceError(`cannot tell the format of ${path}: add ?format=${formatList('|')}`);
         const opts = { sourceId: `file:${path}`, environmentId: ctx.environmentId ?? 'default' };
         return defer(() => {
           const linkId = fixedLink(link, uri, ctx);
@@ -168,7 +170,7 @@ function parseOne(uri: string): SourceDef {
     if (!host || !Number.isInteger(port) || port < 0 || port > 65535)
       throw new SourceError(`udp source must be udp://HOST:PORT?format=F, got ${uri}`);
     const format = formatParam(q, uri);
-    if (!format) throw new SourceError(`udp source needs ?format=esp32|nexmon|intel5300`);
+    if (!format) throw new SourceError(`udp source needs ?format=${formatList('|')}`);
     const link = parseLinkParam(q, uri, { senders: true });
     const def: SourceDef = {
       uri,
@@ -306,7 +308,7 @@ function parseList(uri: string, uris: readonly string[]): SourceDef {
   let speed: number | undefined;
   for (const p of files) {
     const f = p.parts.file!;
-    if (!f.format) throw new SourceError(`cannot tell the format of ${f.path}: add ?format=intel5300|atheros|nexmon|esp32`);
+    if (!f.format) throw new SourceError(`cannot tell the format of ${f.path}: add ?format=${formatList('|')}`);
     if (f.speed !== undefined && speed !== undefined && f.speed !== speed)
       throw new SourceError(`listed files replay at one speed: got speed=${speed} and speed=${f.speed}`);
     speed ??= f.speed;

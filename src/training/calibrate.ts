@@ -27,7 +27,7 @@ import { Subject } from 'rxjs';
 import onnxProto from 'onnx-proto';
 import type { CsiFrame } from '../csi/frame.js';
 import type { CaptureFormat } from '../csi/frame.js';
-import { createStreamDecoder, formatFromFileName } from '../decoders/index.js';
+import { createStreamDecoder, formatFromFileName, formatList } from '../decoders/index.js';
 import { CONTRACT_V2, FALL_WINDOW_S, MODEL_ACTIVITIES, SITE_DIM, siteVector, type ModelMetadata, type SiteGeometry } from '../model/contract.js';
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';
 import { frameMsOf, HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES, HISTORY_WIDTH, HistoryRing } from '../model/history.js';
@@ -123,7 +123,7 @@ interface SessionRows {
  */
 async function sessionRows(s: CalibrationSession, labels: Label[]): Promise<SessionRows> {
   const format = s.format ?? formatFromFileName(s.csi);
-  if (!format) throw new Error(`cannot tell the format of ${s.csi}: give it (intel5300, atheros, nexmon, esp32)`);
+  if (!format) throw new Error(`cannot tell the format of ${s.csi}: give it (${formatList(', ')})`);
   const index = new LabelIndex(labels);
   const fx = new FeatureExtractor();
   let ring: HistoryRing | undefined;

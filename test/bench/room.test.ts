@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runRoomBench } from '../../bench/liveRoom.js';
-import { ReplayClock } from '../../src/sources/replayClock.js';
+import { ReplayClock } from '../../src/decoders/replayClock.js';
 import { roomConfig } from '../../bench/room/config.js';
 import { defaultRoomRecipe, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan } from '../../bench/room/plan.js';
 import { poissonExact } from '../../bench/room/report.js';

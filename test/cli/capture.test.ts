@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeAll } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { createStreamDecoder } from '../../src/decoders/index.js';
-import { ReplayClock } from '../../src/sources/replayClock.js';
+import { ReplayClock } from '../../src/decoders/replayClock.js';
 import { ensureBuilt, ndjson, runCli } from '../helpers/cli.js';
 
 interface Label {

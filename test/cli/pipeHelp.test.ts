@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SINKS } from '../../src/sinks/index.js';
+import { SINKS } from '../../src/cli/sinks/index.js';
 import { ensureBuilt, runCli } from '../helpers/cli.js';
 
 beforeAll(() => ensureBuilt(), 120_000);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { firstValueFrom, from, toArray } from 'rxjs';
-import { registry } from '../../operators/index.js';
-import { buildPipeline } from '../../src/engine/build.js';
+import { registry } from '../../pipelines/index.js';
+import { buildPipeline } from '../../src/cli/build.js';
 import { PipelineError, pipelineOperator, resolveStages, splitStages } from '../../src/engine/pipeline.js';
 import { makeFrame } from '../helpers/frames.js';
 import type { DopplerSpectrum } from '../../src/csi/frame.js';

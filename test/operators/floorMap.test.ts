@@ -9,7 +9,7 @@ import { from, lastValueFrom, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks } from '../../src/csi/radios.js';
-import { registry } from '../../operators/index.js';
+import { registry } from '../../pipelines/index.js';
 import {
   DEFAULT_LEARN_SECONDS,
   DEFAULT_MAX_CANDIDATES,

@@ -15,7 +15,7 @@ import {
   type LinkStatsHolder,
 } from '../../operators/links.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
-import { registry } from '../../operators/index.js';
+import { registry } from '../../pipelines/index.js';
 import { makeFrame } from '../helpers/frames.js';
 
 const T0 = 1_767_225_600_000;

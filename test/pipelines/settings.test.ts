@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_PARAMS, liveParams } from '../../pipelines/settings.js';
 import { live } from '../../pipelines/live.js';
 import { processDef } from '../../pipelines/process.js';
-import { registry } from '../../operators/index.js';
+import { registry } from '../../pipelines/index.js';
 import { resolveStages } from '../../src/engine/pipeline.js';
 import { deepFreeze, defaults, fieldAt, type ServiceConfig } from '../../src/config/schema.js';
 import type { ConfigSnapshot } from '../../src/config/store.js';

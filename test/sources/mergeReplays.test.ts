@@ -11,7 +11,7 @@ import { createStreamDecoder } from '../../src/decoders/index.js';
 import { frameToJson } from '../../src/render/json.js';
 import { encodeIntel5300 } from '../../src/encoders/intel5300.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
-import { OutputDemand } from '../../src/sinks/output.js';
+import { OutputDemand } from '../../src/cli/sinks/output.js';
 import { mergeReplays } from '../../src/sources/merge.js';
 import { parseSource, type SourceContext } from '../../src/sources/uri.js';
 

@@ -138,10 +138,10 @@ describe('parseSource: mqtt:// and mqtts://', () => {
   });
 
   const refusals: Array<[string, RegExp]> = [
-    ['mqtt://127.0.0.1:1883?format=esp32', /mqtt source needs a topic: mqtt:\/\/HOST:PORT\/TOPIC\?format=esp32\|nexmon/],
+    ['mqtt://127.0.0.1:1883?format=esp32', /mqtt source needs a topic: mqtt:\/\/HOST:PORT\/TOPIC\?format=nexmon\|esp32/],
     ['mqtt://127.0.0.1:1883/?format=esp32', /needs a topic/],
     ['mqtt://127.0.0.1:1883', /needs a topic/],
-    ['mqtt://127.0.0.1:1883/csi/x', /needs \?format=esp32\|nexmon/],
+    ['mqtt://127.0.0.1:1883/csi/x', /needs \?format=nexmon\|esp32/],
     ['mqtt://127.0.0.1:1883/csi/x?format=intel5300', /format "intel5300" cannot come over mqtt/],
     ['mqtt://127.0.0.1:1883/csi/x?format=atheros', /format "atheros" cannot come over mqtt/],
     ['mqtt://127.0.0.1:1883/csi/x?format=wifi', /unknown format "wifi"/],

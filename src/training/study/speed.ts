@@ -53,7 +53,7 @@ import { MOVING_SPEED } from '../../store/analytics/index.js';
 import { ClearMot } from '../eval/mot.js';
 import { PacedRunner } from '../eval/pacedRunner.js';
 import type { InferContext, InferStats } from '../../../operators/infer.js';
-import { registry } from '../../../operators/index.js';
+import { registry } from '../../../pipelines/index.js';
 import { track } from '../../../operators/track.js';
 import { live } from '../../../pipelines/live.js';
 import { liveParams, type LiveParams } from '../../../pipelines/settings.js';

@@ -1,12 +1,17 @@
+/**
+ * The command line's sinks, the last stage of a `csipose pipe` string: ndjson, stats, null,
+ * capture. The service's outlets (src/outlets/) are its counterpart; these write to standard
+ * output and files, with the backpressure of src/cli/sinks/output.ts.
+ */
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Observable, Subscription } from 'rxjs';
-import type { ParamSpec, ParamValues } from '../engine/spec.js';
-import { toJsonLine } from '../render/json.js';
-import type { CsiFrame } from '../csi/frame.js';
-import { encodeIntel5300Into, intel5300RecordLength } from '../encoders/intel5300.js';
-import { ReplayClock } from '../sources/replayClock.js';
-import { floorMapToJson, isFloorMap } from '../../operators/floorMap.js';
+import type { ParamSpec, ParamValues } from '../../engine/spec.js';
+import { toJsonLine } from '../../render/json.js';
+import type { CsiFrame } from '../../csi/frame.js';
+import { encodeIntel5300Into, intel5300RecordLength } from '../../encoders/intel5300.js';
+import { ReplayClock } from '../../decoders/replayClock.js';
+import { floorMapToJson, isFloorMap } from '../../../operators/floorMap.js';
 import { OutputDemand, SinkOutput } from './output.js';
 
 export { OutputDemand };

@@ -1,5 +1,9 @@
+/**
+ * The streams a command-line sink writes to (src/cli/sinks/index.ts, `csipose decode`): their
+ * backpressure for the source (src/sources/demand.ts) and how their end and failures are told apart.
+ */
 import type { Writable } from 'node:stream';
-import type { Demand } from '../sources/demand.js';
+import type { Demand } from '../../sources/demand.js';
 
 /**
  * Bytes an output may lag behind the stream. Sources that can wait never get near it (they pause

@@ -1,10 +1,17 @@
+/**
+ * The command line's pipeline builder: a `SOURCE | stage ... | SINK` string (`csipose pipe`,
+ * `csipose run`) into a source (src/sources/uri.ts), operator stages (src/engine/pipeline.ts over
+ * the registry of pipelines/index.ts) and one of the command line's sinks (src/cli/sinks/). It
+ * lives with the command line because it is the one place that composes all three; the engine
+ * below it knows only operators and pipelines.
+ */
 import type { Observable, SchedulerLike } from 'rxjs';
-import { PipelineError, composeStages, resolveStages, splitStages, suggest, type Registry, type ResolvedStage, type StageText } from './pipeline.js';
-import type { StreamKind } from './spec.js';
+import { PipelineError, composeStages, resolveStages, splitStages, suggest, type Registry, type ResolvedStage, type StageText } from '../engine/pipeline.js';
+import type { StreamKind } from '../engine/spec.js';
 import { parseSource, SourceError, type SourceContext, type SourceDef } from '../sources/uri.js';
-import { SINKS, type SinkSpec } from '../sinks/index.js';
-import { ParamError, resolveParams } from './params.js';
-import type { ParamValues } from './spec.js';
+import { SINKS, type SinkSpec } from './sinks/index.js';
+import { ParamError, resolveParams } from '../engine/params.js';
+import type { ParamValues } from '../engine/spec.js';
 
 /** A pipeline string turned into parts that are ready to run. */
 export interface BuiltPipeline {

@@ -1,4 +1,9 @@
-import { Subscription, asyncScheduler, type SchedulerLike } from 'rxjs';
+/**
+ * The replay timeline of recorded frames: how a device clock (`CsiFrame.clockUs`, as each decoder
+ * of this folder reads it) becomes media time. Here, below both, because file replays and MQTT
+ * (src/sources/) and the decode operator (operators/decode.ts) stamp frames with it, and the
+ * command line's capture sink (src/cli/sinks/) times its labels by it.
+ */
 import type { CsiFrame } from '../csi/frame.js';
 
 /** Largest device-clock step (µs) still taken as real time; longer steps are treated as a clock jump. */
@@ -50,22 +55,4 @@ export class ReplayClock {
 /** A copy of `f` whose wall-clock time is `time`, unless the record carried its own. */
 export function stampTime(f: CsiFrame, time: number): CsiFrame {
   return f.time > 0 ? f : { ...f, time };
-}
-
-/**
- * Frames a source emits as fast as possible before yielding to the event loop. Small, so that
- * the inference worker's results and socket events get in between chunks: a downstream stage
- * that works off-thread then keeps up instead of shedding (with 1,024-frame chunks the live
- * pipeline inferred 283 windows/s and dropped the rest).
- */
-export const FAST_CHUNK = 64;
-
-/**
- * Runs `fn` on the next turn of the event loop: `setImmediate` under the default scheduler (no
- * timer clamp, I/O callbacks run first), `scheduler.schedule` under any other (tests' virtual time).
- */
-export function nextTurn(scheduler: SchedulerLike, fn: () => void): Subscription {
-  if (scheduler !== asyncScheduler) return scheduler.schedule(fn, 0);
-  const handle = setImmediate(fn);
-  return new Subscription(() => clearImmediate(handle));
 }
