@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { CaptureFormat } from '../../src/csi/frame.js';
+import type { CaptureFormat } from '../../src/decoders/registry.js';
 
 /** `../shared/csi-samples` beside the repository, or CSIPOSE_SAMPLES_DIR. */
 export function samplesDir(root: string): string | undefined {

@@ -7,7 +7,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import type { CaptureFormat } from '../../src/csi/frame.js';
+import type { CaptureFormat } from '../../src/decoders/registry.js';
 import type { BenchResult } from '../lib.js';
 import { argValue } from '../lib.js';
 import { datagrams, samplesDir } from './captures.js';

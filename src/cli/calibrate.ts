@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolveInstalled } from '../packageRoot.js';
 import { ConfigStore } from '../config/store.js';
 import { primaryLinkRadios } from '../config/site.js';
-import type { CaptureFormat } from '../csi/frame.js';
+import type { CaptureFormat } from '../decoders/registry.js';
 import { CAPTURE_FORMATS, isCaptureFormat } from '../decoders/index.js';
 
 /**

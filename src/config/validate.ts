@@ -13,7 +13,7 @@
  */
 
 import { compileSchedule } from '../pose/zones.js';
-import { CAPTURE_FORMATS } from '../csi/frame.js';
+import { CAPTURE_FORMATS } from '../decoders/registry.js';
 import { RADIO_DEFAULTS } from '../csi/radios.js';
 import {
   ALIASES,

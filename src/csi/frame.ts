@@ -11,22 +11,17 @@
  * frame object (usually `{ ...frame, csi: out }`), so a frame may be shared by several subscribers.
  */
 
-import type { CaptureFormat } from '../decoders/registry.js';
-
 /**
- * Formats a frame can come from: a capture format (src/decoders/registry.ts), `sim` the built-in
- * simulator, or `submission` a packet of a CSI submission (`POST /pose/process`, src/csi/submission.ts).
+ * Formats a frame can come from: the name of the decoder that read it (`DECODERS`,
+ * src/decoders/registry.ts, where a format is added, at build time or with `registerDecoder`),
+ * `sim` the built-in simulator, or `submission` a packet of a CSI submission (`POST
+ * /pose/process`, src/csi/submission.ts). A string, not a union: the decoders sit above this
+ * module, and a registered format is known only when the process runs.
  */
-export type CsiFormat = CaptureFormat | 'sim' | 'submission';
+export type CsiFormat = string;
 
 /** OFDM subcarrier spacing of 802.11n/ac, Hz: `CsiFrame.subcarriers` count in these steps. */
 export const SUBCARRIER_SPACING_HZ = 312_500;
-
-/**
- * The capture formats a decoder reads, and their type: both from the one table of formats,
- * src/decoders/registry.ts, where a format is added.
- */
-export { CAPTURE_FORMATS, type CaptureFormat } from '../decoders/registry.js';
 
 export interface CsiFrame {
   /** Where the frame was decoded from. */

@@ -17,7 +17,7 @@
  * looking where it faces ({@link antennaAxis}).
  */
 
-import type { CaptureFormat } from './frame.js';
+import type { CsiFormat } from './frame.js';
 
 /** Speed of light, m/s. */
 export const SPEED_OF_LIGHT = 299_792_458;
@@ -38,8 +38,8 @@ export interface RadioConfig {
   readonly antennas: number;
   /** Distance between neighbouring antennas, metres. */
   readonly spacing_m: number;
-  /** The CSI format this radio delivers (receivers; a transmitter's is what its receivers decode). */
-  readonly format: CaptureFormat;
+  /** The CSI format this radio delivers, a decoder's name (receivers; a transmitter's is what its receivers decode); the configuration accepts only `CAPTURE_FORMATS`. */
+  readonly format: CsiFormat;
 }
 
 /** One link of a site: its transmitter and receiver. */

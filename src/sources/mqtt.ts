@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import mqtt, { ErrorWithReasonCode, type IClientOptions, type MqttClient } from 'mqtt';
 import { Observable, type Subscriber } from 'rxjs';
-import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
+import type { CsiFrame } from '../csi/frame.js';
+import type { CaptureFormat } from '../decoders/registry.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
 import { createDatagramDecoder, formatList, isCaptureFormat, mqttFormats, type MessageFormat } from '../decoders/index.js';
 import { stampTime } from '../decoders/replayClock.js';

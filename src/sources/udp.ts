@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { Observable } from 'rxjs';
-import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
+import type { CsiFrame } from '../csi/frame.js';
+import type { CaptureFormat } from '../decoders/registry.js';
 import type { CsiDecoder, DecodeStats } from '../csi/decoder.js';
 import { createDatagramDecoder } from '../decoders/index.js';
 import { normaliseAddress } from './links.js';

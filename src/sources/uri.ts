@@ -1,5 +1,6 @@
 import type { Observable, SchedulerLike } from 'rxjs';
-import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
+import type { CsiFrame } from '../csi/frame.js';
+import type { CaptureFormat } from '../decoders/registry.js';
 import type { DecodeStats } from '../csi/decoder.js';
 import type { RadioConfig } from '../csi/radios.js';
 import type { ViewSettings } from '../pose/camera.js';

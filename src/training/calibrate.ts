@@ -26,7 +26,7 @@ import { basename } from 'node:path';
 import { Subject } from 'rxjs';
 import onnxProto from 'onnx-proto';
 import type { CsiFrame } from '../csi/frame.js';
-import type { CaptureFormat } from '../csi/frame.js';
+import type { CaptureFormat } from '../decoders/registry.js';
 import { createStreamDecoder, formatFromFileName, formatList } from '../decoders/index.js';
 import { CONTRACT_V2, FALL_WINDOW_S, MODEL_ACTIVITIES, SITE_DIM, siteVector, type ModelMetadata, type SiteGeometry } from '../model/contract.js';
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';

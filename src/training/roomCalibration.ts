@@ -24,7 +24,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import onnxProto from 'onnx-proto';
 import { lastValueFrom, type Observable, tap, ignoreElements, defaultIfEmpty } from 'rxjs';
-import type { CaptureFormat, CsiFrame } from '../csi/frame.js';
+import type { CsiFrame } from '../csi/frame.js';
+import type { CaptureFormat } from '../decoders/registry.js';
 import { siteLinks, type RadioConfig, type SiteLink } from '../csi/radios.js';
 import { CONTRACT_V3, ROOM_CALIBRATION_KEY } from '../model/contract.js';
 import { PoseModel } from '../model/runtime.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CaptureFormat } from '../../src/csi/frame.js';
+import type { CaptureFormat } from '../../src/decoders/registry.js';
 import type { DecodeResult } from '../../src/csi/decoder.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { decodeAtheros } from '../../src/decoders/atheros.js';

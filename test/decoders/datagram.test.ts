@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import type { CaptureFormat, CsiFrame } from '../../src/csi/frame.js';
+import type { CsiFrame } from '../../src/csi/frame.js';
+import type { CaptureFormat } from '../../src/decoders/registry.js';
 import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { createDatagramDecoder } from '../../src/decoders/index.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';

@@ -96,9 +96,18 @@ describe('the table of capture formats', () => {
 });
 
 describe('a format registered in the table, and nowhere else, is accepted everywhere', () => {
-  it('is a capture format of src/csi/frame.ts', async () => {
-    const frame = await import('../../src/csi/frame.js');
-    expect(frame.CAPTURE_FORMATS).toContain(FAKE);
+  it('is a radio format the configuration accepts (and a name it does not know is refused)', async () => {
+    const { defaults } = await import('../../src/config/schema.js');
+    const { validateChange } = await import('../../src/config/validate.js');
+    const withFormat = (format: string) => {
+      const r = validateChange(
+        'environment.site.radios',
+        defaults().environment.site.radios.map((x) => ({ ...x, format })),
+      );
+      return r.ok ? [] : r.errors.filter((e) => e.field.endsWith('.format'));
+    };
+    expect(withFormat(FAKE)).toEqual([]);
+    expect(withFormat('nosuchformat').length).toBeGreaterThan(0);
     expect(CAPTURE_FORMATS).toContain(FAKE);
     expect(isCaptureFormat(FAKE)).toBe(true);
   });
