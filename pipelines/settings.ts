@@ -1,63 +1,40 @@
-import type { ParamValues } from '../src/engine/spec.js';
+import type { OperatorSpec, ParamValues } from '../src/engine/spec.js';
+import { OPERATORS } from '../operators/index.js';
 import { getPath } from '../src/config/schema.js';
 import { primaryLinkRadios, siteGeometry } from '../src/config/site.js';
 import type { ConfigSnapshot } from '../src/config/store.js';
 import { formatSite } from '../src/model/contract.js';
 
 /**
- * The one mapping from configuration to operator parameters: which setting feeds which parameter
- * of which stage. The parameters' types, defaults and ranges come from the same settings (each
- * operator declares them with `configParam`), so a pipeline string, `csipose operators` and the
- * running service agree.
+ * Which setting feeds which parameter of which stage is declared once, by the parameter itself:
+ * an operator declares a parameter with `...configParam(path)` (src/config/params.ts), which gives
+ * its type, default and range from the config schema and names the setting (`ParamSpec.setting`).
+ * This module reads those declarations from the operators' registry: the running service, a
+ * pipeline string and `csipose operators` agree because there is nothing else to agree with.
  */
-/** The reference view's settings, read by every stage that projects skeletons (infer, refine). */
-const VIEW_PARAMS = {
-    viewWidth: 'environment.view.width',
-    viewHeight: 'environment.view.height',
-    viewHfovDeg: 'environment.view.hfov_deg',
-    viewX: 'environment.view.x',
-    viewY: 'environment.view.y',
-    viewZ: 'environment.view.z',
-    viewYawDeg: 'environment.view.yaw_deg',
-    viewPitchDeg: 'environment.view.pitch_deg',
-} as const;
 
-export const CONFIG_PARAMS = {
-  infer: {
-    confidenceThreshold: 'detection.confidence_threshold',
-    maxPersons: 'detection.max_persons',
-    batchSize: 'neural_network.batch_size',
-    maxWaitMs: 'neural_network.max_wait_ms',
-    ...VIEW_PARAMS,
-  },
-  refine: {
-    confidenceThreshold: 'detection.confidence_threshold',
-    maxPersons: 'detection.max_persons',
-    ...VIEW_PARAMS,
-  },
-  floorMap: {
-    roomWidth: 'environment.site.room_width',
-    roomDepth: 'environment.site.room_depth',
-  },
-  track: {
-    enabled: 'detection.tracking_enabled',
-    minHits: 'detection.tracking_min_hits',
-    maxAge: 'detection.tracking_max_age',
-  },
-  activity: {
-    enabled: 'analytics.enable_activity_recognition',
-  },
-  alerts: {
-    fallDetection: 'alerts.fall_detection.enabled',
-    sensitivity: 'alerts.fall_detection.sensitivity',
-    notificationDelaySeconds: 'alerts.fall_detection.notification_delay_seconds',
-    inactivity: 'alerts.inactivity_detection.enabled',
-    thresholdMinutes: 'alerts.inactivity_detection.threshold_minutes',
-  },
-} as const satisfies Record<string, Record<string, string>>;
+/** One stage's settings: parameter name -> setting path. */
+export type StageSettings = Readonly<Record<string, string>>;
+
+/**
+ * Every parameter that names a setting, by operator: the map the live pipeline is fed from.
+ * @param operators the operators to read (default: every registered one, operators/index.ts)
+ * @returns parameter -> setting path, by operator name (operators without one are left out)
+ * @example settingsOf().track.minHits // 'detection.tracking_min_hits'
+ */
+export function settingsOf(operators: readonly OperatorSpec[] = OPERATORS): Readonly<Record<string, StageSettings>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const op of operators) {
+    for (const p of op.params) if (p.setting !== undefined) (out[op.name] ??= {})[p.name] = p.setting;
+  }
+  return out;
+}
+
+/** The settings of the registered operators ({@link settingsOf}), derived once. */
+export const CONFIG_PARAMS: Readonly<Record<string, StageSettings>> = settingsOf();
 
 /** Parameter values by operator name, as a configuration sets them. */
-export type LiveParams = { readonly [Op in keyof typeof CONFIG_PARAMS]: Readonly<ParamValues> };
+export type LiveParams = Readonly<Record<string, Readonly<ParamValues>>>;
 
 const cache = new WeakMap<object, LiveParams>();
 
@@ -77,19 +54,33 @@ const cache = new WeakMap<object, LiveParams>();
 export function liveParams(c: ConfigSnapshot): LiveParams {
   const hit = Object.isFrozen(c) ? cache.get(c) : undefined;
   if (hit) return hit;
+  const params = liveParamsOf(c, CONFIG_PARAMS);
+  if (Object.isFrozen(c)) cache.set(c, params);
+  return params;
+}
+
+/**
+ * {@link liveParams} for a given map of settings (e.g. {@link settingsOf} over other operators),
+ * uncached.
+ * @param c the configuration snapshot
+ * @param settings parameter -> setting path, by operator
+ * @returns the parameters by operator
+ */
+export function liveParamsOf(c: ConfigSnapshot, settings: Readonly<Record<string, StageSettings>>): LiveParams {
   const out: Record<string, ParamValues> = {};
-  for (const [op, params] of Object.entries(CONFIG_PARAMS)) {
+  for (const [op, params] of Object.entries(settings)) {
     const values: ParamValues = {};
     for (const [name, path] of Object.entries(params)) values[name] = getPath(c, path) as number | boolean;
     out[op] = values;
   }
-  out.infer!.site = formatSite(siteGeometry(c));
-  // The one-link model reads the primary link: its skeletons are relative to the primary receiver.
-  const { rx } = primaryLinkRadios(c);
-  out.infer!.receiverX = rx.x;
-  out.infer!.receiverY = rx.y;
-  out.alerts!.zones = c.environment.zones.length ? JSON.stringify(c.environment.zones) : '';
-  const params = out as LiveParams;
-  if (Object.isFrozen(c)) cache.set(c, params);
-  return params;
+  // The compound settings, in the form the stages take them.
+  if (out.infer) {
+    out.infer.site = formatSite(siteGeometry(c));
+    // The one-link model reads the primary link: its skeletons are relative to the primary receiver.
+    const { rx } = primaryLinkRadios(c);
+    out.infer.receiverX = rx.x;
+    out.infer.receiverY = rx.y;
+  }
+  if (out.alerts) out.alerts.zones = c.environment.zones.length ? JSON.stringify(c.environment.zones) : '';
+  return out;
 }

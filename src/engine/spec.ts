@@ -19,6 +19,12 @@ export interface ParamSpec {
   readonly max?: number;
   /** Allowed values for enum. */
   readonly values?: readonly string[];
+  /**
+   * The configuration setting (dotted path) that feeds this parameter in the running service,
+   * read again per frame or batch (`liveParams`, pipelines/settings.ts). Declared with
+   * `...configParam(path)` (src/config/params.ts), which also gives the type, default and range.
+   */
+  readonly setting?: string;
 }
 
 export type ParamValues = Record<string, number | string | boolean>;

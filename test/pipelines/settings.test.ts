@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CONFIG_PARAMS, liveParams } from '../../pipelines/settings.js';
+import { CONFIG_PARAMS, liveParams, liveParamsOf, settingsOf } from '../../pipelines/settings.js';
+import { OPERATORS } from '../../operators/index.js';
+import { configParam } from '../../src/config/params.js';
+import type { OperatorSpec } from '../../src/engine/spec.js';
+import { map } from 'rxjs';
 import { live } from '../../pipelines/live.js';
 import { processDef } from '../../pipelines/process.js';
 import { registry } from '../../pipelines/index.js';
@@ -68,5 +72,52 @@ describe('one definition of each pipeline', () => {
       expect(resolved).toEqual(def.stages.map(([n]) => n));
     }
     expect(live.stages.map(([n]) => n)).toEqual(['links', 'sanitize', 'window', 'features', 'infer', 'track', 'activity', 'alerts']);
+  });
+
+  it('reads which setting feeds which parameter from the operators themselves (configParam names it)', () => {
+    const view = {
+      viewWidth: 'environment.view.width',
+      viewHeight: 'environment.view.height',
+      viewHfovDeg: 'environment.view.hfov_deg',
+      viewX: 'environment.view.x',
+      viewY: 'environment.view.y',
+      viewZ: 'environment.view.z',
+      viewYawDeg: 'environment.view.yaw_deg',
+      viewPitchDeg: 'environment.view.pitch_deg',
+    };
+    // The table the live pipeline was fed from when it was written out by hand (issue 20).
+    expect(CONFIG_PARAMS).toEqual({
+      infer: { confidenceThreshold: 'detection.confidence_threshold', maxPersons: 'detection.max_persons', batchSize: 'neural_network.batch_size', maxWaitMs: 'neural_network.max_wait_ms', ...view },
+      refine: { confidenceThreshold: 'detection.confidence_threshold', maxPersons: 'detection.max_persons', ...view },
+      floorMap: { roomWidth: 'environment.site.room_width', roomDepth: 'environment.site.room_depth' },
+      track: { enabled: 'detection.tracking_enabled', minHits: 'detection.tracking_min_hits', maxAge: 'detection.tracking_max_age' },
+      activity: { enabled: 'analytics.enable_activity_recognition' },
+      alerts: {
+        fallDetection: 'alerts.fall_detection.enabled',
+        sensitivity: 'alerts.fall_detection.sensitivity',
+        notificationDelaySeconds: 'alerts.fall_detection.notification_delay_seconds',
+        inactivity: 'alerts.inactivity_detection.enabled',
+        thresholdMinutes: 'alerts.inactivity_detection.threshold_minutes',
+      },
+    });
+  });
+
+  it('feeds a new operator setting from its declaration alone: one place to add it', () => {
+    // An operator of its own with one parameter declared from a setting, registered nowhere else.
+    const fake: OperatorSpec = {
+      name: 'fakeLimit',
+      summary: 'caps the persons of a frame',
+      input: 'pose',
+      output: 'pose',
+      params: [{ name: 'limit', ...configParam('detection.max_persons'), description: 'the cap' }],
+      create: () => map((f) => f),
+    };
+    const settings = settingsOf([...OPERATORS, fake]);
+    expect(settings.fakeLimit).toEqual({ limit: 'detection.max_persons' });
+    const c = defaults();
+    c.detection.max_persons = 3;
+    expect(liveParamsOf(frozen(c), settings).fakeLimit).toEqual({ limit: 3 });
+    // A parameter without a setting is not fed.
+    expect(settingsOf([{ ...fake, params: [{ name: 'limit', type: 'int', default: 1, description: 'the cap' }] }])).toEqual({});
   });
 });
