@@ -46,12 +46,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { FEATURE_DIM } from '../src/model/features.js';
-import { EMPTY_SECONDS as REFINER_EMPTY_SECONDS } from '../src/training/refinerData.js';
+import { EMPTY_SECONDS as REFINER_EMPTY_SECONDS } from '../training/ts/refinerData.js';
 import { PoseModel, type PoseRunner } from '../src/model/runtime.js';
 import { N_KEYPOINTS } from '../src/pose/types.js';
-import type { MeanPose } from '../src/training/evaluate.js';
-import type { ProgressStream } from '../src/training/progress.js';
-import { makeRecipes, type ScenarioRecipe } from '../src/training/recipe.js';
+import type { MeanPose } from '../training/ts/evaluate.js';
+import type { ProgressStream } from '../src/calibration/progress.js';
+import { makeRecipes, type ScenarioRecipe } from '../training/ts/recipe.js';
 import type { LiveParams } from '../pipelines/settings.js';
 import { argValue, fixed } from './lib.js';
 import {

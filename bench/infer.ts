@@ -1,6 +1,6 @@
 import { from, lastValueFrom, count } from 'rxjs';
 import { CONTRACT_VERSION, SITE_DIM } from '../src/model/contract.js';
-import { buildMlpPoseModel, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName } from '../src/model/onnxWriter.js';
+import { buildMlpPoseModel, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName } from '../src/calibration/onnxWriter.js';
 import { PoseModel } from '../src/model/runtime.js';
 import { Rng } from '../src/sim/rng.js';
 import { infer, type FeatureRow } from '../operators/infer.js';

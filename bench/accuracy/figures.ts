@@ -1,7 +1,7 @@
 /**
  * The third round's figures of one setting (DECISIONS "Benchmark output": `accuracy.S.*`, with
  * `accuracy.S.baseline.*` and `accuracy.S.oracle.*`), each with its 95 % interval
- * (`src/training/eval/intervals.ts`): Wilson for the per-event fall figures, a seeded bootstrap
+ * (`training/ts/eval/intervals.ts`): Wilson for the per-event fall figures, a seeded bootstrap
  * over scenarios for everything measured over frames (frames of one scenario are not independent).
  *
  * - Position: the floor-plan distance between matched pelvises (the pelvis matching of
@@ -19,9 +19,9 @@
  * The baseline is a system told everyone's true floor position and identity (so its count, MOTA
  * and IDF1 are the truth's), answering the mean pose, `standing` and never a fall (score.ts).
  */
-import { MAX_TRUE_COUNT } from '../../src/training/eval/count.js';
-import { idScores } from '../../src/training/eval/idf1.js';
-import { bootstrap, partsValue, quantileParts, ratioParts, wilson, type Interval, type ScenarioParts } from '../../src/training/eval/intervals.js';
+import { MAX_TRUE_COUNT } from '../../training/ts/eval/count.js';
+import { idScores } from '../../training/ts/eval/idf1.js';
+import { bootstrap, partsValue, quantileParts, ratioParts, wilson, type Interval, type ScenarioParts } from '../../training/ts/eval/intervals.js';
 import type { BenchResult } from '../lib.js';
 import { FALL_MATCH_S, HARD_NEGATIVE_WINDOW_S, MOT_FLOOR_M, type FallRun, type PoseTally, type ScenarioTally } from './score.js';
 

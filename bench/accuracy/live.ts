@@ -16,7 +16,7 @@ import { Subject } from 'rxjs';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import type { RadioConfig } from '../../src/csi/radios.js';
 import type { PoseRunner } from '../../src/model/runtime.js';
-import { PacedRunner } from '../../src/training/eval/pacedRunner.js';
+import { PacedRunner } from '../../training/ts/eval/pacedRunner.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import type { GroundTruth } from '../../src/sim/simulator.js';
 import type { InferStats } from '../../operators/infer.js';

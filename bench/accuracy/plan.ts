@@ -17,7 +17,7 @@
  *   then decode: int8 CSI, per-record scale) as a real installation's card would deliver them.
  */
 import { deepFreeze, defaults } from '../../src/config/schema.js';
-import { HALF_WAVELENGTH_5G_M, siteLinks, type RadioConfig } from '../../src/csi/radios.js';
+import { siteLinks, type RadioConfig } from '../../src/csi/radios.js';
 import type { ConfigSnapshot } from '../../src/config/store.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { Intel5300Decoder } from '../../src/decoders/intel5300.js';
@@ -26,11 +26,15 @@ import { formatSite } from '../../src/model/contract.js';
 import { Camera, viewSettings } from '../../src/pose/camera.js';
 import { deriveSeed, Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, type SimOptions, type SimSample } from '../../src/sim/simulator.js';
-import { placedSimulator, simOptions } from '../../src/training/dataset.js';
-import { fallScenarioPeople, HARD_NEGATIVE_ROLES, type FallRole, type ScriptedPerson } from '../../src/training/eval/fallScripts.js';
-import { isHeldOut, makeRecipes, recipeSite, type ScenarioRecipe } from '../../src/training/recipe.js';
+import { placedSimulator, simOptions, withRadios } from '../../training/ts/dataset.js';
+import { fallScenarioPeople, HARD_NEGATIVE_ROLES, type FallRole, type ScriptedPerson } from '../../training/ts/eval/fallScripts.js';
+import { isHeldOut, makeRecipes, oneLinkRadios, recipeRadios, recipeSite, type ScenarioRecipe } from '../../training/ts/recipe.js';
 import { liveParams, type LiveParams } from '../../pipelines/settings.js';
 import { live } from '../../pipelines/live.js';
+
+// The sites and their simulator options live with the recipe (training/ts), whose refiner training
+// sets are drawn on the same sites; the benchmark's face keeps them.
+export { oneLinkRadios, recipeRadios, withRadios };
 
 /** The benchmark's settings (DECISIONS "Benchmark output" `accuracy.S.*`, third round). */
 export type Setting = 'unseen' | 'unseen1' | 'room';
@@ -219,15 +223,6 @@ export function roomRecipes(plan: AccuracyPlan): RoomRecipes {
   return { room, calibration, pose, fall };
 }
 
-/** Simulator options with every link of a site (the simulator's `radios`), or as they are without one. */
-export function withRadios(o: SimOptions, radios: readonly RadioConfig[] | null | undefined): SimOptions {
-  if (!radios) return o;
-  // The radios place the arrays (and give their antenna counts) in place of nRx, nTx and the scenario's tx and rx.
-  const { nRx: _r, nTx: _t, ...rest } = o;
-  const { tx: _tx, rx: _rx, ...scenario } = o.scenario ?? {};
-  return { ...rest, scenario, radios } as SimOptions;
-}
-
 /** A simulator for a recipe, one person fewer while the room is too small (as the dataset does); with radios, every link of that site. */
 export function recipeSimulator(r: ScenarioRecipe, radios?: readonly RadioConfig[] | null): { sim: CsiSimulator; people: number } {
   return placedSimulator(r.people, (n) => withRadios({ ...simOptions(r, n), environmentId: `acc-${r.id}` }, radios));
@@ -315,52 +310,6 @@ export function planFallScenarios(recipes: readonly ScenarioRecipe[]): ScriptedP
 
 /** Draws of a fall scenario's people before its room is declared too small. */
 const FALL_PLAN_ATTEMPTS = 8;
-
-/** Inset of the side-wall receivers from their wall, metres. */
-const SIDE_INSET_M = 0.2;
-
-/**
- * The site of the `unseen` setting for a recipe: the recipe's transmitter and receiver (the
- * primary link, as in `unseen1`) and two more receivers, one on each side wall, at the primary
- * receiver's height and antenna count, facing into the room. A side receiver sits halfway along
- * its wall, or, on the wall that holds the transmitter, at the end of it farther from the
- * transmitter (15 % or 85 % of the depth). Antennas are half a wavelength apart at the recipe's
- * centre frequency, as the simulator spaces the recipe's own arrays.
- *
- * The primary link is the recipe's own, antenna for antenna: the recipe's arrays run along +x
- * (front and back wall) or +y (side walls), so the transmitter's `yaw_deg` is the one whose
- * antenna axis (src/csi/radios.ts) is that direction (90 on the back wall, 180 on a side wall);
- * the simulator reads a radio's yaw for its axis only.
- * @param r the recipe
- * @returns 1 TX + 3 RX, the transmitter first and the primary receiver `rx1`
- */
-export function recipeRadios(r: ScenarioRecipe): RadioConfig[] {
-  const { width, depth } = r.room;
-  // The simulator's centre: channel 36, 10 MHz higher for the 40 MHz layout (HT40+).
-  const spacing = (HALF_WAVELENGTH_5G_M * 5.18e9) / (5.18e9 + (r.nSub === 114 ? 10e6 : 0));
-  const radio = (id: string, role: 'tx' | 'rx', x: number, y: number, z: number, yaw: number, antennas: number): RadioConfig => ({
-    id,
-    role,
-    x,
-    y,
-    z,
-    yaw_deg: yaw,
-    antennas,
-    spacing_m: spacing,
-    format: 'intel5300',
-  });
-  const txYaw = r.tx.wall === 'back' ? 90 : 180;
-  const sideY = (wall: 'left' | 'right') => (r.tx.wall !== wall ? depth / 2 : r.tx.y > depth / 2 ? 0.15 * depth : 0.85 * depth);
-  return [
-    radio('tx', 'tx', r.tx.x, r.tx.y, r.tx.z, txYaw, r.nTx),
-    radio('rx1', 'rx', r.rx.x, r.rx.y, r.rx.z, 90, r.nRx),
-    radio('rx2', 'rx', SIDE_INSET_M, sideY('left'), r.rx.z, 0, r.nRx),
-    radio('rx3', 'rx', width - SIDE_INSET_M, sideY('right'), r.rx.z, 180, r.nRx),
-  ];
-}
-
-/** The recipe's one link as a site: its transmitter and its receiver (`unseen1`, `room`). */
-export const oneLinkRadios = (r: ScenarioRecipe): RadioConfig[] => recipeRadios(r).slice(0, 2);
 
 /** The primary link's id of a site (its first receiver's link). */
 export const primaryLinkId = (radios: readonly RadioConfig[]): string => siteLinks(radios)[0]!.id;

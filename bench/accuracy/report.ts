@@ -7,13 +7,13 @@
  * negatives, calibration).
  */
 import { ACTIVITIES } from '../../src/pose/types.js';
-import type { MeanPose } from '../../src/training/evaluate.js';
-import { countScores, MAX_REPORTED_COLUMN, MAX_TRUE_COUNT } from '../../src/training/eval/count.js';
-import { FALL_ROLES, HARD_NEGATIVE_ROLES, NEGATIVE_ROLES } from '../../src/training/eval/fallScripts.js';
-import { motScores } from '../../src/training/eval/mot.js';
-import { PCK_ALPHA, poseScores } from '../../src/training/eval/pose.js';
-import { PCK3D_ALPHA, pose3dScores } from '../../src/training/eval/pose3d.js';
-import type { ScenarioRecipe } from '../../src/training/recipe.js';
+import type { MeanPose } from '../../training/ts/evaluate.js';
+import { countScores, MAX_REPORTED_COLUMN, MAX_TRUE_COUNT } from '../../training/ts/eval/count.js';
+import { FALL_ROLES, HARD_NEGATIVE_ROLES, NEGATIVE_ROLES } from '../../training/ts/eval/fallScripts.js';
+import { motScores } from '../../training/ts/eval/mot.js';
+import { PCK_ALPHA, poseScores } from '../../training/ts/eval/pose.js';
+import { PCK3D_ALPHA, pose3dScores } from '../../training/ts/eval/pose3d.js';
+import type { ScenarioRecipe } from '../../training/ts/recipe.js';
 import type { LiveParams } from '../../pipelines/settings.js';
 import { fixed, machine, percent, type BenchResult } from '../lib.js';
 import { figureResults, settingFigures, type Figure } from './figures.js';
@@ -462,7 +462,7 @@ function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
   } else if (c.kind === 'front-end') {
     const res = c.result;
     out.push(
-      `- Calibration of the refiner's front end (src/training/roomCalibration.ts, what \`csipose calibrate\` runs for a v3 refiner): ${c.sessions.length} sessions recorded on the room's 1 TX + 3 RX site ` +
+      `- Calibration of the refiner's front end (src/calibration/roomCalibration.ts, what \`csipose calibrate\` runs for a v3 refiner): ${c.sessions.length} sessions recorded on the room's 1 TX + 3 RX site ` +
         `(${c.sessions.map((s) => `${s.people} ${s.people === 1 ? 'person' : 'people'}, ${s.seconds.toFixed(0)} s`).join('; ')}), each receiver to its own Intel 5300 capture and a 10 Hz labels file; ` +
         `the empty one gave every link's static channel, the others ${res.links.map((l) => `${l.windows}`).join(' / ')} one-person windows per link for the chain phases, in ${res.seconds.toFixed(1)} s.`,
     );
@@ -477,7 +477,7 @@ function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
     out.push(
       `- Calibration: ${c.sessions.length} recorded sessions (${c.sessions.map((s) => `${s.people} ${s.people === 1 ? 'person' : 'people'}, ${s.seconds.toFixed(0)} s`).join('; ')}), ` +
         `each an Intel 5300 capture and a 10 Hz labels file written by the capture sink from the truth in the room's camera; ` +
-        `\`calibrate\` (src/training/calibrate.ts) used ${res.rows.train} windows and held out ${res.rows.held_out} (each session's end), in ${res.seconds.toFixed(1)} s.`,
+        `\`calibrate\` (src/calibration/calibrate.ts) used ${res.rows.train} windows and held out ${res.rows.held_out} (each session's end), in ${res.seconds.toFixed(1)} s.`,
     );
     out.push(
       `- On calibrate's own held-out windows: re-projection median ${fixed(res.before.reprojectionMedianPx, 1)} -> ${fixed(res.after.reprojectionMedianPx, 1)} px, ` +
@@ -530,8 +530,8 @@ export function markdown(r: AccuracyReport): string {
       (r.plan.site === false ? '; unseen: site withheld from the model (--no-site)' : '; site given to the model'),
   );
   lines.push(
-    `- PCK3d@${PCK3D_ALPHA}: a joint within ${PCK3D_ALPHA} x the true torso length (mid-shoulder to mid-hip) in room metres, every joint of every true person, persons matched by their pelvises (src/training/eval/pose3d.ts); ` +
-      `root-relative: pelvises made to coincide. 2-D: PCK@${PCK_ALPHA} of the torso in the pixels of the known view, visible keypoints (src/training/eval/pose.ts). ` +
+    `- PCK3d@${PCK3D_ALPHA}: a joint within ${PCK3D_ALPHA} x the true torso length (mid-shoulder to mid-hip) in room metres, every joint of every true person, persons matched by their pelvises (training/ts/eval/pose3d.ts); ` +
+      `root-relative: pelvises made to coincide. 2-D: PCK@${PCK_ALPHA} of the torso in the pixels of the known view, visible keypoints (training/ts/eval/pose.ts). ` +
       `Baseline: ${r.meanPoseSource} placed at each true person's floor position. Activity: matched true persons whose reported activity is the true one. ` +
       `MOTA: CLEAR-MOT on floor positions, ${MOT_FLOOR_M} m. Falls, per event in the room (issue 11): a reported fall episode within ${FALL_MATCH_S} s of the fall start detects it, once, and every other episode is a false alarm (deliberate lie-downs and sits are negatives); beside it, stricter, the episode must also be about the person who fell. Count changes: frames whose reported count differs from the frame before (nobody enters or leaves in these scenes).`,
   );

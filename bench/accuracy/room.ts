@@ -1,6 +1,6 @@
 /**
  * The installer's part of the same-room setting: record calibration sessions in the room and
- * fine-tune the model under test for it with `calibrate` (`src/training/calibrate.ts`, what
+ * fine-tune the model under test for it with `calibrate` (`src/calibration/calibrate.ts`, what
  * `csipose calibrate` runs).
  *
  * Each session is simulated in the room with generated people, and written exactly as the
@@ -18,10 +18,10 @@ import type { CsiFrame } from '../../src/csi/frame.js';
 import { viewSettings } from '../../src/pose/camera.js';
 import { SINKS } from '../../src/cli/sinks/index.js';
 import { truthToJson } from '../../src/sources/sim.js';
-import { calibrate, type CalibrateResult, type CalibrationSession } from '../../src/training/calibrate.js';
-import type { ProgressStream } from '../../src/training/progress.js';
-import { recipeSite, type ScenarioRecipe } from '../../src/training/recipe.js';
-import { calibrateRoom as calibrateRefiner, type RoomCalibrationResult } from '../../src/training/roomCalibration.js';
+import { calibrate, type CalibrateResult, type CalibrationSession } from '../../src/calibration/calibrate.js';
+import type { ProgressStream } from '../../src/calibration/progress.js';
+import { recipeSite, type ScenarioRecipe } from '../../training/ts/recipe.js';
+import { calibrateRoom as calibrateRefiner, type RoomCalibrationResult } from '../../src/calibration/roomCalibration.js';
 import { recipeRadios, recipeSimulator, type RoomRecipes } from './plan.js';
 
 /** Labels per second written with the captures (the capture sink's default). */

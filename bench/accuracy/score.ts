@@ -1,6 +1,6 @@
 /**
  * Scoring of the accuracy benchmark: every pose frame of the live pipeline against the
- * simulator's ground truth of its window's last frame, with the scorers of `src/training/eval`.
+ * simulator's ground truth of its window's last frame, with the scorers of `training/ts/eval`.
  *
  * - 3-D skeletons (`eval/pose3d.ts`): persons' `keypoints3d` (room metres) against the true
  *   persons' joints: PCK3d@0.2 of the torso length, absolute and root-relative, MPJPE in cm,
@@ -36,14 +36,14 @@ import type { PoseRunner } from '../../src/model/runtime.js';
 import { Camera } from '../../src/pose/camera.js';
 import { ACTIVITIES, N_KEYPOINTS, type PoseFrame } from '../../src/pose/types.js';
 import type { GroundTruth } from '../../src/sim/simulator.js';
-import type { MeanPose } from '../../src/training/evaluate.js';
-import { addConfusion, addCount, emptyConfusion, MAX_TRUE_COUNT, type CountConfusion } from '../../src/training/eval/count.js';
-import { episodesFrom, scoreFalls, type FallDetection, type FallNotice, type FallScores, type TrueFall } from '../../src/training/eval/falls.js';
-import { type FallRole } from '../../src/training/eval/fallScripts.js';
-import { addIdCounts, emptyIdCounts, IdentityF1, type IdCounts } from '../../src/training/eval/idf1.js';
-import { addMotTotals, ClearMot, emptyMotTotals, type MotPoint, type MotTotals } from '../../src/training/eval/mot.js';
-import { addPoseCounts, emptyPoseCounts, scorePoseFrame, type PoseCounts, type PredictedPose } from '../../src/training/eval/pose.js';
-import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, matchByPelvis, scorePose3dFrame, type Pose3dCounts } from '../../src/training/eval/pose3d.js';
+import type { MeanPose } from '../../training/ts/evaluate.js';
+import { addConfusion, addCount, emptyConfusion, MAX_TRUE_COUNT, type CountConfusion } from '../../training/ts/eval/count.js';
+import { episodesFrom, scoreFalls, type FallDetection, type FallNotice, type FallScores, type TrueFall } from '../../training/ts/eval/falls.js';
+import { type FallRole } from '../../training/ts/eval/fallScripts.js';
+import { addIdCounts, emptyIdCounts, IdentityF1, type IdCounts } from '../../training/ts/eval/idf1.js';
+import { addMotTotals, ClearMot, emptyMotTotals, type MotPoint, type MotTotals } from '../../training/ts/eval/mot.js';
+import { addPoseCounts, emptyPoseCounts, scorePoseFrame, type PoseCounts, type PredictedPose } from '../../training/ts/eval/pose.js';
+import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, matchByPelvis, scorePose3dFrame, type Pose3dCounts } from '../../training/ts/eval/pose3d.js';
 import type { LiveParams } from '../../pipelines/settings.js';
 import { runLive } from './live.js';
 import { oneLinkRadios, openStream, scenarioSettings, type BenchStream, type OpenStream } from './plan.js';

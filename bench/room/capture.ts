@@ -24,7 +24,7 @@ import { ReplayClock } from '../../src/decoders/replayClock.js';
 import type { LifeCounts } from './life.js';
 import type { SessionSpec } from './plan.js';
 
-/** True speed is the pelvis' floor displacement over this many seconds (as the speed study, src/training/study/speed.ts). */
+/** True speed is the pelvis' floor displacement over this many seconds (as the speed study, training/ts/study/speed.ts). */
 export const TRUE_SPEED_WINDOW_S = 1;
 /** The replay clock's nominal rate where the device clock cannot be used, Hz (the file source's default). */
 const NOMINAL_RATE_HZ = 100;

@@ -5,7 +5,7 @@
 import { defaults } from '../../src/config/schema.js';
 import { viewSettings } from '../../src/pose/camera.js';
 import { SPEED_OF_LIGHT } from '../../src/sim/channel.js';
-import type { ScenarioRecipe } from '../../src/training/recipe.js';
+import type { ScenarioRecipe } from '../../training/ts/recipe.js';
 
 /** The simulator's centre frequency of 30 subcarriers at 5 GHz (channel 36), Hz. */
 const CENTRE_HZ = 5.18e9;

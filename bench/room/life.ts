@@ -12,7 +12,7 @@
  * that a fall or a lie-down planned here has the room it needs and walkers seldom meet: the
  * simulator takes scripts as given and does not check that bodies fit. Every walk, fall and
  * lie-down also happens where the reference camera sees it (feet and head), as in
- * `src/training/eval/fallScripts.ts`: keypoints are in that camera's view, and a fall it cannot see
+ * `training/ts/eval/fallScripts.ts`: keypoints are in that camera's view, and a fall it cannot see
  * is a question of coverage, not of detection.
  *
  * The plan only has to be plausible: the benchmark scores against the simulator's own ground truth
@@ -22,7 +22,7 @@ import type { Camera } from '../../src/pose/camera.js';
 import type { PersonSpec, ScriptStep } from '../../src/sim/scenario.js';
 import type { Rng } from '../../src/sim/rng.js';
 import { bodyDims, fallTravel, lyingReach, type FallDirection } from '../../src/sim/skeleton.js';
-import { BEND_SECONDS, dirAngle, fallReach, walkDistance, walkSeconds } from '../../src/training/eval/fallScripts.js';
+import { BEND_SECONDS, dirAngle, fallReach, walkDistance, walkSeconds } from '../../training/ts/eval/fallScripts.js';
 
 /** A floor rectangle, metres. */
 export interface Cell {

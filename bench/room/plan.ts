@@ -15,8 +15,8 @@ import type { RealismPreset } from '../../src/sim/realism.js';
 import { deriveSeed, Rng } from '../../src/sim/rng.js';
 import { DEFAULT_ROOM, Scenario } from '../../src/sim/scenario.js';
 import type { SimOptions } from '../../src/sim/simulator.js';
-import { simOptions } from '../../src/training/dataset.js';
-import { isHeldOut, makeRecipes, type ScenarioRecipe } from '../../src/training/recipe.js';
+import { simOptions } from '../../training/ts/dataset.js';
+import { isHeldOut, makeRecipes, type ScenarioRecipe } from '../../training/ts/recipe.js';
 import { cells, lifeScript, type LifeCounts } from './life.js';
 
 /** How much life to simulate. */

@@ -6,9 +6,9 @@
  *   minutes): exact Poisson (Garwood), the count taken as Poisson over the exposure;
  * - shares, ratios and medians over frames (count right, activity events per true change, speed
  *   error, presence latency): frames and events of one session share its people, room and model
- *   errors, so a seeded percentile bootstrap over sessions (src/training/eval/intervals.ts).
+ *   errors, so a seeded percentile bootstrap over sessions (training/ts/eval/intervals.ts).
  */
-import { bootstrap, quantileParts, ratioParts, wilson, type Interval } from '../../src/training/eval/intervals.js';
+import { bootstrap, quantileParts, ratioParts, wilson, type Interval } from '../../training/ts/eval/intervals.js';
 import type { BenchResult } from '../lib.js';
 import type { SessionScore } from './score.js';
 

@@ -62,7 +62,7 @@ export function calibrateCommand(): Command {
             process.exitCode = 2;
             return;
           }
-          const { calibrateRoom } = await import('../training/roomCalibration.js');
+          const { calibrateRoom } = await import('../calibration/roomCalibration.js');
           const r = await calibrateRoom({
             model,
             out: o.out,
@@ -92,7 +92,7 @@ export function calibrateCommand(): Command {
           process.exitCode = 2;
           return;
         }
-        const { calibrate } = await import('../training/calibrate.js');
+        const { calibrate } = await import('../calibration/calibrate.js');
         const r = await calibrate({
           sessions: o.csi.map((csi, i) => ({ csi, keypoints: o.keypoints[i]!, ...(format ? { format } : {}) })),
           model,

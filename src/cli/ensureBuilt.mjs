@@ -36,7 +36,7 @@ export const PARTS = [
     commands: ['tsc -p tsconfig.json'],
     output: 'dist/src/cli/main.js',
     sources: (root) => [
-      ...tree(root, ['src', 'operators', 'pipelines', 'bench'], (f) => f.endsWith('.ts')),
+      ...tree(root, ['src', 'operators', 'pipelines'], (f) => f.endsWith('.ts')),
       ...existing(root, ['tsconfig.json', 'package-lock.json']),
     ],
   },

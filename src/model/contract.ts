@@ -282,7 +282,7 @@ export interface TrainedLayouts {
 }
 
 /**
- * What `npm run train:v2` draws (`src/training/recipe.ts`, the simulator's 5 GHz default): the layouts
+ * What `npm run train:v2` draws (`training/ts/recipe.ts`, the simulator's 5 GHz default): the layouts
  * of the shipped model and of every model trained by it (model_version `csipose-pose-...`).
  */
 export const RECIPE_LAYOUTS: TrainedLayouts = Object.freeze({

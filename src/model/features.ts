@@ -1,6 +1,6 @@
 /**
  * The pose model's input: one row of FEATURE_DIM float32 values per CSI window (model contract,
- * `contract.ts`). The same code builds the rows the model is trained on (`src/training/`) and
+ * `contract.ts`). The same code builds the rows the model is trained on (`training/ts/`) and
  * the rows the live `features` operator feeds to `infer`, so training and service never disagree.
  *
  * Input: a CsiWindow (WINDOW_FRAMES frames, 1.28 s at 100 Hz; any size >= 1 is accepted) whose

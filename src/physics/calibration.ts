@@ -2,7 +2,7 @@
  * What calibration learns about a room for the physics front end (issue 19 item 4): per link, the
  * empty room's static channel and the phase of every antenna pair's RF chains, fitted from windows
  * in which the camera saw one person at a known floor point. `csipose calibrate` writes it into a
- * room model's metadata (`room_calibration`, src/training/roomCalibration.ts); `floorMap` starts
+ * room model's metadata (`room_calibration`, src/calibration/roomCalibration.ts); `floorMap` starts
  * each link with it (operators/floorMap.ts).
  *
  * Chain phases. Each RF chain of a commodity radio adds its own phase to every packet (a fresh random

@@ -16,7 +16,7 @@
  * refiner's accepted people): they only carry each peak's past into its features, and they are
  * cheap (a few per room, matched greedily).
  *
- * One implementation for the service (operators/refine.ts) and for training (src/training/
+ * One implementation for the service (operators/refine.ts) and for training (training/ts/
  * refinerData.ts): the training sets are written from exactly these rows.
  */
 

@@ -1,8 +1,8 @@
 /**
  * Camera labels of recorded sessions: what an installer's pose detector wrote for the minutes a CSI
  * capture was recorded (docs/calibration.md "The labels file"). Both calibrations read them: the v2
- * model's fine-tuning (src/training/calibrate.ts) and the room calibration of the physics front end
- * (src/training/roomCalibration.ts).
+ * model's fine-tuning (src/calibration/calibrate.ts) and the room calibration of the physics front end
+ * (src/calibration/roomCalibration.ts).
  *
  * One JSON object per line: `{"t": 12.3, "people": [{"keypoints": [x0, y0, s0, ..., x16, y16, s16]}]}`.
  * `t` is seconds since the capture's first record (or `time`: epoch ms or ISO 8601, matched to the

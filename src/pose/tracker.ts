@@ -110,7 +110,7 @@ export type TrackerOptionsInput = Partial<Omit<TrackerOptions, 'weights' | 'floo
 
 /**
  * Noise of the motion filter (reported floor velocity, statistics), chosen by measurement
- * (`src/training/study/speed.ts`: the shipped model on the default room, seeds 2-5, 4 x 5 min;
+ * (`training/ts/study/speed.ts`: the shipped model on the default room, seeds 2-5, 4 x 5 min;
  * scores are the balanced speed error described at {@link MOTION_WALK_PROBABILITY}):
  * - measurementStd 0.65 m: the model's floor error, 0.65 m rms per axis (of 0.3-1 m, the least
  *   error with either stationary test). It is not white: its autocorrelation is 0.93 after one

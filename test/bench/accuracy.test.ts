@@ -30,8 +30,8 @@ import { liveOracle, oracleRunner } from '../../bench/oracle.js';
 import { EMPTY_ROOM_SEQ, openStream, recipeRadios } from '../../bench/accuracy/plan.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 import { PoseModel } from '../../src/model/runtime.js';
-import { isHeldOut, makeRecipes } from '../../src/training/recipe.js';
-import { runTraining } from '../../src/training/run.js';
+import { isHeldOut, makeRecipes } from '../../training/ts/recipe.js';
+import { runTraining } from '../../training/ts/run.js';
 import { contractModel, contractModelV2, tempDir } from '../helpers/poseModels.js';
 import { repoRoot } from '../helpers/cli.js';
 

@@ -10,10 +10,10 @@ import { Rng } from '../../src/sim/rng.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
 import { meets, NEXT_TARGETS } from '../../bench/accuracy/report.js';
 import { siteLinks } from '../../src/csi/radios.js';
-import { idScores, IdentityF1 } from '../../src/training/eval/idf1.js';
-import { bootstrap, partsValue, pooledQuantile, quantileParts, ratioParts, wilson } from '../../src/training/eval/intervals.js';
-import { fallScenarioPeople, FALL_ROLES, HARD_NEGATIVE_ROLES } from '../../src/training/eval/fallScripts.js';
-import { makeRecipes } from '../../src/training/recipe.js';
+import { idScores, IdentityF1 } from '../../training/ts/eval/idf1.js';
+import { bootstrap, partsValue, pooledQuantile, quantileParts, ratioParts, wilson } from '../../training/ts/eval/intervals.js';
+import { fallScenarioPeople, FALL_ROLES, HARD_NEGATIVE_ROLES } from '../../training/ts/eval/fallScripts.js';
+import { makeRecipes } from '../../training/ts/recipe.js';
 
 describe('wilson', () => {
   it('gives the Wilson score interval (hand-computed with z = 1.96)', () => {

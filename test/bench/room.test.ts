@@ -14,7 +14,7 @@ import { activityEvents, countRight, matchFallAlerts, presenceLatencies, speedEr
 import { placeOnClock, replayStart, windowAt } from '../../bench/room/session.js';
 import { ensureBuilt, repoRoot } from '../helpers/cli.js';
 import { join } from 'node:path';
-import { isHeldOut } from '../../src/training/recipe.js';
+import { isHeldOut } from '../../training/ts/recipe.js';
 
 describe('bench:room matching', () => {
   it('takes for each alert the earliest untaken fall that began within 3 s before it', () => {

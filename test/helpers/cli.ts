@@ -13,8 +13,18 @@ export const repoRoot = resolve(here, '../..');
 /** The built command line, as `npm start` and the `csipose` bin run it. */
 export const cliMain = join(repoRoot, 'dist/src/cli/main.js');
 
-/** Folders whose TypeScript ends up in `dist/`. */
-const SOURCE_DIRS = ['src', 'operators', 'pipelines'];
+/**
+ * What `ensureBuilt` builds: the service (`npm run build`'s tsc) or the offline code of
+ * training/ts (`npm run build:training`, whose workers and scripts some tests run from `dist/`).
+ * Each with the tsconfig, an output it writes, and the folders of its TypeScript sources.
+ */
+const PROJECTS = {
+  service: { tsconfig: 'tsconfig.json', output: cliMain, dirs: ['src', 'operators', 'pipelines'] },
+  training: { tsconfig: 'training/tsconfig.json', output: join(repoRoot, 'dist/training/ts/trainRefiner.js'), dirs: ['src', 'operators', 'pipelines', 'training/ts'] },
+} as const;
+
+/** A build `ensureBuilt` can make. */
+export type Project = keyof typeof PROJECTS;
 
 /** Newest modification time (ms) of any .ts file under `dir`, 0 when there is none. */
 function newestTs(dir: string): number {
@@ -28,10 +38,11 @@ function newestTs(dir: string): number {
   return newest;
 }
 
-function isFresh(): boolean {
-  if (!existsSync(cliMain)) return false;
-  const built = statSync(cliMain).mtimeMs;
-  return SOURCE_DIRS.every((d) => newestTs(join(repoRoot, d)) <= built);
+function isFresh(project: Project): boolean {
+  const { output, dirs } = PROJECTS[project];
+  if (!existsSync(output)) return false;
+  const built = statSync(output).mtimeMs;
+  return dirs.every((d) => newestTs(join(repoRoot, d)) <= built);
 }
 
 function sleepSync(ms: number): void {
@@ -39,17 +50,21 @@ function sleepSync(ms: number): void {
 }
 
 /**
- * Makes sure `dist/src/cli/main.js` exists and is newer than every source file, running
- * `npx tsc -p tsconfig.json` once if not. Test files run in parallel worker processes, so the
- * build is guarded by a lock directory: one process compiles, the others wait and re-check.
- * Type errors elsewhere do not stop tsc from emitting, so only a missing main.js is fatal.
+ * Makes sure a build's output (`dist/src/cli/main.js` for the service, `dist/training/ts/` for the
+ * offline code) exists and is newer than every source file, running `npx tsc -p <its tsconfig>`
+ * once if not. Test files run in parallel worker processes, so the build is guarded by a lock
+ * directory, one for both builds (both write `dist/src/`): one process compiles, the others wait
+ * and re-check. Type errors elsewhere do not stop tsc from emitting, so only a missing output is
+ * fatal.
  *
- * @throws Error when the build does not produce main.js
+ * @param project the service (default) or the offline code of training/ts
+ * @throws Error when the build does not produce its output
  * @example
  * beforeAll(() => ensureBuilt(), 120_000);
+ * beforeAll(() => ensureBuilt('training'), 120_000);
  */
-export function ensureBuilt(): void {
-  if (isFresh()) return;
+export function ensureBuilt(project: Project = 'service'): void {
+  if (isFresh(project)) return;
   const lock = join(tmpdir(), `csipose-build-${createHash('sha1').update(repoRoot).digest('hex').slice(0, 12)}.lock`);
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -68,10 +83,11 @@ export function ensureBuilt(): void {
     }
   }
   try {
-    if (isFresh()) return;
-    const r = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repoRoot, encoding: 'utf8', timeout: 110_000 });
-    if (!existsSync(cliMain)) {
-      throw new Error(`build failed, ${cliMain} is missing:\n${r.stdout ?? ''}${r.stderr ?? ''}`);
+    if (isFresh(project)) return;
+    const { tsconfig, output } = PROJECTS[project];
+    const r = spawnSync('npx', ['tsc', '-p', tsconfig], { cwd: repoRoot, encoding: 'utf8', timeout: 110_000 });
+    if (!existsSync(output)) {
+      throw new Error(`build failed, ${output} is missing:\n${r.stdout ?? ''}${r.stderr ?? ''}`);
     }
   } finally {
     rmdirSync(lock);

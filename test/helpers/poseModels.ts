@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CONTRACT_V2, CONTRACT_VERSION, FALL_WINDOW_S, MODEL_ACTIVITIES, MODEL_OUTPUTS, SITE_DIM, type ModelMetadata } from '../../src/model/contract.js';
 import { FEATURE_DIM, WINDOW_FRAMES } from '../../src/model/features.js';
 import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from '../../src/model/history.js';
-import { buildPoseModelV2, OnnxGraphBuilder, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName, type PoseWeightsV2 } from '../../src/model/onnxWriter.js';
+import { buildPoseModelV2, OnnxGraphBuilder, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName, type PoseWeightsV2 } from '../../src/calibration/onnxWriter.js';
 import { N_KEYPOINTS } from '../../src/pose/types.js';
 import type { FeatureRow } from '../../operators/infer.js';
 

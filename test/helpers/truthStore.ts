@@ -26,7 +26,7 @@ import type { CameraSpec } from '../../src/pose/camera.js';
 import { ACTIVITIES, type ActivityEvent, type PersonPose, type PoseAlert, type PoseFrame } from '../../src/pose/types.js';
 import type { ZoneConfig } from '../../src/pose/zones.js';
 import type { Activity } from '../../src/sim/scenario.js';
-import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
+import { fallScenarioPeople, type FallRole } from '../../training/ts/eval/fallScripts.js';
 import { Camera } from '../../src/pose/camera.js';
 import { Rng } from '../../src/sim/rng.js';
 

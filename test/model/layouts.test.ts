@@ -10,13 +10,13 @@ import {
   RECIPE_LAYOUTS,
   untrainedPart,
 } from '../../src/model/contract.js';
-import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
+import { buildMlpPoseModel } from '../../src/calibration/onnxWriter.js';
 import { ModelError, PoseModel, trainedLayoutsOf } from '../../src/model/runtime.js';
 import { decodeEsp32 } from '../../src/decoders/esp32.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
-import { makeRecipes } from '../../src/training/recipe.js';
-import { simOptions } from '../../src/training/dataset.js';
+import { makeRecipes } from '../../training/ts/recipe.js';
+import { simOptions } from '../../training/ts/dataset.js';
 import { TRAINED_MODEL } from '../helpers/server.js';
 import { tinyMeta, tinyWeights } from '../helpers/poseModels.js';
 import { describeWithSamples, sampleBytes } from '../helpers/samples.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
+import { buildMlpPoseModel } from '../../src/calibration/onnxWriter.js';
 import { CONTRACT_VERSION, MODEL_OUTPUTS, parseSite, SITE_COLUMNS, SITE_DIM, siteProblem, siteVector } from '../../src/model/contract.js';
 import { decodeOutputs, ModelError, PoseModel, threadFor, type ModelOutputs } from '../../src/model/runtime.js';
 import { spawnSync } from 'node:child_process';
@@ -199,7 +199,7 @@ describe('PoseModel: contract validation', () => {
   });
 
   it('a protobuf that onnxruntime cannot load (unknown operator)', async () => {
-    const { OnnxGraphBuilder } = await import('../../src/model/onnxWriter.js');
+    const { OnnxGraphBuilder } = await import('../../src/calibration/onnxWriter.js');
     const g = new OnnxGraphBuilder();
     g.addInput('features', ['N', F]);
     g.addNode('NoSuchOp', ['features'], ['presence']);

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CONTRACT_V2, FALL_WINDOW_S, MODEL_ACTIVITIES, SITE_DIM, type ModelMetadata } from '../../src/model/contract.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
 import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES, HISTORY_WIDTH } from '../../src/model/history.js';
-import { buildPoseModelV2, OnnxGraphBuilder, readPoseWeightsV2, type DenseWeights, type PoseWeightsV2 } from '../../src/model/onnxWriter.js';
+import { buildPoseModelV2, OnnxGraphBuilder, readPoseWeightsV2, type DenseWeights, type PoseWeightsV2 } from '../../src/calibration/onnxWriter.js';
 import { countFromProbabilities, decodeOutputs, ModelError, PoseModel, type ModelOutputsV2 } from '../../src/model/runtime.js';
 import { DEFAULT_VIEW, viewCamera } from '../../src/pose/camera.js';
 import { N_DENSE_PARTS } from '../../src/pose/types.js';

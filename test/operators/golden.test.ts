@@ -30,7 +30,7 @@ import { HISTORY_WIDTH } from '../../src/model/history.js';
 import { FEATURE_DIM, HOP, OFFSETS, WINDOW_FRAMES } from '../../src/model/features.js';
 import { countFromProbabilities, PoseModel } from '../../src/model/runtime.js';
 import { defaultLiveParams } from '../../bench/accuracy.js';
-import { fallScenarioPeople, type FallRole } from '../../src/training/eval/fallScripts.js';
+import { fallScenarioPeople, type FallRole } from '../../training/ts/eval/fallScripts.js';
 import { Camera, type CameraSpec } from '../../src/pose/camera.js';
 import { Rng } from '../../src/sim/rng.js';
 import { CsiSimulator, SIM_DEFAULTS, type SimOptions, type TruthPerson } from '../../src/sim/simulator.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { concat, firstValueFrom, from, lastValueFrom, mergeMap, of, ReplaySubject, skip, Subject, take, toArray, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { COUNT_HYSTERESIS, countWithHysteresis, infer, spec, type FeatureRow, type InferOptions, type InferStats } from '../../operators/infer.js';
-import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
+import { buildMlpPoseModel } from '../../src/calibration/onnxWriter.js';
 import { ModelError, PoseModel, type PoseRunner } from '../../src/model/runtime.js';
 import { csiLayout, parseSite, SITE_DIM, siteVector, type SiteGeometry } from '../../src/model/contract.js';
 import { resolveParams } from '../../src/engine/params.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { from, lastValueFrom } from 'rxjs';
 import { infer, spec, type InferOptions } from '../../operators/infer.js';
 import { fieldAt, RADIO_LIMITS } from '../../src/config/schema.js';
-import { buildMlpPoseModel } from '../../src/model/onnxWriter.js';
+import { buildMlpPoseModel } from '../../src/calibration/onnxWriter.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import { featureRows, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
 

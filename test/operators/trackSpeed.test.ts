@@ -1,7 +1,7 @@
 /**
  * Speeds and statistics of the `track` operator are physical (issue 18 item 5): fed detections
  * whose floor positions carry the shipped model's measured floor error (`floorErrorProcess` of
- * src/training/study/speed.ts: 0.65 m rms per axis, a bias that wanders and jumps, generated from
+ * training/ts/study/speed.ts: 0.65 m rms per axis, a bias that wanders and jumps, generated from
  * a fixed seed), a person lying still is reported still and a walker at about its speed: with the
  * activity probabilities a v2 model gives (the tracker's first stationary test), and without them
  * (the displacement rule).
@@ -12,7 +12,7 @@ import { track } from '../../operators/track.js';
 import type { MultiPersonTracker } from '../../src/pose/tracker.js';
 import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
 import { Rng } from '../../src/sim/rng.js';
-import { floorErrorProcess } from '../../src/training/study/speed.js';
+import { floorErrorProcess } from '../../training/ts/study/speed.js';
 
 const T0 = 1_767_225_600_000;
 /** The live pipeline's pose rate: 12.5 frames/s. */

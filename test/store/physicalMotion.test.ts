@@ -1,7 +1,7 @@
 /**
  * The figures derived from tracks are physical (issue 18 item 5): two people who stay still for
  * 10 minutes (one lying, one standing), seen as a v2 model sees them (floor positions with the
- * shipped model's measured floor error, `floorErrorProcess` of src/training/study/speed.ts, from
+ * shipped model's measured floor error, `floorErrorProcess` of training/ts/study/speed.ts, from
  * fixed seeds; an activity head that is right), through the real track -> activity -> alerts
  * operators and the real PoseSink into a real DuckDB file (test/helpers/truthStore.ts). Their
  * stored tracks move no distance and spend no time moving; the mobility score counts no movement.
@@ -11,7 +11,7 @@ import { healthcare, retail, summary, type AnalyticsRange } from '../../src/stor
 import { trackRecord } from '../../src/store/history.js';
 import type { Store } from '../../src/store/store.js';
 import { Rng } from '../../src/sim/rng.js';
-import { floorErrorProcess } from '../../src/training/study/speed.js';
+import { floorErrorProcess } from '../../training/ts/study/speed.js';
 import { tempStore, writeTruthRun, type ScriptedPerson, type TruthRun } from '../helpers/truthStore.js';
 
 /** A Monday, 12:00 UTC. */

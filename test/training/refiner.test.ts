@@ -17,8 +17,8 @@ import { firstValueFrom, from, Subject, throwError, toArray } from 'rxjs';
 import { ModelError, PoseModel, type ModelOutputsV3 } from '../../src/model/runtime.js';
 import { CONTRACT_V3, MODEL_V3_OUTPUTS } from '../../src/model/contract.js';
 import { REFINER_FEATURE_DIM, REFINER_STEPS } from '../../src/physics/refinerInput.js';
-import { ensureTrainingPython } from '../../src/training/python.js';
-import { REFINER_DATA_FORMAT } from '../../src/training/refinerData.js';
+import { ensureTrainingPython } from '../../training/ts/python.js';
+import { REFINER_DATA_FORMAT } from '../../training/ts/refinerData.js';
 import { floorMap, type FloorMapItem } from '../../operators/floorMap.js';
 import { refine } from '../../operators/refine.js';
 import { infer } from '../../operators/infer.js';
@@ -27,6 +27,7 @@ import { defaultLiveParams } from '../../bench/accuracy/plan.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
 import { DEFAULT_RADIOS } from '../../src/csi/radios.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
+import { ensureBuilt, repoRoot } from '../helpers/cli.js';
 
 const { onnx } = onnxProto;
 const problem = ensureTrainingPython();
@@ -38,7 +39,9 @@ describe.skipIf(problem !== null)('the v3 refiner trained with PyTorch', () => {
   const data = join(dir, 'data');
 
   beforeAll(() => {
-    execFileSync(process.execPath, ['dist/src/training/trainRefiner.js', '--quick', '--out', onnxPath, '--data', data, '--workers', '1'], { stdio: 'pipe', timeout: 900_000 });
+    // `npm run train` as it runs: the compiled script (npm run build:training), its worker thread and PyTorch.
+    ensureBuilt('training');
+    execFileSync(process.execPath, ['dist/training/ts/trainRefiner.js', '--quick', '--out', onnxPath, '--data', data, '--workers', '1'], { cwd: repoRoot, stdio: 'pipe', timeout: 900_000 });
   }, 900_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,13 +1,13 @@
 /**
- * The worker pool of the training data generator and of study:limits: results in job order
+ * The worker pool of the training data generator and of the refiner's training sets: results in job order
  * whatever the workers and job times, buffers transferred, a failing job named in the error.
- * The workers run the compiled `serveJobs` (dist/), as the real ones do.
+ * The workers run the compiled `serveJobs` (dist/training/ts, built by ensureBuilt('training')), as the real ones do.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { mapJobs } from '../../src/training/workerPool.js';
+import { mapJobs } from '../../training/ts/workerPool.js';
 import { ensureBuilt, repoRoot } from '../helpers/cli.js';
 
 interface Job {
@@ -25,7 +25,7 @@ const square = (j: Job): Float64Array => {
 
 /** A worker serving `square` through the compiled serveJobs. */
 function spawn(): Worker {
-  const pool = pathToFileURL(join(repoRoot, 'dist/src/training/workerPool.js')).href;
+  const pool = pathToFileURL(join(repoRoot, 'dist/training/ts/workerPool.js')).href;
   const source = `
     const { parentPort } = require('node:worker_threads');
     import(${JSON.stringify(pool)}).then(({ serveJobs }) => {
@@ -42,7 +42,7 @@ const jobs: Job[] = Array.from({ length: 9 }, (_, i) => ({ x: i + 1, sleep: (9 -
 const expected = jobs.map((j) => [j.x, j.x * j.x]);
 
 describe('worker pool', () => {
-  beforeAll(() => ensureBuilt(), 120_000);
+  beforeAll(() => ensureBuilt('training'), 120_000);
 
   it('in this thread: every job in order, progress after each', async () => {
     const seen: number[] = [];

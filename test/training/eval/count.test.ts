@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addConfusion, addCount, countScores, emptyConfusion } from '../../../src/training/eval/count.js';
+import { addConfusion, addCount, countScores, emptyConfusion } from '../../../training/ts/eval/count.js';
 
 describe('person count accuracy', () => {
   it('counts exact frames overall and per true count', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fallScenarioPeople, walkDistance, walkSeconds, FALL_ROLES, NEGATIVE_ROLES, type FallRole } from '../../../src/training/eval/fallScripts.js';
+import { fallScenarioPeople, walkDistance, walkSeconds, FALL_ROLES, NEGATIVE_ROLES, type FallRole } from '../../../training/ts/eval/fallScripts.js';
 import { Camera } from '../../../src/pose/camera.js';
 import { Rng } from '../../../src/sim/rng.js';
 import { CsiSimulator, type GroundTruth } from '../../../src/sim/simulator.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { episodesFrom, scoreFalls, type FallDetection } from '../../../src/training/eval/falls.js';
+import { episodesFrom, scoreFalls, type FallDetection } from '../../../training/ts/eval/falls.js';
 
 const det = (time: number, personId: number | null, trackId = 1): FallDetection => ({ time, trackId, onset: time - 5000, personId });
 const W = 10_000;

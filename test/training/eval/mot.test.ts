@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addMotTotals, boxCentre, ClearMot, emptyMotTotals, motScores, type MotPoint } from '../../../src/training/eval/mot.js';
+import { addMotTotals, boxCentre, ClearMot, emptyMotTotals, motScores, type MotPoint } from '../../../training/ts/eval/mot.js';
 
 const pt = (id: number, x: number, y = 100): MotPoint => ({ id, x, y });
 

@@ -9,7 +9,7 @@ import {
   torsoDiameter,
   type PredictedPose,
   type TruePose,
-} from '../../../src/training/eval/pose.js';
+} from '../../../training/ts/eval/pose.js';
 
 /**
  * A hand-built true person: keypoint k at (x0 + 10 k, y0 + 5 k), except the left shoulder (5) at

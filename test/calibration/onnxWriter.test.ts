@@ -8,7 +8,7 @@ import {
   OPSET_VERSION,
   PRODUCER_NAME,
   type MlpPoseWeights,
-} from '../../src/model/onnxWriter.js';
+} from '../../src/calibration/onnxWriter.js';
 import { CONTRACT_VERSION, MODEL_OUTPUTS } from '../../src/model/contract.js';
 import { featureBatch, forward, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
 

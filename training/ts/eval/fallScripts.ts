@@ -31,10 +31,10 @@
  * the camera cannot see is a question of coverage, not of detection; these scenarios measure
  * detection.
  */
-import type { Camera } from '../../pose/camera.js';
-import type { PersonSpec, ScriptStep } from '../../sim/scenario.js';
-import { bodyDims, fallTravel, lyingReach, type BodyDims, type FallDirection } from '../../sim/skeleton.js';
-import type { Rng } from '../../sim/rng.js';
+import type { Camera } from '../../../src/pose/camera.js';
+import type { PersonSpec, ScriptStep } from '../../../src/sim/scenario.js';
+import { bodyDims, fallTravel, lyingReach, type BodyDims, type FallDirection } from '../../../src/sim/skeleton.js';
+import type { Rng } from '../../../src/sim/rng.js';
 
 /** What a scripted person does (see the module comment). */
 export type FallRole = 'walk_fall' | 'stand_fall' | 'fall_get_up' | 'walk_sit' | 'walk_lie' | 'walk' | 'sit_stand' | 'walk_bend';

@@ -11,7 +11,7 @@
  *   scenario: a percentile bootstrap over scenarios (Efron & Tibshirani, 1993), seeded, so that a
  *   run repeats exactly.
  */
-import { Rng } from '../../sim/rng.js';
+import { Rng } from '../../../src/sim/rng.js';
 
 /** The normal quantile of a two-sided 95 % interval. */
 export const Z95 = 1.959963984540054;

@@ -23,8 +23,8 @@
  *   literature: PCK@0.2 of the true box size, max(box width, box height) (Yang & Ramanan), a
  *   reference roughly three times the torso and so a much looser test.
  */
-import { Hungarian } from '../../pose/hungarian.js';
-import { N_KEYPOINTS } from '../../pose/types.js';
+import { Hungarian } from '../../../src/pose/hungarian.js';
+import { N_KEYPOINTS } from '../../../src/pose/types.js';
 
 /** Threshold of PCK as a fraction of the torso diameter. */
 export const PCK_ALPHA = 0.2;

@@ -1,7 +1,8 @@
 /**
  * Independent jobs (simulated scenarios) spread over worker threads and gathered in job order, so
  * that the result never depends on how many workers made it. Used by the training data generator
- * (`generateAll`, worker `genWorker.ts`) and by the limits study (`src/training/studies/limits.ts`).
+ * (`generateAll`, worker `genWorker.ts`) and by the refiner's training sets (`refinerData.ts`, worker
+ * `refinerWorker.ts`).
  *
  * Protocol: the pool posts `{ index, job }`; the worker (`serveJobs`) answers `{ index, result }`,
  * with the result's buffers transferred rather than copied, or `{ index, error }`. Each worker gets

@@ -14,8 +14,8 @@
  *   as much of the 3-D pose literature reports it.
  * - Floor: the distance between the matched pelvises on the floor plan (x, y).
  */
-import { Hungarian } from '../../pose/hungarian.js';
-import { N_KEYPOINTS } from '../../pose/types.js';
+import { Hungarian } from '../../../src/pose/hungarian.js';
+import { N_KEYPOINTS } from '../../../src/pose/types.js';
 
 /** PCK threshold as a fraction of the true torso length. */
 export const PCK3D_ALPHA = 0.2;

@@ -17,7 +17,7 @@
  * MOTA = 1 - (misses + false positives + switches) / objects, summed over all frames (and
  * sequences); it can go below 0. MOTP here is the mean centre distance of the pairs, pixels.
  */
-import { Hungarian } from '../../pose/hungarian.js';
+import { Hungarian } from '../../../src/pose/hungarian.js';
 
 /** The CLEAR-MOT match threshold on box centre distance used by the benchmark, pixels (0.1 x the 640 px view width). */
 export const MOT_THRESHOLD_PX = 64;

@@ -1,5 +1,5 @@
 /**
- * `csipose calibrate` for a v3 refiner (src/training/roomCalibration.ts) end to end: a simulated
+ * `csipose calibrate` for a v3 refiner (src/calibration/roomCalibration.ts) end to end: a simulated
  * installation in the `room` realism (random chain phases, clutter, drift) recorded as an installer
  * would (each receiver to its own Intel 5300 capture, a camera's keypoints from the ground truth),
  * the command run on it, the room model it writes loaded by the runtime; and its refusals.
@@ -21,7 +21,7 @@ import { ROOM_CALIBRATION_KEY } from '../../src/model/contract.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import type { PersonSpec } from '../../src/sim/scenario.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
-import { calibrateRoom, MIN_WINDOWS } from '../../src/training/roomCalibration.js';
+import { calibrateRoom, MIN_WINDOWS } from '../../src/calibration/roomCalibration.js';
 import { ensureBuilt, repoRoot, runCli } from '../helpers/cli.js';
 
 const REFINER = join(repoRoot, 'models/csipose-refiner.onnx');

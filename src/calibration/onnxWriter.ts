@@ -26,7 +26,7 @@ import {
   OUTPUT_KEYPOINTS,
   OUTPUT_PRESENCE,
   type ModelMetadata,
-} from './contract.js';
+} from '../model/contract.js';
 import { N_DENSE_PARTS, N_KEYPOINTS } from '../pose/types.js';
 
 const { onnx } = onnxProto;

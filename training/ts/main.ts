@@ -1,7 +1,7 @@
 /**
  * Trains the default pose model and writes `models/csipose-pose.onnx` and `models/csipose-pose.json`.
  *
- *     node dist/src/training/main.js [--quick | --full] [--seed N] [--out DIR] [--workers N]
+ *     node dist/training/ts/main.js [--quick | --full] [--seed N] [--out DIR] [--workers N]
  *
  * `--quick` trains a tiny model on a tiny dataset (under a minute; for tests and smoke runs), the
  * default is the reproducible recipe (at most 15 minutes on two cores), `--full` the same recipe
@@ -29,7 +29,7 @@ function parse(argv: readonly string[]): { quick: boolean; full: boolean; seed: 
       o.workers = Number(value());
       if (!(Number.isInteger(o.workers) && o.workers >= 0)) throw new Error('--workers must be an integer >= 0');
     } else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: node dist/src/training/main.js [--quick | --full] [--seed N] [--out DIR] [--workers N]\n');
+      process.stdout.write('usage: node dist/training/ts/main.js [--quick | --full] [--seed N] [--out DIR] [--workers N]\n');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }

@@ -2,7 +2,7 @@
  * `npm run train`: trains the v3 refiner and writes `models/csipose-refiner.onnx` (with its
  * `.report.json`, `.pt` checkpoint and `.parity/` bundle).
  *
- *     node dist/src/training/trainRefiner.js [--quick | --full] [--seed N] [--out FILE] [--data DIR] [--workers N] [--minutes M]
+ *     node dist/training/ts/trainRefiner.js [--quick | --full] [--seed N] [--out FILE] [--data DIR] [--workers N] [--minutes M]
  *
  * Three steps: the TypeScript simulator and front end write the training sets (refinerData.ts, in
  * worker threads; TRAIN, VALIDATION and held-out TEST rooms; kept under `training/data/` and
@@ -20,7 +20,7 @@ import { basename, join } from 'node:path';
 import { makeRecipes, type RecipeCounts } from './recipe.js';
 import { REFINER_DATA_FORMAT, writeRefinerData } from './refinerData.js';
 import { INSTALL_HINT, PYTHON, trainingPythonProblem } from './python.js';
-import { resolveInstalled } from '../packageRoot.js';
+import { resolveInstalled } from '../../src/packageRoot.js';
 
 /** A named recipe: which scenarios, and how long PyTorch may train. */
 interface Recipe {

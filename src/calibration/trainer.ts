@@ -9,7 +9,7 @@
  */
 import { N_KEYPOINTS } from '../pose/types.js';
 import { Rng, deriveSeed } from '../sim/rng.js';
-import type { DenseWeights, PoseWeightsV2 } from '../model/onnxWriter.js';
+import type { DenseWeights, PoseWeightsV2 } from './onnxWriter.js';
 import { emptyLoss, poseLoss, type LossParts } from './loss.js';
 import { AdamW, Mlp } from './mlp.js';
 import { MAX_PERSONS, N_ACTIVITIES, OUT, OUTPUT_DIM, TARGET, TARGET_DIM } from './targets.js';

@@ -31,7 +31,7 @@ import { createStreamDecoder, formatFromFileName, formatList } from '../decoders
 import { CONTRACT_V2, FALL_WINDOW_S, MODEL_ACTIVITIES, SITE_DIM, siteVector, type ModelMetadata, type SiteGeometry } from '../model/contract.js';
 import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';
 import { frameMsOf, HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES, HISTORY_WIDTH, HistoryRing } from '../model/history.js';
-import { buildPoseModelV2, readPoseWeightsV2 } from '../model/onnxWriter.js';
+import { buildPoseModelV2, readPoseWeightsV2 } from './onnxWriter.js';
 import { countFromProbabilities } from '../model/runtime.js';
 import { viewCamera, type Camera, type ViewSettings } from '../pose/camera.js';
 import { N_KEYPOINTS } from '../pose/types.js';

@@ -1,4 +1,4 @@
-import type { ModelOutputs, PoseRunner, RunOptions } from '../../model/runtime.js';
+import type { ModelOutputs, PoseRunner, RunOptions } from '../../../src/model/runtime.js';
 
 /**
  * A model wrapper that knows when a batch is in flight, so the feeder can wait for it instead of

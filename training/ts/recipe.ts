@@ -22,10 +22,11 @@
  * (same walls, same camera convention), not a different kind of installation, and it is simulated:
  * real CSI will score lower.
  */
-import type { SiteGeometry } from '../model/contract.js';
-import type { CameraSpec } from '../pose/camera.js';
-import { deriveSeed, Rng } from '../sim/rng.js';
-import type { SubcarrierLayout } from '../sim/simulator.js';
+import type { SiteGeometry } from '../../src/model/contract.js';
+import { HALF_WAVELENGTH_5G_M, type RadioConfig } from '../../src/csi/radios.js';
+import type { CameraSpec } from '../../src/pose/camera.js';
+import { deriveSeed, Rng } from '../../src/sim/rng.js';
+import type { SubcarrierLayout } from '../../src/sim/simulator.js';
 
 export type Split = 'train' | 'val' | 'test';
 export type TxWall = 'back' | 'left' | 'right';
@@ -275,3 +276,50 @@ export const HELD_OUT = Object.freeze({
   txHeightM: HELD_OUT_TX_HEIGHT,
   rxHeightM: HELD_OUT_RX_HEIGHT,
 });
+
+/** Inset of the side-wall receivers from their wall, metres. */
+const SIDE_INSET_M = 0.2;
+
+/**
+ * A common installation's site for a recipe (the accuracy benchmark's `unseen` setting, and the
+ * refiner's multi-link training sets): the recipe's transmitter and receiver (the primary link,
+ * as in `unseen1`) and two more receivers, one on each side wall, at the primary
+ * receiver's height and antenna count, facing into the room. A side receiver sits halfway along
+ * its wall, or, on the wall that holds the transmitter, at the end of it farther from the
+ * transmitter (15 % or 85 % of the depth). Antennas are half a wavelength apart at the recipe's
+ * centre frequency, as the simulator spaces the recipe's own arrays.
+ *
+ * The primary link is the recipe's own, antenna for antenna: the recipe's arrays run along +x
+ * (front and back wall) or +y (side walls), so the transmitter's `yaw_deg` is the one whose
+ * antenna axis (src/csi/radios.ts) is that direction (90 on the back wall, 180 on a side wall);
+ * the simulator reads a radio's yaw for its axis only.
+ * @param r the recipe
+ * @returns 1 TX + 3 RX, the transmitter first and the primary receiver `rx1`
+ */
+export function recipeRadios(r: ScenarioRecipe): RadioConfig[] {
+  const { width, depth } = r.room;
+  // The simulator's centre: channel 36, 10 MHz higher for the 40 MHz layout (HT40+).
+  const spacing = (HALF_WAVELENGTH_5G_M * 5.18e9) / (5.18e9 + (r.nSub === 114 ? 10e6 : 0));
+  const radio = (id: string, role: 'tx' | 'rx', x: number, y: number, z: number, yaw: number, antennas: number): RadioConfig => ({
+    id,
+    role,
+    x,
+    y,
+    z,
+    yaw_deg: yaw,
+    antennas,
+    spacing_m: spacing,
+    format: 'intel5300',
+  });
+  const txYaw = r.tx.wall === 'back' ? 90 : 180;
+  const sideY = (wall: 'left' | 'right') => (r.tx.wall !== wall ? depth / 2 : r.tx.y > depth / 2 ? 0.15 * depth : 0.85 * depth);
+  return [
+    radio('tx', 'tx', r.tx.x, r.tx.y, r.tx.z, txYaw, r.nTx),
+    radio('rx1', 'rx', r.rx.x, r.rx.y, r.rx.z, 90, r.nRx),
+    radio('rx2', 'rx', SIDE_INSET_M, sideY('left'), r.rx.z, 0, r.nRx),
+    radio('rx3', 'rx', width - SIDE_INSET_M, sideY('right'), r.rx.z, 180, r.nRx),
+  ];
+}
+
+/** The recipe's one link as a site: its transmitter and its receiver (`unseen1`, `room`). */
+export const oneLinkRadios = (r: ScenarioRecipe): RadioConfig[] => recipeRadios(r).slice(0, 2);

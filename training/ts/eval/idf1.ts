@@ -15,7 +15,7 @@
  *
  * Sequences are scored on their own (ids are not shared between them) and summed.
  */
-import { Hungarian } from '../../pose/hungarian.js';
+import { Hungarian } from '../../../src/pose/hungarian.js';
 import type { MotPoint } from './mot.js';
 
 /** The counts of one or more sequences. */

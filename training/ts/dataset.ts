@@ -8,17 +8,18 @@
  */
 import { Subject } from 'rxjs';
 import { Worker } from 'node:worker_threads';
-import type { CsiFrame } from '../csi/frame.js';
+import type { CsiFrame } from '../../src/csi/frame.js';
 import { sanitizePhase } from '../../operators/sanitizePhase.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
-import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
-import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../model/features.js';
-import { frameMsOf, HISTORY_WIDTH, HistoryRing } from '../model/history.js';
-import { SITE_DIM, siteVector } from '../model/contract.js';
+import { CsiSimulator, type GroundTruth, type SimOptions } from '../../src/sim/simulator.js';
+import { FEATURE_DIM, FeatureExtractor, WINDOW_FRAMES } from '../../src/model/features.js';
+import { frameMsOf, HISTORY_WIDTH, HistoryRing } from '../../src/model/history.js';
+import { SITE_DIM, siteVector } from '../../src/model/contract.js';
+import type { RadioConfig } from '../../src/csi/radios.js';
 import { recipeSite, type ScenarioRecipe } from './recipe.js';
-import { fillTargets, mirrorTargets, TARGET_DIM } from './targets.js';
+import { fillTargets, mirrorTargets, TARGET_DIM } from '../../src/calibration/targets.js';
 import { mapJobs } from './workerPool.js';
-import type { RowSource } from './trainer.js';
+import type { RowSource } from '../../src/calibration/trainer.js';
 
 /** The windows of one scenario. */
 export interface ScenarioData {
@@ -77,6 +78,15 @@ export function placedSimulator(people: number, options: (people: number) => Sim
       if (!(e instanceof RangeError) || n === 0 || !/place/.test(e.message)) throw e;
     }
   }
+}
+
+/** Simulator options with every link of a site (the simulator's `radios`), or as they are without one. */
+export function withRadios(o: SimOptions, radios: readonly RadioConfig[] | null | undefined): SimOptions {
+  if (!radios) return o;
+  // The radios place the arrays (and give their antenna counts) in place of nRx, nTx and the scenario's tx and rx.
+  const { nRx: _r, nTx: _t, ...rest } = o;
+  const { tx: _tx, rx: _rx, ...scenario } = o.scenario ?? {};
+  return { ...rest, scenario, radios } as SimOptions;
 }
 
 /** A simulator for the recipe ({@link placedSimulator}). */

@@ -13,10 +13,10 @@
  *   FALL_WINDOW_S" (per window; events are scored by `npm run bench:accuracy`).
  * Groups `one` .. `four` are the windows with that many people in the room.
  */
-import { countFromProbabilities, type ModelOutputsV2 } from '../model/runtime.js';
-import { MODEL_ACTIVITIES } from '../model/contract.js';
-import { N_KEYPOINTS } from '../pose/types.js';
-import { MAX_PERSONS, TARGET, TARGET_DIM, targetSkeleton } from './targets.js';
+import { countFromProbabilities, type ModelOutputsV2 } from '../../src/model/runtime.js';
+import { MODEL_ACTIVITIES } from '../../src/model/contract.js';
+import { N_KEYPOINTS } from '../../src/pose/types.js';
+import { MAX_PERSONS, TARGET, TARGET_DIM, targetSkeleton } from '../../src/calibration/targets.js';
 import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, matchByPelvis, pose3dScores, scorePose3dFrame, type Pose3dCounts, type Pose3dScores } from './eval/pose3d.js';
 
 /** The mean pose of a training set: joint offsets from the pelvis and the pelvis height. */

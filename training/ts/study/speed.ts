@@ -1,5 +1,5 @@
 /**
- * `node dist/src/training/study/speed.js [--seeds 1,2,3] [--seconds 300] [--model PATH]
+ * `node dist/training/ts/study/speed.js [--seeds 1,2,3] [--seconds 300] [--model PATH]
  * [--cache DIR] [--tracker JSON] [--json]`: how physical the speeds derived from tracks are
  * (issue 18 item 5). `--tracker` scores other tracker options over the service's (e.g.
  * `'{"motionWalkProbability":0}'`: the displacement rule alone, as for a model without an
@@ -35,21 +35,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Subject, lastValueFrom, from, toArray } from 'rxjs';
-import { deepFreeze, defaults } from '../../config/schema.js';
-import type { ConfigSnapshot } from '../../config/store.js';
-import type { CsiFrame } from '../../csi/frame.js';
-import { composeStages, resolveStages, type ResolvedStage } from '../../engine/pipeline.js';
-import type { ParamValues } from '../../engine/spec.js';
-import { FEATURE_DIM } from '../../model/features.js';
-import { PoseModel, type PoseRunner } from '../../model/runtime.js';
-import { resolveInstalled } from '../../packageRoot.js';
-import { viewSpec } from '../../pose/camera.js';
-import { Hungarian } from '../../pose/hungarian.js';
-import type { MultiPersonTracker, TrackerOptionsInput } from '../../pose/tracker.js';
-import { ACTIVITIES, type PersonPose, type PoseFrame } from '../../pose/types.js';
-import { Rng } from '../../sim/rng.js';
-import { CsiSimulator, type GroundTruth } from '../../sim/simulator.js';
-import { MOVING_SPEED } from '../../store/analytics/index.js';
+import { deepFreeze, defaults } from '../../../src/config/schema.js';
+import type { ConfigSnapshot } from '../../../src/config/store.js';
+import type { CsiFrame } from '../../../src/csi/frame.js';
+import { composeStages, resolveStages, type ResolvedStage } from '../../../src/engine/pipeline.js';
+import type { ParamValues } from '../../../src/engine/spec.js';
+import { FEATURE_DIM } from '../../../src/model/features.js';
+import { PoseModel, type PoseRunner } from '../../../src/model/runtime.js';
+import { resolveInstalled } from '../../../src/packageRoot.js';
+import { viewSpec } from '../../../src/pose/camera.js';
+import { Hungarian } from '../../../src/pose/hungarian.js';
+import type { MultiPersonTracker, TrackerOptionsInput } from '../../../src/pose/tracker.js';
+import { ACTIVITIES, type PersonPose, type PoseFrame } from '../../../src/pose/types.js';
+import { Rng } from '../../../src/sim/rng.js';
+import { CsiSimulator, type GroundTruth } from '../../../src/sim/simulator.js';
+import { MOVING_SPEED } from '../../../src/store/analytics/index.js';
 import { ClearMot } from '../eval/mot.js';
 import { PacedRunner } from '../eval/pacedRunner.js';
 import type { InferContext, InferStats } from '../../../operators/infer.js';

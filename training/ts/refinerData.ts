@@ -1,5 +1,5 @@
 /**
- * The refiner's training sets (issue 19 item 3): each scenario of the recipe (src/training/
+ * The refiner's training sets (issue 19 item 3): each scenario of the recipe (training/ts/
  * recipe.ts) is simulated on a whole site, its frames go through the service's own front end (the
  * `floorMap` operator: alignment, the empty room's static channel, beamforming, candidates, Doppler)
  * and the same {@link RefinerInput} the service runs, and every {@link SAMPLE_EVERY}-th map is kept
@@ -21,17 +21,16 @@ import { Subject } from 'rxjs';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { CsiFrame } from '../csi/frame.js';
+import type { CsiFrame } from '../../src/csi/frame.js';
 import { floorMap, DEFAULT_MAX_CANDIDATES, type FloorMapItem, type FloorMapOptions } from '../../operators/floorMap.js';
-import { REFINER_FEATURE_DIM, REFINER_FEATURES, REFINER_STEPS, REFINER_STRIDE, RefinerInput } from '../physics/refinerInput.js';
-import { DEFAULT_CELL_M, DEFAULT_HEIGHTS_M } from '../physics/beamform.js';
-import { SHORT_HOP, SHORT_WINDOW } from '../physics/window.js';
-import { CsiSimulator, type GroundTruth, type SimOptions } from '../sim/simulator.js';
-import { ACTIVITIES, MAX_PEOPLE } from '../sim/scenario.js';
-import { oneLinkRadios, recipeRadios, withRadios } from '../../bench/accuracy/plan.js';
-import { placedSimulator, simOptions } from './dataset.js';
-import type { RadioConfig } from '../csi/radios.js';
-import type { ScenarioRecipe } from './recipe.js';
+import { REFINER_FEATURE_DIM, REFINER_FEATURES, REFINER_STEPS, REFINER_STRIDE, RefinerInput } from '../../src/physics/refinerInput.js';
+import { DEFAULT_CELL_M, DEFAULT_HEIGHTS_M } from '../../src/physics/beamform.js';
+import { SHORT_HOP, SHORT_WINDOW } from '../../src/physics/window.js';
+import { CsiSimulator, type GroundTruth, type SimOptions } from '../../src/sim/simulator.js';
+import { ACTIVITIES, MAX_PEOPLE } from '../../src/sim/scenario.js';
+import { placedSimulator, simOptions, withRadios } from './dataset.js';
+import type { RadioConfig } from '../../src/csi/radios.js';
+import { oneLinkRadios, recipeRadios, type ScenarioRecipe } from './recipe.js';
 import { mapJobs } from './workerPool.js';
 
 /** Format name of the files (meta.json `format`). */

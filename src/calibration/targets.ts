@@ -108,7 +108,7 @@ const scratch = new Float32Array(TARGET_DIM);
  * Targets of the scene mirrored left to right (room x -> width - x, receiver with it, so x relative
  * to the receiver changes sign): left and right joints swap and the slots are re-ordered by floor
  * x. The CSI of the mirrored scene is the same CSI with the antenna order of every array that runs
- * along x reversed (see dataset.ts).
+ * along x reversed (see training/ts/dataset.ts).
  * @param t TARGET_DIM targets, rewritten in place
  */
 export function mirrorTargets(t: Float32Array): void {
