@@ -8,9 +8,9 @@ import { CAPTURE_FORMATS, isCaptureFormat } from '../decoders/index.js';
 /**
  * `csipose calibrate --csi CAPTURE --keypoints LABELS.jsonl [--csi ... --keypoints ...] --out room.onnx`:
  * makes a room model from sessions recorded there (docs/calibration.md). For a v3 refiner (the
- * physics front end) it learns the room (`src/training/roomCalibration.ts`: the empty room's static
+ * physics front end) it learns the room (`src/calibration/roomCalibration.ts`: the empty room's static
  * channel from `--empty`, every link's chain phases from the camera's one-person windows); for a v2
- * model it fine-tunes the model (`src/training/calibrate.ts`).
+ * model it fine-tunes the model (`src/calibration/calibrate.ts`).
  *
  * The room's reference view and site come from the configuration the service would use (the data
  * directory's saved configuration and the `--config` overlay), as does the model to start from
@@ -18,7 +18,7 @@ import { CAPTURE_FORMATS, isCaptureFormat } from '../decoders/index.js';
  * Exit status 0 when the room model was written, 1 when it could not be (a file, the model, the
  * labels), 2 for bad usage.
  *
- * The training code is loaded only when the command runs, so `csipose serve` never loads it.
+ * The calibration code is loaded only when the command runs, so `csipose serve` never loads it.
  */
 export function calibrateCommand(): Command {
   const collect = (v: string, prev: string[]) => [...prev, v];
