@@ -1,3 +1,4 @@
+/* global document -- the functions given to page.evaluate run in the browser */
 /**
  * Takes the screenshots in docs/dashboard.md: starts the built service (simulator, shipped model,
  * a temp data folder, port 0) with a zone on its floor plan, signs in through the dashboard in

@@ -134,7 +134,10 @@ export function captureSession(s: SessionSpec, dir: string): SessionCapture {
         if (e.activity === 'lying' || e.activity === 'sitting') {
           // A deliberate lie-down or sit-down, not the lying that ends a fall.
           const p = truth.persons.find((q) => q.id === e.personId);
-          if (p && p.fallOnset === undefined) e.activity === 'lying' ? lieDowns++ : sitDowns++;
+          if (p && p.fallOnset === undefined) {
+            if (e.activity === 'lying') lieDowns++;
+            else sitDowns++;
+          }
         }
       }
       if (truth.personCount !== lastCount) {

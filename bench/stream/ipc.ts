@@ -11,6 +11,7 @@ export interface Request {
   id: number;
   cmd: string;
   // IPC boundary: each command's arguments are checked by the handler that takes them.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- whatever the command takes, typed by its handler
   args: any;
 }
 
@@ -19,6 +20,7 @@ export interface Reply {
   id: number;
   ok: boolean;
   // IPC boundary: the result's type is the one the command's caller asks `call` for.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- typed by the caller of `call`
   result?: any;
   error?: string;
 }
@@ -145,6 +147,7 @@ export class Child {
  * @param handlers command name -> handler (`stop` must end with the process exiting)
  */
 // IPC boundary: each handler reads its own arguments (typed in its signature).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- handlers of different argument types in one table
 export function serve(handlers: Record<string, (args: any) => unknown>): void {
   process.on('disconnect', () => process.exit(0));
   process.on('message', (m: Request) => {

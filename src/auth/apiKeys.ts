@@ -84,7 +84,7 @@ function sha256(s: string): Buffer {
 
 function hasBadChars(s: string): boolean {
   // Whitespace or control characters in a key are always a copy-paste accident.
-  return /[\s\x00-\x1f\x7f]/.test(s);
+  return /[\s\p{Cc}]/u.test(s);
 }
 
 /**
@@ -139,7 +139,7 @@ function newId(): string {
 }
 
 function validName(name: string): boolean {
-  return name.length >= 1 && name.length <= MAX_NAME_LENGTH && !/[\x00-\x1f\x7f]/.test(name);
+  return name.length >= 1 && name.length <= MAX_NAME_LENGTH && !/\p{Cc}/u.test(name);
 }
 
 /** Options of {@link ApiKeyStore}. */

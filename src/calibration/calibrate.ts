@@ -383,7 +383,11 @@ function fillCalibrationTargets(src: RowSource, labels: Label[], base: Mlp, norm
         const floor = floorFromLabel(pp.keypoints, camera);
         let u = 0;
         let n = 0;
-        for (let k = 0; k < J; k++) if (pp.keypoints[3 * k + 2]! >= MIN_SCORE) (u += pp.keypoints[3 * k]!), n++;
+        for (let k = 0; k < J; k++) {
+          if (pp.keypoints[3 * k + 2]! < MIN_SCORE) continue;
+          u += pp.keypoints[3 * k]!;
+          n++;
+        }
         return { pp, floor, key: floor ? floor.x : n > 0 ? receiver.x + ((u / n - camera.width / 2) / camera.width) * 4 : receiver.x };
       });
       people.sort((a, b) => a.key - b.key);

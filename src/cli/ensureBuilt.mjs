@@ -113,7 +113,10 @@ export function staleParts(root) {
     let newestT = -Infinity;
     for (const src of part.sources(root)) {
       const t = statSync(join(root, src)).mtimeMs;
-      if (t > newestT) (newest = src), (newestT = t);
+      if (t > newestT) {
+        newest = src;
+        newestT = t;
+      }
     }
     if (newestT > built) stale.push({ part, reason: `${newest} changed after ${part.output} was built` });
   }

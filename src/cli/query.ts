@@ -130,7 +130,7 @@ export function callService<T>(info: ServiceInfo, path: string, body: unknown): 
         res.on('error', reject);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: any;
+          let parsed: unknown;
           try {
             parsed = JSON.parse(text);
           } catch {
@@ -138,7 +138,7 @@ export function callService<T>(info: ServiceInfo, path: string, body: unknown): 
             return;
           }
           if ((res.statusCode ?? 500) >= 400) {
-            const m = parsed?.error?.message ?? `HTTP ${res.statusCode}`;
+            const m = (parsed as { error?: { message?: string } } | null)?.error?.message ?? `HTTP ${res.statusCode}`;
             reject(new Error(res.statusCode === 401 ? `${m} (the key in service.json was not accepted: is it the service that wrote it?)` : m));
           } else resolve(parsed as T);
         });

@@ -19,7 +19,7 @@ function serve(port: MessagePort): void {
   let session: ort.InferenceSession | null = null;
   const reply = (m: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
 
-  port.on('message', async (m: ToWorker) => {
+  const handle = async (m: ToWorker): Promise<void> => {
     if (m.type === 'load') {
       try {
         session = await ort.InferenceSession.create(m.bytes, m.options);
@@ -52,6 +52,16 @@ function serve(port: MessagePort): void {
       // A buffer that cannot be transferred (one onnxruntime still holds): send copies instead.
       reply({ type: 'result', id: m.id, outputs });
     }
+  };
+  // A failure the handler did not answer (e.g. posting the reply) still gets an answer, never an unhandled rejection.
+  port.on('message', (m: ToWorker) => {
+    handle(m).catch((e: unknown) => {
+      try {
+        reply(m.type === 'load' ? { type: 'loadError', message: message(e) } : { type: 'runError', id: m.id, message: message(e) });
+      } catch {
+        // The port itself failed: there is no one left to answer.
+      }
+    });
   });
 }
 

@@ -90,7 +90,10 @@ export function acceptedCodings(header: string): Set<Coding> {
     const q = params.find((p) => p.startsWith('q='));
     if (q !== undefined && !(Number(q.slice(2)) > 0)) continue;
     if (name === 'br' || name === 'gzip') out.add(name);
-    else if (name === '*') (out.add('br'), out.add('gzip'));
+    else if (name === '*') {
+      out.add('br');
+      out.add('gzip');
+    }
   }
   return out;
 }

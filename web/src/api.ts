@@ -81,6 +81,7 @@ export class Api {
     let res = await this.send(method, path, o);
     if (res.status === 401 && this.credentials && (await this.credentials.renew())) res = await this.send(method, path, o);
     const text = await res.text();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the service's JSON: either form's envelope or an error, read field by field below
     let body: any;
     try {
       body = text ? JSON.parse(text) : undefined;

@@ -125,8 +125,14 @@ export class FloorPlan {
     ctx.strokeStyle = 'rgba(255,255,255,0.07)';
     ctx.lineWidth = 1;
     ctx.beginPath();
-    for (let x = 1; x < site.room_width; x++) (ctx.moveTo(X(x), Y(0)), ctx.lineTo(X(x), Y(site.room_depth)));
-    for (let y = 1; y < site.room_depth; y++) (ctx.moveTo(X(0), Y(y)), ctx.lineTo(X(site.room_width), Y(y)));
+    for (let x = 1; x < site.room_width; x++) {
+      ctx.moveTo(X(x), Y(0));
+      ctx.lineTo(X(x), Y(site.room_depth));
+    }
+    for (let y = 1; y < site.room_depth; y++) {
+      ctx.moveTo(X(0), Y(y));
+      ctx.lineTo(X(site.room_width), Y(y));
+    }
     ctx.stroke();
     ctx.strokeStyle = '#8b949e';
     ctx.lineWidth = 2;

@@ -123,6 +123,7 @@ export class PoseStream {
     let established = false;
     ws.onmessage = (ev) => {
       if (this.ws !== ws || typeof ev.data !== 'string') return;
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a message of the socket: each case below reads its own type's fields
       let m: any;
       try {
         m = JSON.parse(ev.data);

@@ -55,7 +55,6 @@ function consume(
 ): RunningSink {
   const t0 = performance.now();
   let items = 0;
-  let sub: Subscription | undefined;
   let settle!: (e?: unknown) => void;
   const done = new Promise<SinkSummary>((resolve, reject) => {
     let settled = false;
@@ -69,7 +68,7 @@ function consume(
       );
     };
   });
-  sub = source.subscribe({
+  const sub: Subscription = source.subscribe({
     next(v) {
       items++;
       onItem(v);
@@ -80,7 +79,7 @@ function consume(
   return {
     done,
     stop() {
-      sub?.unsubscribe();
+      sub.unsubscribe();
       settle();
     },
   };
