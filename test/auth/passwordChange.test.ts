@@ -7,18 +7,13 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.js';
-import { ADMIN_PASSWORD, startServer, withServer, type TestServer } from '../helpers/server.js';
+import { ADMIN_PASSWORD, probeToken, startServer, withServer, type TestServer } from '../helpers/server.js';
 import { Refused, WsClient } from '../helpers/wsClient.js';
 import { tempDir } from './helpers.js';
 
 async function login(s: TestServer, password: string): Promise<{ status: number; access?: string; refresh?: string }> {
   const r = await s.api('POST', '/auth/token', { body: { username: 'admin', password }, form: 'a' });
   return r.status === 200 ? { status: 200, access: r.body.access_token, refresh: r.body.refresh_token } : { status: r.status };
-}
-
-async function probe(s: TestServer, token: string): Promise<{ status: number; reason?: string }> {
-  const r = await s.api('GET', '/system/status', { token });
-  return r.status === 200 ? { status: 200 } : { status: r.status, reason: r.body?.error?.details?.reason };
 }
 
 describe('a password change ends the tokens issued before it', () => {
@@ -39,20 +34,20 @@ describe('a password change ends the tokens issued before it', () => {
     };
     const first = await start('first-password-123');
     const old = (await login(first, 'first-password-123')).access!;
-    expect(await probe(first, old)).toEqual({ status: 200 });
+    expect(await probeToken(first, old)).toEqual({ status: 200 });
     await running.pop()!.close();
 
     const second = await start('second-password-456');
-    expect(await probe(second, old)).toEqual({ status: 401, reason: 'password_changed' });
+    expect(await probeToken(second, old)).toEqual({ status: 401, reason: 'password_changed' });
     expect((await login(second, 'first-password-123')).status).toBe(401);
     const current = (await login(second, 'second-password-456')).access!;
-    expect(await probe(second, current)).toEqual({ status: 200 });
+    expect(await probeToken(second, current)).toEqual({ status: 200 });
     await running.pop()!.close();
 
     // Same password again: the tokens of the previous start stay good.
     const third = await start('second-password-456');
-    expect(await probe(third, current)).toEqual({ status: 200 });
-    expect(await probe(third, old)).toEqual({ status: 401, reason: 'password_changed' });
+    expect(await probeToken(third, current)).toEqual({ status: 200 });
+    expect(await probeToken(third, old)).toEqual({ status: 401, reason: 'password_changed' });
   });
 
   it('a change while running: access and refresh tokens are refused, WebSocket connections are closed with 4401', async () => {
@@ -62,7 +57,7 @@ describe('a password change ends the tokens issued before it', () => {
       const { key } = await s.apiKey(before.access!, 'viewer', 'survives-password-change');
       await s.svc.auth.users.setPassword('admin', 'changed-password-789');
 
-      expect(await probe(s, before.access!)).toEqual({ status: 401, reason: 'password_changed' });
+      expect(await probeToken(s, before.access!)).toEqual({ status: 401, reason: 'password_changed' });
       // The open connection is closed by the server's recheck, and the token cannot open another.
       expect(await ws.whenClosed()).toMatchObject({ code: 4401, reason: expect.stringMatching(/password_changed/) });
       const again = await WsClient.connect(s.port, { token: before.access! }).then(
@@ -77,7 +72,7 @@ describe('a password change ends the tokens issued before it', () => {
 
       expect((await login(s, ADMIN_PASSWORD)).status).toBe(401);
       const after = await login(s, 'changed-password-789');
-      expect(await probe(s, after.access!)).toEqual({ status: 200 });
+      expect(await probeToken(s, after.access!)).toEqual({ status: 200 });
       expect((await s.api('POST', '/auth/refresh', { body: { refresh_token: after.refresh } })).status).toBe(200);
       // API keys are not passwords: they stay.
       expect((await s.api('GET', '/system/status', { apiKey: key })).status).toBe(200);

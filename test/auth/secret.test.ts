@@ -9,18 +9,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.js';
 import { StoreFileError } from '../../src/auth/jsonFile.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { probeToken, startServer, type TestServer } from '../helpers/server.js';
 import { Refused, WsClient } from '../helpers/wsClient.js';
 import { tempDir } from './helpers.js';
 
 const NO_SECRET = { CSIPOSE_JWT_SECRET: undefined };
 const OTHER_SECRET = 'another-deployment-secret-0123456789-abcdef';
-
-/** `GET /system/status` with a token: the status, and the refusal reason when refused. */
-async function probe(s: TestServer, token: string): Promise<{ status: number; reason?: string }> {
-  const r = await s.api('GET', '/system/status', { token });
-  return r.status === 200 ? { status: 200 } : { status: r.status, reason: r.body?.error?.details?.reason };
-}
 
 describe('token signing secret', () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -43,14 +37,14 @@ describe('token signing secret', () => {
   it('without CSIPOSE_JWT_SECRET: generated once, kept in the data directory (0600), tokens survive a restart', async () => {
     const first = await start(NO_SECRET);
     const token = await first.login();
-    expect(await probe(first, token)).toEqual({ status: 200 });
+    expect(await probeToken(first, token)).toEqual({ status: 200 });
     const file = join(first.dataDir, 'jwt_secret.json');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const stored = readFileSync(file, 'utf8');
     await stop(first);
 
     const second = await start(NO_SECRET);
-    expect(await probe(second, token)).toEqual({ status: 200 });
+    expect(await probeToken(second, token)).toEqual({ status: 200 });
     // The same file, not rewritten.
     expect(readFileSync(file, 'utf8')).toBe(stored);
   });
@@ -66,12 +60,12 @@ describe('token signing secret', () => {
     other.secret = Buffer.alloc(32, 7).toString('base64url');
     writeFileSync(file, JSON.stringify(other), { mode: 0o600 });
     const second = await start(NO_SECRET);
-    expect(await probe(second, token)).toEqual({ status: 401, reason: 'signed_by_previous_secret' });
+    expect(await probeToken(second, token)).toEqual({ status: 401, reason: 'signed_by_previous_secret' });
     // A tampered token of the current secret is still a bad signature.
     const fresh = await second.login();
     const [h, , sig] = fresh.split('.') as [string, string, string];
     const forged = `${h}.${Buffer.from(JSON.stringify({ sub: 'root', role: 'admin', iat: 1, exp: 4e9, jti: 'x' })).toString('base64url')}.${sig}`;
-    expect(await probe(second, forged)).toEqual({ status: 401, reason: 'bad_signature' });
+    expect(await probeToken(second, forged)).toEqual({ status: 401, reason: 'bad_signature' });
     // The WebSocket upgrade says the same.
     const refused = await WsClient.connect(second.port, { token }).then(
       (c) => (c.terminate(), undefined),
@@ -88,14 +82,14 @@ describe('token signing secret', () => {
     await stop(first);
 
     const withEnv = await start({ CSIPOSE_JWT_SECRET: OTHER_SECRET });
-    expect(await probe(withEnv, fileToken)).toEqual({ status: 401, reason: 'signed_by_previous_secret' });
+    expect(await probeToken(withEnv, fileToken)).toEqual({ status: 401, reason: 'signed_by_previous_secret' });
     const envToken = await withEnv.login();
-    expect(await probe(withEnv, envToken)).toEqual({ status: 200 });
+    expect(await probeToken(withEnv, envToken)).toEqual({ status: 200 });
     await stop(withEnv);
 
     const again = await start(NO_SECRET);
-    expect(await probe(again, fileToken)).toEqual({ status: 200 });
-    expect(await probe(again, envToken)).toEqual({ status: 401, reason: 'signed_by_previous_secret' });
+    expect(await probeToken(again, fileToken)).toEqual({ status: 200 });
+    expect(await probeToken(again, envToken)).toEqual({ status: 401, reason: 'signed_by_previous_secret' });
   });
 });
 

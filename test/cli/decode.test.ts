@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runDecode } from '../../src/cli/decode.js';
 import { ensureBuilt, ndjson, repoRoot, runCli, type CliResult } from '../helpers/cli.js';
-import { describeWithSamples, groundTruth, sample, sampleBytes } from '../helpers/samples.js';
+import { describeWithSamples, groundTruth, matlabBfeeRecords, sample, sampleBytes } from '../helpers/samples.js';
 import { HeldReader } from '../helpers/heldReader.js';
 
 /** The fields every record has, in the order DECISIONS "Decoding captures" lists them (csi last). */
@@ -151,19 +151,7 @@ describeWithSamples('csipose decode on the real captures', () => {
   }
 
   it('intel5300: every record equals the MATLAB read_bf_file output (after perm)', async () => {
-    const truth = groundTruth('log.all_csi.6.7.6.matlab.json').records as Array<{
-      timestamp_low: number;
-      bfee_count: number;
-      Nrx: number;
-      Ntx: number;
-      rssi_a: number;
-      rssi_b: number;
-      rssi_c: number;
-      noise: number;
-      agc: number;
-      perm: number[];
-      csi_sc_rx_tx_reim: Pair[][][];
-    }>;
+    const truth = matlabBfeeRecords();
     const recs = await records(CAPTURES[0]!);
     expect(recs).toHaveLength(truth.length);
     recs.forEach((rec, i) => {

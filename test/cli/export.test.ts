@@ -1,62 +1,49 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoseFrame } from '../../src/pose/types.js';
-import { PoseSink } from '../../src/store/poseSink.js';
-import { Store } from '../../src/store/store.js';
 import { ensureBuilt, runCli } from '../helpers/cli.js';
+import { seededDataDir, storedFrame, tempDirs } from '../helpers/dataDir.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 /** Seconds-aligned, three hours ago: inside the service's 30-day retention. */
 const T0 = Math.floor(Date.now() / 1000) * 1000 - 3 * 3_600_000;
 const TABLES = ['pose_frames', 'pose_persons', 'activity_events', 'alerts', 'system_metrics'];
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-export-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('csipose-export-');
 
+/** Frame `k`, a minute after frame k - 1, with two persons. */
 function frame(k: number): PoseFrame {
-  return {
-    frameId: k,
-    time: T0 + k * 60_000,
-    sourceId: 'sim-1',
-    environmentId: 'lab',
-    persons: Array.from({ length: 2 }, (_, i) => ({
+  return storedFrame(
+    k,
+    T0 + k * 60_000,
+    Array.from({ length: 2 }, (_, i) => ({
       slot: i,
       confidence: 0.5 + i / 10,
       keypoints: Float32Array.from({ length: 51 }, (_, j) => k + j + i),
       bbox: Float32Array.of(1, 2, 3, 4),
       trackId: i + 1,
     })),
-    processingMs: 2.5,
-    modelVersion: 'test-1',
-    csiQuality: 0.5,
-  };
+  );
 }
 
 /** A data directory with 10 frames one minute apart (2 persons each), 10 alerts and 10 metric rows. */
-async function seededDataDir(): Promise<string> {
-  const dataDir = join(tempDir(), 'data');
-  mkdirSync(dataDir);
-  const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-  const sink = new PoseSink(store);
-  for (let k = 0; k < 10; k++) sink.write(frame(k));
-  await sink.flush();
-  for (let k = 0; k < 10; k++) {
-    const t = T0 + k * 60_000;
-    await store.execute(
-      `INSERT INTO alerts (ts, alert_id, type, severity, environment_id, confidence, metadata, actions_required) VALUES (?, ?, 'fall_detected', 'high', 'lab', 0.9, '{}', ['call'])`,
-      [new Date(t), `al-${k}`],
-    );
-    await store.recordMetrics({ time: t, framesPerSecond: 10, averageLatencyMs: 5, cpuUsage: 0.1, memoryUsage: 0.2, processingQueueSize: 0, errorRate: 0, activePersons: 2 });
-  }
-  await store.close();
-  return dataDir;
+function seeded(): Promise<string> {
+  return seededDataDir(
+    tempDir,
+    Array.from({ length: 10 }, (_, k) => frame(k)),
+    async (store) => {
+      for (let k = 0; k < 10; k++) {
+        const t = T0 + k * 60_000;
+        await store.execute(
+          `INSERT INTO alerts (ts, alert_id, type, severity, environment_id, confidence, metadata, actions_required) VALUES (?, ?, 'fall_detected', 'high', 'lab', 0.9, '{}', ['call'])`,
+          [new Date(t), `al-${k}`],
+        );
+        await store.recordMetrics({ time: t, framesPerSecond: 10, averageLatencyMs: 5, cpuUsage: 0.1, memoryUsage: 0.2, processingQueueSize: 0, errorRate: 0, activePersons: 2 });
+      }
+    },
+  );
 }
 
 let reader: DuckDBConnection;
@@ -81,14 +68,11 @@ beforeAll(async () => {
   ensureBuilt();
   reader = await (await DuckDBInstance.create(':memory:')).connect();
 }, 120_000);
-afterAll(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 describe('csipose export', () => {
   let dataDir: string;
   beforeAll(async () => {
-    dataDir = await seededDataDir();
+    dataDir = await seeded();
   });
 
   describe('with the service stopped: the file read directly', () => {
@@ -124,7 +108,7 @@ describe('csipose export', () => {
     });
 
     it('writes into the store\'s export folder <dataDir>/exports without --out, where a query finds them by a relative path', async () => {
-      const own = await seededDataDir();
+      const own = await seeded();
       const r = await runCli(['export', '--data-dir', own, '--format', 'csv', '--table', 'alerts']);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);

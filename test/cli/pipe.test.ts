@@ -10,7 +10,7 @@ import { PipelineError } from '../../src/engine/pipeline.js';
 import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { decodeEsp32 } from '../../src/decoders/esp32.js';
 import { cliMain, ensureBuilt, ndjson, repoRoot, runCli } from '../helpers/cli.js';
-import { describeWithSamples, groundTruth, sample, sampleBytes } from '../helpers/samples.js';
+import { describeWithSamples, matlabBfeeRecords, sample, sampleBytes } from '../helpers/samples.js';
 
 const haveSimulator = existsSync(join(repoRoot, 'src/sim/simulator.ts'));
 const itWithSimulator = haveSimulator ? it : it.skip;
@@ -115,9 +115,7 @@ describeWithSamples('csipose pipe and run on the real captures', () => {
     const r = await runCli(['pipe', `file:${INTEL} | intel5300 | sanitize | window size=8 hop=4 | doppler | ndjson`]);
     expect(r.code).toBe(0);
     // 29 records: 10 of 3x1, 9 of 3x2, 10 of 3x3 (ground truth), each run windowed on its own.
-    const shapes = (groundTruth('log.all_csi.6.7.6.matlab.json').records as Array<{ Nrx: number; Ntx: number }>).map(
-      (t) => `${t.Nrx}x${t.Ntx}`,
-    );
+    const shapes = matlabBfeeRecords().map((t) => `${t.Nrx}x${t.Ntx}`);
     expect(runs(shapes)).toEqual([10, 9, 10]);
     const expected = runs(shapes).reduce((n, len) => n + windowsPerRun(len, 8, 4), 0);
     expect(expected).toBe(3);

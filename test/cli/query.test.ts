@@ -1,53 +1,38 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoseFrame } from '../../src/pose/types.js';
-import { PoseSink } from '../../src/store/poseSink.js';
 import { Store } from '../../src/store/store.js';
 import { ensureBuilt, runCli } from '../helpers/cli.js';
+import { seededDataDir, storedFrame, tempDirs } from '../helpers/dataDir.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 /** Seconds-aligned, three hours ago: inside the service's 30-day retention. */
 const T0 = Math.floor(Date.now() / 1000) * 1000 - 3 * 3_600_000;
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-query-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('csipose-query-');
 
+/** Frame `k`, a second after frame k - 1, with one person; odd frames in `lab`, even ones in `ward`. */
 function frame(k: number): PoseFrame {
-  return {
-    frameId: k,
-    time: T0 + k * 1000,
-    sourceId: 'sim-1',
-    environmentId: k % 2 ? 'lab' : 'ward',
-    persons: [{ slot: 0, confidence: 0.5 + k / 100, keypoints: Float32Array.from({ length: 51 }, (_, j) => k + j), bbox: Float32Array.of(1, 2, 3, 4), trackId: k }],
-    processingMs: 2.5,
-    modelVersion: 'test-1',
-    csiQuality: 0.5,
-  };
+  const person = { slot: 0, confidence: 0.5 + k / 100, keypoints: Float32Array.from({ length: 51 }, (_, j) => k + j), bbox: Float32Array.of(1, 2, 3, 4), trackId: k };
+  return storedFrame(k, T0 + k * 1000, [person], { environmentId: k % 2 ? 'lab' : 'ward' });
 }
 
 /** A data directory with a store of 3 frames (one person each) and 2 alerts. */
-async function seededDataDir(): Promise<string> {
-  const dataDir = join(tempDir(), 'data');
-  mkdirSync(dataDir);
-  const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-  const sink = new PoseSink(store);
-  for (let k = 0; k < 3; k++) sink.write(frame(k));
-  await sink.flush();
-  for (const k of [0, 1]) {
-    await store.execute(
-      `INSERT INTO alerts (ts, alert_id, type, severity, environment_id, confidence, metadata, actions_required) VALUES (?, ?, 'fall_detected', 'high', 'lab', 0.9, '{"k":1}', ['call, now', 'say "hi"'])`,
-      [new Date(T0 + k * 1000), `al-${k}`],
-    );
-  }
-  await store.close();
-  return dataDir;
+function seeded(): Promise<string> {
+  return seededDataDir(
+    tempDir,
+    Array.from({ length: 3 }, (_, k) => frame(k)),
+    async (store) => {
+      for (const k of [0, 1]) {
+        await store.execute(
+          `INSERT INTO alerts (ts, alert_id, type, severity, environment_id, confidence, metadata, actions_required) VALUES (?, ?, 'fall_detected', 'high', 'lab', 0.9, '{"k":1}', ['call, now', 'say "hi"'])`,
+          [new Date(T0 + k * 1000), `al-${k}`],
+        );
+      }
+    },
+  );
 }
 
 /** A pid no process has: a child that has already exited. */
@@ -97,9 +82,6 @@ function parseCsv(text: string): string[][] {
 }
 
 beforeAll(() => ensureBuilt(), 120_000);
-afterAll(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 describe('csipose query', () => {
   let dataDir: string;
@@ -107,7 +89,7 @@ describe('csipose query', () => {
   const direct = new Map<string, string>();
 
   beforeAll(async () => {
-    dataDir = await seededDataDir();
+    dataDir = await seeded();
   });
 
   describe('with the service stopped: the file read directly', () => {
@@ -307,7 +289,7 @@ describe('POST /store/query', () => {
   let s: TestServer;
   let admin: string;
   beforeAll(async () => {
-    s = await startServer({ dataDir: await seededDataDir(), config: { storage: { query_max_rows: 50, query_timeout_seconds: 2 } } });
+    s = await startServer({ dataDir: await seeded(), config: { storage: { query_max_rows: 50, query_timeout_seconds: 2 } } });
     admin = await s.login();
   });
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { siteVector } from '../../src/model/contract.js';
 import { Scenario } from '../../src/sim/scenario.js';
 import { parseUpdate, toFormA, toFormB } from '../../src/config/forms.js';
@@ -11,7 +11,7 @@ import { ConfigStartupError, ConfigStore, ConfigUpdateError, type ConfigSnapshot
 import { CONFIG_RULES, schemaDocument, validateConfig, type FieldError } from '../../src/config/validate.js';
 import { DEFAULT_RADIOS, HALF_WAVELENGTH_5G_M, siteLinks, type RadioConfig } from '../../src/csi/radios.js';
 import { ApiError } from '../../src/errors.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { suiteServer } from '../helpers/server.js';
 import { liveParams } from '../../pipelines/settings.js';
 
 const SITE = 'environment.site';
@@ -322,16 +322,10 @@ describe('validation of environment.site', () => {
 });
 
 describe('environment.site through the server', () => {
-  let s: TestServer;
-  let token: string;
-  beforeAll(async () => {
-    s = await startServer();
-    token = await s.login();
-  });
-  afterAll(() => s?.close());
+  const srv = suiteServer();
 
   it('GET /config/schema lists the site fields and their defaults', async () => {
-    const r = await s.api('GET', '/config/schema', { token });
+    const r = await srv.s.api('GET', '/config/schema', { token: srv.token });
     expect(r.status).toBe(200);
     const g = r.body.data.schema.properties.environment.properties.site;
     expect(Object.keys(g.properties)).toEqual(['known', 'room_width', 'room_depth', 'radios']);
@@ -340,35 +334,35 @@ describe('environment.site through the server', () => {
   });
 
   it('stores a good site update and reads it back in both forms', async () => {
-    const put = await s.api('PUT', '/config', { token, body: { environment: { site: MEASURED } } });
+    const put = await srv.s.api('PUT', '/config', { token: srv.token, body: { environment: { site: MEASURED } } });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data.updated_fields).toEqual(Object.keys(MEASURED).map((k) => `${SITE}.${k}`));
     // The sources read the radios when they open.
     expect(put.body.data.requires_restart).toBe(true);
     expect(put.body.data.configuration.environment.site).toEqual(MEASURED);
-    const a = await s.api('GET', '/config', { token, form: 'a' });
+    const a = await srv.s.api('GET', '/config', { token: srv.token, form: 'a' });
     expect(a.body.environment.site).toEqual(MEASURED);
-    const b = await s.api('GET', '/config', { token, form: 'b' });
+    const b = await srv.s.api('GET', '/config', { token: srv.token, form: 'b' });
     expect(b.body.data.environment.site).toEqual(MEASURED);
-    expect(siteGeometry(s.svc.config.get())).toEqual({ roomWidth: 8.5, roomDepth: 4, receiver: { x: 0.5, y: 0.1, z: 2.1 }, transmitter: { x: 8, y: 4, z: 0.9 } });
+    expect(siteGeometry(srv.s.svc.config.get())).toEqual({ roomWidth: 8.5, roomDepth: 4, receiver: { x: 0.5, y: 0.1, z: 2.1 }, transmitter: { x: 8, y: 4, z: 0.9 } });
     // The live pipeline's settings (read by infer on its next batch) carry the primary link, and the status says so.
-    expect(liveParams(s.svc.config.get()).infer.site).toBe('8.5,4,0.5,0.1,2.1,8,4,0.9');
-    expect(liveParams(s.svc.config.get()).infer).toMatchObject({ receiverX: 0.5, receiverY: 0.1 });
-    const status = async () => (await s.api('GET', '/system/status', { token })).body.data.components.neural_network.site_known;
+    expect(liveParams(srv.s.svc.config.get()).infer.site).toBe('8.5,4,0.5,0.1,2.1,8,4,0.9');
+    expect(liveParams(srv.s.svc.config.get()).infer).toMatchObject({ receiverX: 0.5, receiverY: 0.1 });
+    const status = async () => (await srv.s.api('GET', '/system/status', { token: srv.token })).body.data.components.neural_network.site_known;
     expect(await status()).toBe(true);
 
-    const partial = await s.api('PUT', '/config', { token, form: 'a', body: { environment: { site: { known: false } } } });
+    const partial = await srv.s.api('PUT', '/config', { token: srv.token, form: 'a', body: { environment: { site: { known: false } } } });
     expect(partial.body).toEqual({ status: 'updated', changes_applied: [`${SITE}.known`], restart_required: false, validation_warnings: [] });
-    expect((await s.api('GET', '/config', { token, form: 'a' })).body.environment.site).toEqual({ ...MEASURED, known: false });
-    expect(siteGeometry(s.svc.config.get())).toBeNull();
-    expect(liveParams(s.svc.config.get()).infer.site).toBe('');
+    expect((await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body.environment.site).toEqual({ ...MEASURED, known: false });
+    expect(siteGeometry(srv.s.svc.config.get())).toBeNull();
+    expect(liveParams(srv.s.svc.config.get()).infer.site).toBe('');
     expect(await status()).toBe(false);
   });
 
   it('refuses a bad site with 422 VALIDATION_ERROR naming the field, in both forms, and changes nothing', async () => {
-    const before = (await s.api('GET', '/config', { token, form: 'a' })).body;
-    const version = s.svc.config.version;
-    const saved = await readFile(join(s.dataDir, 'config.json'), 'utf8');
+    const before = (await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body;
+    const version = srv.s.svc.config.version;
+    const saved = await readFile(join(srv.s.dataDir, 'config.json'), 'utf8');
     const width = before.environment.site.room_width as number;
     const stored = MEASURED.radios;
     const cases: Array<{ body: unknown; field: string; message: string }> = [
@@ -391,19 +385,19 @@ describe('environment.site through the server', () => {
       { body: { environment: { site: { radios: [stored[1]] } } }, field: RADIOS, message: `${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 0 tx and 1 rx` },
     ];
     for (const c of cases) {
-      const b = await s.api('PUT', '/config', { token, body: c.body });
+      const b = await srv.s.api('PUT', '/config', { token: srv.token, body: c.body });
       expect(b.status, b.text).toBe(422);
       expect(b.body.success).toBe(false);
       expect(b.body.error.code).toBe('VALIDATION_ERROR');
       expect(b.body.error.details).toMatchObject({ field: c.field, reason: c.message });
-      const a = await s.api('PUT', '/config', { token, body: c.body, form: 'a' });
+      const a = await srv.s.api('PUT', '/config', { token: srv.token, body: c.body, form: 'a' });
       expect(a.status, a.text).toBe(422);
       expect(a.body.error.code).toBe('VALIDATION_ERROR');
       expect(a.body.error.message).toBe(c.message);
       expect(a.body.error.details.field_errors).toEqual([{ field: c.field, message: c.message, received_value: expect.anything() }]);
     }
-    expect((await s.api('GET', '/config', { token, form: 'a' })).body).toEqual(before);
-    expect(s.svc.config.version).toBe(version);
-    expect(await readFile(join(s.dataDir, 'config.json'), 'utf8')).toBe(saved);
+    expect((await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body).toEqual(before);
+    expect(srv.s.svc.config.version).toBe(version);
+    expect(await readFile(join(srv.s.dataDir, 'config.json'), 'utf8')).toBe(saved);
   });
 });

@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_VIEW, viewSpec } from '../../src/pose/camera.js';
 import { DEFAULT_ROOM, Scenario } from '../../src/sim/scenario.js';
 import { parseUpdate, toFormA, toFormB } from '../../src/config/forms.js';
@@ -9,7 +9,7 @@ import { FIELDS, defaults, fieldAt } from '../../src/config/schema.js';
 import { ConfigStore, ConfigUpdateError, type ConfigSnapshot } from '../../src/config/store.js';
 import { schemaDocument, validateConfig, type FieldError } from '../../src/config/validate.js';
 import { ApiError } from '../../src/errors.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { suiteServer } from '../helpers/server.js';
 
 const VIEW = 'environment.view';
 const KEYS = ['width', 'height', 'hfov_deg', 'x', 'y', 'z', 'yaw_deg', 'pitch_deg'] as const;
@@ -156,16 +156,10 @@ describe('validation of environment.view', () => {
 });
 
 describe('environment.view through the server', () => {
-  let s: TestServer;
-  let token: string;
-  beforeAll(async () => {
-    s = await startServer();
-    token = await s.login();
-  });
-  afterAll(() => s?.close());
+  const srv = suiteServer();
 
   it('GET /config/schema lists the view fields and their defaults', async () => {
-    const r = await s.api('GET', '/config/schema', { token });
+    const r = await srv.s.api('GET', '/config/schema', { token: srv.token });
     expect(r.status).toBe(200);
     const g = r.body.data.schema.properties.environment.properties.view;
     expect(Object.keys(g.properties)).toEqual([...KEYS]);
@@ -174,18 +168,18 @@ describe('environment.view through the server', () => {
   });
 
   it('stores a good view live and reads it back in both forms', async () => {
-    const put = await s.api('PUT', '/config', { token, body: { environment: { view: CORNER } } });
+    const put = await srv.s.api('PUT', '/config', { token: srv.token, body: { environment: { view: CORNER } } });
     expect(put.status, put.text).toBe(200);
     expect(put.body.data.updated_fields).toEqual(KEYS.map((k) => `${VIEW}.${k}`));
     expect(put.body.data.requires_restart).toBe(false);
-    expect((await s.api('GET', '/config', { token, form: 'a' })).body.environment.view).toEqual(CORNER);
-    expect((await s.api('GET', '/config', { token, form: 'b' })).body.data.environment.view).toEqual(CORNER);
-    expect(s.svc.config.get().environment.view).toEqual(CORNER);
+    expect((await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body.environment.view).toEqual(CORNER);
+    expect((await srv.s.api('GET', '/config', { token: srv.token, form: 'b' })).body.data.environment.view).toEqual(CORNER);
+    expect(srv.s.svc.config.get().environment.view).toEqual(CORNER);
   });
 
   it('refuses an out-of-range view with 422 VALIDATION_ERROR naming the field, in both forms, and changes nothing', async () => {
-    const before = (await s.api('GET', '/config', { token, form: 'a' })).body;
-    const version = s.svc.config.version;
+    const before = (await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body;
+    const version = srv.s.svc.config.version;
     const cases: Array<{ body: unknown; field: string; message: string }> = [
       { body: { environment: { view: { hfov_deg: 175 } } }, field: `${VIEW}.hfov_deg`, message: `${VIEW}.hfov_deg must be between 20.0 and 170.0, got 175` },
       { body: { environment: { view: { yaw_deg: 270 } } }, field: `${VIEW}.yaw_deg`, message: `${VIEW}.yaw_deg must be between -180.0 and 180.0, got 270` },
@@ -193,16 +187,16 @@ describe('environment.view through the server', () => {
       { body: { environment: { view: { z: 25 } } }, field: `${VIEW}.z`, message: `${VIEW}.z must be between 0.0 and 20.0, got 25` },
     ];
     for (const c of cases) {
-      const b = await s.api('PUT', '/config', { token, body: c.body });
+      const b = await srv.s.api('PUT', '/config', { token: srv.token, body: c.body });
       expect(b.status, b.text).toBe(422);
       expect(b.body.error.code).toBe('VALIDATION_ERROR');
       expect(b.body.error.details).toMatchObject({ field: c.field, reason: c.message });
-      const a = await s.api('PUT', '/config', { token, body: c.body, form: 'a' });
+      const a = await srv.s.api('PUT', '/config', { token: srv.token, body: c.body, form: 'a' });
       expect(a.status, a.text).toBe(422);
       expect(a.body.error.code).toBe('VALIDATION_ERROR');
       expect(a.body.error.details.field_errors).toEqual([{ field: c.field, message: c.message, received_value: expect.anything() }]);
     }
-    expect((await s.api('GET', '/config', { token, form: 'a' })).body).toEqual(before);
-    expect(s.svc.config.version).toBe(version);
+    expect((await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body).toEqual(before);
+    expect(srv.s.svc.config.version).toBe(version);
   });
 });

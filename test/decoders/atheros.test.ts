@@ -12,7 +12,7 @@ import {
   ATHEROS_SUBCARRIERS_40,
   sequentialIndices,
 } from '../../src/decoders/subcarriers.js';
-import { concat, decodeChunked, mulberry32 } from '../helpers/decoding.js';
+import { concat, csiSums, decodeChunked, expectChunkingInvariant, expectCuts, expectGarbageSafe, mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'atheros/ath_csi_1.dat';
@@ -188,28 +188,13 @@ describe('AtherosDecoder on synthetic records', () => {
   });
 
   it('never throws from push on seeded garbage, and end throws only DecodeError', () => {
-    const r = mulberry32(0xa7e0);
-    for (let trial = 0; trial < 200; trial++) {
-      const len = Math.floor(r() * 6000);
-      const bytes = new Uint8Array(len);
-      for (let i = 0; i < len; i++) bytes[i] = Math.floor(r() * 256);
-      const endian = (['auto', 'little', 'big'] as const)[trial % 3]!;
-      const dec = new AtherosDecoder({ endian });
-      let emitted = 0;
-      for (let pos = 0; pos < len; ) {
-        const n = 1 + Math.floor(r() * 500);
-        expect(() => dec.push(bytes.subarray(pos, pos + n), () => emitted++)).not.toThrow();
-        pos += n;
-      }
-      try {
-        dec.end(() => emitted++);
-        expect(dec.stats.bytes).toBe(len);
-      } catch (e) {
-        expect(e).toBeInstanceOf(DecodeError);
-        expect((e as DecodeError).offset).toBeLessThan(len);
-      }
-      expect(dec.stats.records).toBe(emitted);
-    }
+    expectGarbageSafe({
+      seed: 0xa7e0,
+      trials: 200,
+      maxLen: 6000,
+      maxChunk: 500,
+      decoder: (trial) => new AtherosDecoder({ endian: (['auto', 'little', 'big'] as const)[trial % 3]! }),
+    });
   });
 
   it('finds a valid record hidden after garbage, and reports a huge length as a DecodeError', () => {
@@ -315,16 +300,7 @@ describeWithSamples('AtherosDecoder on ath_csi_1.dat', () => {
   it('matches the last timestamp and the checksums', () => {
     expect(frames[400]!.deviceTime).toBe(facts.last_timestamp);
     expect(frames[400]!.meta!.timestamp).toBe(1461896418);
-    let sr = 0;
-    let si = 0;
-    let n = 0;
-    for (const f of frames) {
-      for (let i = 0; i < f.csi.length; i += 2) {
-        sr += f.csi[i]!;
-        si += f.csi[i + 1]!;
-        n++;
-      }
-    }
+    const [sr, si, n] = csiSums(frames);
     expect([sr, si, n]).toEqual([-71521, -206143, 134736]);
     expect([sr, si, n]).toEqual([facts.sum_real_all, facts.sum_imag_all, facts.n_complex_all]);
   });
@@ -389,37 +365,25 @@ describeWithSamples('AtherosDecoder on ath_csi_1.dat', () => {
   });
 
   it('gives the same frames whatever the chunk sizes', () => {
-    const r = mulberry32(7);
-    for (const size of [() => 1, () => 7, () => 4096, () => 1 + Math.floor(r() * 5000)]) {
-      const got = decodeChunked(new AtherosDecoder(), bytes, size);
-      expect(got.error).toBeUndefined();
-      expect(got.stats).toEqual(whole.stats);
-      expect(got.frames).toEqual(frames);
-    }
+    expectChunkingInvariant(() => new AtherosDecoder(), bytes, whole, 7, 5000);
   });
 
   it('returns the records before a cut and a DecodeError naming the cut record', () => {
-    const starts = frames.map((f) => f.meta!.file_offset as number);
-    const ends = [...starts.slice(1), bytes.length];
-    // Every 97th byte through the first 12 records, then coarser steps over the whole file.
-    const cuts = [
-      ...Array.from({ length: Math.ceil(starts[12]! / 97) }, (_, i) => i * 97 + 1),
-      ...Array.from({ length: 76 }, (_, i) => (i + 1) * 9973),
-      ...starts.slice(1, 20),
-    ];
-    for (const cut of cuts) {
-      if (cut <= 0 || cut >= bytes.length) continue;
-      const got = decodeAtheros(bytes.subarray(0, cut));
-      const complete = ends.filter((e) => e <= cut).length;
-      expect(got.frames).toHaveLength(complete);
-      if (complete > 0) expect(got.frames[complete - 1]).toEqual(frames[complete - 1]);
-      if (starts.includes(cut)) {
-        expect(got.error).toBeUndefined();
-      } else {
-        expect(got.error).toBeInstanceOf(DecodeError);
-        expect(got.error!.offset).toBe(starts[complete]);
-      }
-    }
+    expectCuts(
+      decodeAtheros,
+      bytes,
+      frames,
+      // Every 97th byte through the first 12 records, then coarser steps over the whole file.
+      (starts) => [
+        ...Array.from({ length: Math.ceil(starts[12]! / 97) }, (_, i) => i * 97 + 1),
+        ...Array.from({ length: 76 }, (_, i) => (i + 1) * 9973),
+        ...starts.slice(1, 20),
+      ],
+      (got, complete) => {
+        expect(got).toHaveLength(complete);
+        if (complete > 0) expect(got[complete - 1]).toEqual(frames[complete - 1]);
+      },
+    );
   });
 
   it('skips a record whose csi_len disagrees with field_len and resynchronises on the next', () => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import type { CaptureFormat } from '../../src/decoders/registry.js';
@@ -6,7 +5,7 @@ import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { createDatagramDecoder } from '../../src/decoders/index.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { describeWithSamples, esp32Lines, sampleBytes } from '../helpers/samples.js';
 import { pcapUdpPayloads } from '../helpers/sources.js';
 
 /**
@@ -17,10 +16,7 @@ import { pcapUdpPayloads } from '../helpers/sources.js';
 /** One record (or line, or payload) per datagram, cut from the real captures. */
 function records(format: CaptureFormat): Uint8Array[] {
   if (format === 'esp32')
-    return readFileSync(sample('esp32/example_csi.csv'), 'utf8')
-      .split('\n')
-      .filter((l) => l.length > 0)
-      .map((l) => Buffer.from(l));
+    return esp32Lines().map((l) => Buffer.from(l));
   if (format === 'nexmon') return pcapUdpPayloads(sampleBytes('nexmon/example_43455c0.pcap')).filter((p) => p.length === 1042);
   const b = sampleBytes(format === 'intel5300' ? 'intel5300/log.all_csi.6.7.6' : 'atheros/ath_csi_1.dat');
   const frames = format === 'intel5300' ? decodeIntel5300(b).frames : decodeAtheros(b).frames;

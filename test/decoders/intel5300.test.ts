@@ -13,8 +13,8 @@ import {
   INTEL5300_SUBCARRIERS_40,
   sequentialIndices,
 } from '../../src/decoders/subcarriers.js';
-import { concat, decodeChunked, mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
+import { concat, csiSums, decodeChunked, expectChunkingInvariant, expectCuts, expectGarbageSafe, mulberry32 } from '../helpers/decoding.js';
+import { describeWithSamples, groundTruth, matlabBfeeRecords, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'intel5300/log.all_csi.6.7.6';
 
@@ -257,54 +257,27 @@ describe('Intel5300Decoder on synthetic records', () => {
   });
 
   it('never throws from push on seeded garbage, and end throws only DecodeError', () => {
-    const r = mulberry32(0xbad5300);
-    for (let trial = 0; trial < 200; trial++) {
-      const len = Math.floor(r() * 4000);
-      const bytes = new Uint8Array(len);
-      for (let i = 0; i < len; i++) bytes[i] = Math.floor(r() * 256);
+    expectGarbageSafe({
+      seed: 0xbad5300,
+      trials: 200,
+      maxLen: 4000,
+      maxChunk: 300,
+      decoder: () => new Intel5300Decoder(),
       // Bias some trials toward believable headers so the deeper paths run too.
-      if (trial % 2 === 0 && len > 3) {
-        bytes[0] = 0;
-        bytes[1] = Math.floor(r() * 256);
-        bytes[2] = 0xbb;
-      }
-      const dec = new Intel5300Decoder();
-      let emitted = 0;
-      for (let pos = 0; pos < len; ) {
-        const n = 1 + Math.floor(r() * 300);
-        expect(() => dec.push(bytes.subarray(pos, pos + n), () => emitted++)).not.toThrow();
-        pos += n;
-      }
-      try {
-        dec.end(() => emitted++);
-        expect(dec.stats.bytes).toBe(len);
-      } catch (e) {
-        expect(e).toBeInstanceOf(DecodeError);
-        expect((e as DecodeError).offset).toBeLessThan(len);
-      }
-      expect(dec.stats.records).toBe(emitted);
-    }
+      tamper: (bytes, trial, r) => {
+        if (trial % 2 === 0 && bytes.length > 3) {
+          bytes[0] = 0;
+          bytes[1] = Math.floor(r() * 256);
+          bytes[2] = 0xbb;
+        }
+      },
+    });
   });
 });
 
-interface GtRecord {
-  timestamp_low: number;
-  bfee_count: number;
-  Nrx: number;
-  Ntx: number;
-  rssi_a: number;
-  rssi_b: number;
-  rssi_c: number;
-  noise: number;
-  agc: number;
-  rate: number;
-  perm: number[];
-  csi_sc_rx_tx_reim: [number, number][][][];
-}
-
 describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
   const bytes = sampleBytes(FILE);
-  const gt = groundTruth<{ records: GtRecord[] }>('log.all_csi.6.7.6.matlab.json').records;
+  const gt = matlabBfeeRecords();
   const facts = groundTruth('decoded_facts.json')['log.all_csi.6.7.6'];
   const whole = decodeIntel5300(bytes);
   const frames = whole.frames;
@@ -417,16 +390,7 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
   });
 
   it('sums to the documented checksums', () => {
-    let sr = 0;
-    let si = 0;
-    let n = 0;
-    for (const f of frames) {
-      for (let i = 0; i < f.csi.length; i += 2) {
-        sr += f.csi[i]!;
-        si += f.csi[i + 1]!;
-        n++;
-      }
-    }
+    const [sr, si, n] = csiSums(frames);
     expect([sr, si, n]).toEqual([85, 4469, 5220]);
     expect([sr, si, n]).toEqual([facts.sum_real_all, facts.sum_imag_all, facts.n_complex_all]);
   });
@@ -437,31 +401,17 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
   });
 
   it('gives the same frames whatever the chunk sizes', () => {
-    const r = mulberry32(42);
-    for (const size of [() => 1, () => 7, () => 4096, () => 1 + Math.floor(r() * 700)]) {
-      const got = decodeChunked(new Intel5300Decoder(), bytes, size);
-      expect(got.error).toBeUndefined();
-      expect(got.stats).toEqual(whole.stats);
-      expect(got.frames).toEqual(frames);
-    }
+    expectChunkingInvariant(() => new Intel5300Decoder(), bytes, whole, 42, 700);
   });
 
   it('returns the records before a cut and a DecodeError naming the cut record', () => {
-    const starts = frames.map((f) => f.meta!.file_offset as number);
-    const ends = [...starts.slice(1), bytes.length];
-    const cuts = [...Array.from({ length: Math.ceil(bytes.length / 97) }, (_, i) => i * 97 + 1), ...starts];
-    for (const cut of cuts) {
-      if (cut <= 0 || cut >= bytes.length) continue;
-      const got = decodeIntel5300(bytes.subarray(0, cut));
-      const complete = ends.filter((e) => e <= cut).length;
-      expect(got.frames).toEqual(frames.slice(0, complete));
-      if (starts.includes(cut)) {
-        expect(got.error).toBeUndefined();
-      } else {
-        expect(got.error).toBeInstanceOf(DecodeError);
-        expect(got.error!.offset).toBe(starts[complete]);
-      }
-    }
+    expectCuts(
+      decodeIntel5300,
+      bytes,
+      frames,
+      (starts) => [...Array.from({ length: Math.ceil(bytes.length / 97) }, (_, i) => i * 97 + 1), ...starts],
+      (got, complete) => expect(got).toEqual(frames.slice(0, complete)),
+    );
   });
 
   it('skips and counts a 0xC1 record between 0xBB records', () => {

@@ -12,7 +12,7 @@ import {
 } from '../../src/decoders/nexmon.js';
 import { PcapReader, udpPayloadOffset } from '../../src/decoders/pcap.js';
 import { fftBinIndices } from '../../src/decoders/subcarriers.js';
-import { mulberry32 } from '../helpers/decoding.js';
+import { csiSums, mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'nexmon/example_43455c0.pcap';
@@ -241,14 +241,7 @@ describeWithSamples('Nexmon pcap: example_43455c0.pcap', () => {
     const hist = new Map<number, number>();
     for (const f of frames) hist.set(f.rssi[0]!, (hist.get(f.rssi[0]!) ?? 0) + 1);
     expect(Object.fromEntries(hist)).toEqual({ '-58': 294, '-59': 254 });
-    let sr = 0;
-    let si = 0;
-    for (const f of frames) {
-      for (let i = 0; i < f.csi.length; i += 2) {
-        sr += f.csi[i]!;
-        si += f.csi[i + 1]!;
-      }
-    }
+    const [sr, si] = csiSums(frames);
     expect(sr).toBe(facts.sum_real_all);
     expect(si).toBe(facts.sum_imag_all);
   });

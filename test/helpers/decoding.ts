@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
 import type { CsiDecoder, DecodeResult } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
@@ -69,4 +70,117 @@ export function decodeChunked(decoder: CsiDecoder, bytes: Uint8Array, size: numb
     throw e;
   }
   return { frames, stats: { ...decoder.stats } };
+}
+
+/**
+ * The checksums decoded_facts.json gives for a capture: the sum of the real parts, the sum of
+ * the imaginary parts and the count of complex values over every CSI value of `frames`.
+ * @example
+ * expect(csiSums(frames)).toEqual([facts.sum_real_all, facts.sum_imag_all, facts.n_complex_all]);
+ */
+export function csiSums(frames: readonly CsiFrame[]): [sumReal: number, sumImag: number, count: number] {
+  let sr = 0;
+  let si = 0;
+  let n = 0;
+  for (const f of frames) {
+    for (let i = 0; i < f.csi.length; i += 2) {
+      sr += f.csi[i]!;
+      si += f.csi[i + 1]!;
+      n++;
+    }
+  }
+  return [sr, si, n];
+}
+
+/**
+ * Asserts that chunking does not matter: `bytes` pushed in chunks of 1, 7 and 4096 bytes and of
+ * seeded random sizes from 1 to `maxChunk` decodes without error to `whole`'s frames and stats.
+ * @param decoder makes a fresh decoder
+ * @param whole the input decoded in one piece
+ * @param seed the mulberry32 seed of the random sizes
+ */
+export function expectChunkingInvariant(decoder: () => CsiDecoder, bytes: Uint8Array, whole: DecodeResult, seed: number, maxChunk: number): void {
+  const r = mulberry32(seed);
+  for (const size of [() => 1, () => 7, () => 4096, () => 1 + Math.floor(r() * maxChunk)]) {
+    const got = decodeChunked(decoder(), bytes, size);
+    expect(got.error).toBeUndefined();
+    expect(got.stats).toEqual(whole.stats);
+    expect(got.frames).toEqual(whole.frames);
+  }
+}
+
+/**
+ * Asserts what a capture cut short decodes to: for each cut inside `bytes`, no error when the cut
+ * falls on a record's start, otherwise a DecodeError at the start of the record it cuts.
+ * @param decode decodes a whole input
+ * @param frames the whole capture's frames (their `meta.file_offset` are the record starts)
+ * @param cuts the offsets to cut at, given the record starts (those outside the input are passed over)
+ * @param check the test's own check of the frames decoded, given how many records end before the cut
+ */
+export function expectCuts(
+  decode: (bytes: Uint8Array) => DecodeResult,
+  bytes: Uint8Array,
+  frames: readonly CsiFrame[],
+  cuts: (starts: number[]) => number[],
+  check: (got: CsiFrame[], complete: number) => void,
+): void {
+  const starts = frames.map((f) => f.meta!.file_offset as number);
+  const ends = [...starts.slice(1), bytes.length];
+  for (const cut of cuts(starts)) {
+    if (cut <= 0 || cut >= bytes.length) continue;
+    const got = decode(bytes.subarray(0, cut));
+    const complete = ends.filter((e) => e <= cut).length;
+    check(got.frames, complete);
+    if (starts.includes(cut)) {
+      expect(got.error).toBeUndefined();
+    } else {
+      expect(got.error).toBeInstanceOf(DecodeError);
+      expect(got.error!.offset).toBe(starts[complete]);
+    }
+  }
+}
+
+/** What {@link expectGarbageSafe} feeds a decoder. */
+export interface GarbageOptions {
+  /** The mulberry32 seed of lengths, bytes and chunk sizes. */
+  seed: number;
+  trials: number;
+  /** Inputs are 0 to `maxLen` - 1 random bytes. */
+  maxLen: number;
+  /** Chunks are 1 to `maxChunk` bytes. */
+  maxChunk: number;
+  /** A fresh decoder for a trial. */
+  decoder: (trial: number) => CsiDecoder;
+  /** Changes a trial's random bytes before they are pushed (e.g. to plant a believable header). */
+  tamper?: (bytes: Uint8Array, trial: number, rand: () => number) => void;
+}
+
+/**
+ * Asserts that a stream decoder survives seeded garbage: pushed in random chunks, `push` never
+ * throws; `end` either counts every byte or throws a DecodeError at an offset inside the input;
+ * and the records counted are the frames emitted.
+ */
+export function expectGarbageSafe(o: GarbageOptions): void {
+  const r = mulberry32(o.seed);
+  for (let trial = 0; trial < o.trials; trial++) {
+    const len = Math.floor(r() * o.maxLen);
+    const bytes = new Uint8Array(len);
+    for (let i = 0; i < len; i++) bytes[i] = Math.floor(r() * 256);
+    o.tamper?.(bytes, trial, r);
+    const dec = o.decoder(trial);
+    let emitted = 0;
+    for (let pos = 0; pos < len; ) {
+      const n = 1 + Math.floor(r() * o.maxChunk);
+      expect(() => dec.push(bytes.subarray(pos, pos + n), () => emitted++)).not.toThrow();
+      pos += n;
+    }
+    try {
+      dec.end(() => emitted++);
+      expect(dec.stats.bytes).toBe(len);
+    } catch (e) {
+      expect(e).toBeInstanceOf(DecodeError);
+      expect((e as DecodeError).offset).toBeLessThan(len);
+    }
+    expect(dec.stats.records).toBe(emitted);
+  }
 }

@@ -220,3 +220,17 @@ export async function withBroker<T>(fn: (broker: Broker) => Promise<T>, opts: Br
 export async function connectPublisher(url: string, opts: { username?: string; password?: string } = {}): Promise<MqttClient> {
   return mqtt.connectAsync(url, { reconnectPeriod: 0, clientId: `csipose-test-pub-${process.pid}-${Math.random().toString(16).slice(2)}`, ...opts });
 }
+
+/**
+ * Polls `cond` every 10 ms until it holds; fails with `what()` after `giveUpMs` (a safety net so
+ * a lost message fails the test instead of hanging it, not a measurement).
+ * @example
+ * await pollUntil(() => frames.length >= 13, () => `only ${frames.length} of 13 frames`);
+ */
+export async function pollUntil(cond: () => boolean, what: () => string, giveUpMs = 20_000): Promise<void> {
+  const deadline = Date.now() + giveUpMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -32,3 +32,32 @@ export const describeWithSamples: (name: string, fn: () => void) => void = haveS
   ? (name, fn) => describe(name, fn)
   : // The suite's body is not run at all: it reads the captures while collecting its tests.
     (name) => describe(name, () => it.skip(`skipped: real captures not found at ${samplesDir}`, () => undefined));
+
+/** One record of `ground_truth/log.all_csi.6.7.6.matlab.json`: what MATLAB read_bf_file gives (CSI after perm). */
+export interface MatlabBfeeRecord {
+  timestamp_low: number;
+  bfee_count: number;
+  Nrx: number;
+  Ntx: number;
+  rssi_a: number;
+  rssi_b: number;
+  rssi_c: number;
+  noise: number;
+  agc: number;
+  rate: number;
+  perm: number[];
+  /** csi[sc][rx][tx] = [re, im]. */
+  csi_sc_rx_tx_reim: [number, number][][][];
+}
+
+/** The MATLAB read_bf_file records of the Intel 5300 capture `intel5300/log.all_csi.6.7.6`, in file order. */
+export function matlabBfeeRecords(): MatlabBfeeRecord[] {
+  return groundTruth<{ records: MatlabBfeeRecord[] }>('log.all_csi.6.7.6.matlab.json').records;
+}
+
+/** The lines of the ESP32 capture `esp32/example_csi.csv`, without the empty ones (no newline kept). */
+export function esp32Lines(): string[] {
+  return readFileSync(sample('esp32/example_csi.csv'), 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0);
+}

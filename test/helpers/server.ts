@@ -13,6 +13,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { startApp, type App } from '../../src/app.js';
 import type { PoseService } from '../../src/service/service.js';
 import { FEATURE_DIM } from '../../src/model/features.js';
@@ -228,6 +229,41 @@ export async function withServer<T>(opts: ServerOptions, fn: (s: TestServer) => 
   } finally {
     await s.close();
   }
+}
+
+/**
+ * Whether `token` is still good on `s`: `{ status: 200 }` when GET /system/status accepts it,
+ * otherwise the status and the refusal's `error.details.reason` (e.g. `password_changed`).
+ */
+export async function probeToken(s: TestServer, token: string): Promise<{ status: number; reason?: string }> {
+  const r = await s.api('GET', '/system/status', { token });
+  return r.status === 200 ? { status: 200 } : { status: r.status, reason: r.body?.error?.details?.reason };
+}
+
+/**
+ * One server for the enclosing `describe`: started (startServer(opts)) with the admin signed in
+ * before its tests, closed after them. Read `.s` and `.token` inside the tests.
+ * @example
+ * const srv = suiteServer();
+ * it('...', async () => expect((await srv.s.api('GET', '/config', { token: srv.token })).status).toBe(200));
+ */
+export function suiteServer(opts: ServerOptions = {}): { readonly s: TestServer; readonly token: string } {
+  let s: TestServer | undefined;
+  let token = '';
+  beforeAll(async () => {
+    s = await startServer(opts);
+    token = await s.login();
+  });
+  afterAll(() => s?.close());
+  return {
+    get s(): TestServer {
+      if (!s) throw new Error('the suite server has not started');
+      return s;
+    },
+    get token(): string {
+      return token;
+    },
+  };
 }
 
 /**

@@ -20,6 +20,7 @@ import { track } from '../../operators/track.js';
 import { activity } from '../../operators/activity.js';
 import { alerts, type AlertsConfig } from '../../operators/alerts.js';
 import { storeOutlet } from './storeOutlet.js';
+import { startServer, type ServerOptions, type TestServer } from './server.js';
 import { Store } from '../../src/store/store.js';
 import { Scenario, type PersonSpec, type RoomSpec } from '../../src/sim/scenario.js';
 import type { CameraSpec } from '../../src/pose/camera.js';
@@ -308,4 +309,46 @@ export function careScenario(): { people: ScriptedPerson[]; seconds: number } {
  */
 export function fallPeople(seed: number, main: FallRole, companions: number): ScriptedPerson[] {
   return fallScenarioPeople(ROOM, new Rng(seed), main, companions, new Camera(CAMERA)).map((p) => ({ spec: p.spec }));
+}
+
+/**
+ * The analytics settings that make the shop scenario's zones the retail funnel (entrance E,
+ * product A, purchase C) and two people a crowd.
+ */
+export const SHOP_ANALYTICS = { retail_entrance_zone: 'E', retail_product_zone: 'A', retail_purchase_zone: 'C', crowd_threshold: 2 };
+
+/**
+ * Writes the ground truth the analytics endpoints are tested on: `shop` (see shopScenario) in
+ * environment `shop` from `startMs`, with its zone alerts; then, 40 minutes later, a fall with a
+ * recovery beside two companions (fallPeople(1, 'fall_get_up', 2), 25 s, seed 1) in
+ * `fallEnvironment`.
+ * @returns the shop's run, whose figures the tests expect
+ */
+export async function writeShopAndFall(store: Store, shop: ReturnType<typeof shopScenario>, startMs: number, fallEnvironment: string): Promise<TruthRun> {
+  const shopRun = await writeTruthRun(store, { people: shop.people, seconds: shop.seconds, startMs, environmentId: 'shop', alerts: { zones: shop.zones } });
+  await writeTruthRun(store, { people: fallPeople(1, 'fall_get_up', 2), seconds: 25, startMs: startMs + 40 * 60_000, environmentId: fallEnvironment, seed: 1 });
+  return shopRun;
+}
+
+/**
+ * The real server over a new data directory holding the shop and the fall (writeShopAndFall),
+ * configured for the shop: environment `shop` with its zones, and SHOP_ANALYTICS; the admin is
+ * signed in.
+ * @param dir a new empty directory; `<dir>/data` becomes the data directory
+ * @param opts further server options (env, rate-limit scale); `config` is the shop's
+ * @returns the server, the admin's token and the shop's run
+ */
+export async function startShopServer(
+  dir: string,
+  shop: ReturnType<typeof shopScenario>,
+  startMs: number,
+  fallEnvironment: string,
+  opts: Omit<ServerOptions, 'dataDir' | 'config'> = {},
+): Promise<{ s: TestServer; token: string; shopRun: TruthRun }> {
+  const dataDir = join(dir, 'data');
+  const store = await Store.open(join(dataDir, 'csipose.duckdb'));
+  const shopRun = await writeShopAndFall(store, shop, startMs, fallEnvironment);
+  await store.close();
+  const s = await startServer({ ...opts, dataDir, config: { environment: { id: 'shop', zones: shop.zones }, analytics: SHOP_ANALYTICS } });
+  return { s, token: await s.login(), shopRun };
 }

@@ -8,6 +8,7 @@
  * c.send({ type: 'subscribe', channel: 'pose_updates', filters: {} });
  * const confirmed = await c.next((m) => m.type === 'subscription_confirmed');
  */
+import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 
 /** Safety net so a missing message fails the test instead of hanging it; not a measurement. */
@@ -30,6 +31,38 @@ export class Refused extends Error {
   ) {
     super(`upgrade refused with ${status}: ${JSON.stringify(body)}`);
   }
+}
+
+/**
+ * The Refused an upgrade ended with; fails the test if it was accepted (any other error is
+ * rethrown).
+ * @example const r = await refusal(WsClient.connect(s.port, { token: 'not-a-token' })); // r.status 401
+ */
+export async function refusal(p: Promise<unknown>): Promise<Refused> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof Refused) return e;
+    throw e;
+  }
+  throw new Error('the upgrade was accepted');
+}
+
+/** Reads an HTTP response's body to the end: parsed JSON, or the text when it is not JSON. */
+export function readBody(res: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve) => {
+    let text = '';
+    res.on('data', (c: Buffer) => (text += c.toString()));
+    res.on('end', () => {
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON
+      }
+      resolve(body);
+    });
+  });
 }
 
 export type Message = Record<string, any>;
@@ -68,17 +101,7 @@ export class WsClient {
     const client = new WsClient(ws);
     return new Promise((resolve, reject) => {
       ws.once('unexpected-response', (_req, res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => {
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON
-          }
-          reject(new Refused(res.statusCode ?? 0, body));
-        });
+        void readBody(res).then((body) => reject(new Refused(res.statusCode ?? 0, body)));
       });
       ws.once('error', reject);
       client.next((m) => m.type === 'connection_established').then(() => resolve(client), reject);

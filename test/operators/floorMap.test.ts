@@ -19,26 +19,11 @@ import {
   type FloorMapItem,
 } from '../../operators/floorMap.js';
 import { SHORT_HOP, SHORT_WINDOW } from '../../src/physics/window.js';
-import type { PersonSpec } from '../../src/sim/scenario.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../../src/sim/simulator.js';
 import { makeFrame } from '../helpers/frames.js';
+import { LEARN, WALKER } from '../helpers/walker.js';
 
 const LINKS = siteLinks(DEFAULT_RADIOS).map((l) => l.id);
-/** Seconds of empty room the tests learn from (the person enters then). */
-const LEARN = 3;
-
-/** One person who enters once the room has been learned and walks a loop through the room. */
-const WALKER: PersonSpec = {
-  x: 1.5,
-  y: 1.5,
-  height: 1.75,
-  enterAt: LEARN,
-  script: [
-    { at: LEARN + 3, action: 'walk', to: { x: 4.5, y: 3.5 }, speed: 0.8 },
-    { at: LEARN + 8, action: 'walk', to: { x: 1.5, y: 3.5 }, speed: 0.8 },
-    { at: LEARN + 12, action: 'walk', to: { x: 4.0, y: 1.2 }, speed: 0.8 },
-  ],
-};
 
 /** `ticks` ticks of the default site: every frame in tick order, and the truth by tick time. */
 function simulate(ticks: number, options: SimOptions = {}): { frames: CsiFrame[]; truth: GroundTruth[] } {

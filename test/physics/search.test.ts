@@ -13,8 +13,9 @@ import { FloorBeamformer, floorGrid, fuseMaps } from '../../src/physics/beamform
 import { CandidateSearch, findCandidates } from '../../src/physics/candidates.js';
 import { centreFrequencyHz, linkGeometry } from '../../src/physics/geometry.js';
 import type { MovingWindow } from '../../src/physics/types.js';
-import type { PersonSpec } from '../../src/sim/scenario.js';
 import { CsiSimulator, type GroundTruth } from '../../src/sim/simulator.js';
+import { expectCloseToPeak } from '../helpers/numeric.js';
+import { LEARN, WALKER } from '../helpers/walker.js';
 
 const ROOM = { x0: 0, x1: 6, y0: 0, y1: 5 };
 const W = 64;
@@ -73,14 +74,7 @@ describe('FloorBeamformer.reduce and scan', () => {
     const geo = bfs[2]!.geometry;
     const a = new FloorBeamformer(geo, grid, { components: r, method: 'factored' }).beamform(wins[2]!, new Float32Array(grid.size));
     const b = new FloorBeamformer(geo, grid, { components: r }).beamform(wins[2]!, new Float32Array(grid.size));
-    let peak = 0;
-    let worst = 0;
-    for (let i = 0; i < grid.size; i++) {
-      peak = Math.max(peak, a[i]!);
-      worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-    }
-    expect(peak).toBeGreaterThan(0);
-    expect(worst / peak).toBeLessThan(1e-5);
+    expectCloseToPeak(a, b, 1e-5, grid.size);
   });
 });
 
@@ -140,20 +134,6 @@ describe('CandidateSearch', () => {
     expect(() => new CandidateSearch(grid, { reach: 1.5 })).toThrow(RangeError);
   });
 });
-
-/** The walker of test/operators/floorMap.test.ts: enters after 3 s of empty room and walks a loop. */
-const LEARN = 3;
-const WALKER: PersonSpec = {
-  x: 1.5,
-  y: 1.5,
-  height: 1.75,
-  enterAt: LEARN,
-  script: [
-    { at: LEARN + 3, action: 'walk', to: { x: 4.5, y: 3.5 }, speed: 0.8 },
-    { at: LEARN + 8, action: 'walk', to: { x: 1.5, y: 3.5 }, speed: 0.8 },
-    { at: LEARN + 12, action: 'walk', to: { x: 4.0, y: 1.2 }, speed: 0.8 },
-  ],
-};
 
 describe('floorMap coarseStep 2 against the plain search (the default site, default impairments)', () => {
   const sim = new CsiSimulator({ seed: 3, radios: DEFAULT_RADIOS, realism: 'ideal', people: [WALKER] });

@@ -6,18 +6,14 @@
  * every parameter and filter, every validation error, the `analytics` rate-limit category and
  * authentication.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.js';
-import { startServer, rateHeaders, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { fallPeople, shopScenario, writeTruthRun, type TruthRun } from '../helpers/truthStore.js';
+import { tempDirs } from '../helpers/dataDir.js';
+import { rateHeaders, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { shopScenario, startShopServer, type TruthRun } from '../helpers/truthStore.js';
 
 /** Noon UTC two days ago: inside the default 30-day retention, the zone schedules as in the store tests. */
 const DAY = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
 const T0 = Date.parse(`${DAY}T12:00:00.000Z`);
-const MIN = 60_000;
 const HOUR = 3_600_000;
 const VIEWER_KEY = 'viewer-key-analytics-0123456789';
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -37,29 +33,12 @@ const VALID: Record<string, Record<string, string>> = {
 let s: TestServer;
 let token: string;
 let shopRun: TruthRun;
-const scratch = mkdtempSync(join(tmpdir(), 'csipose-analytics-svc-'));
-const dataDir = join(scratch, 'data');
+const tempDir = tempDirs('csipose-analytics-svc-');
 
 beforeAll(async () => {
-  const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-  shopRun = await writeTruthRun(store, { people: shop.people, seconds: shop.seconds, startMs: T0, environmentId: 'shop', alerts: { zones: shop.zones } });
-  await writeTruthRun(store, { people: fallPeople(1, 'fall_get_up', 2), seconds: 25, startMs: T0 + 40 * MIN, environmentId: 'care', seed: 1 });
-  await store.close();
-  s = await startServer({
-    dataDir,
-    env: { CSIPOSE_API_KEYS: `${VIEWER_KEY}:viewer` },
-    config: {
-      environment: { id: 'shop', zones: shop.zones },
-      analytics: { retail_entrance_zone: 'E', retail_product_zone: 'A', retail_purchase_zone: 'C', crowd_threshold: 2 },
-    },
-  });
-  token = await s.login();
+  ({ s, token, shopRun } = await startShopServer(tempDir(), shop, T0, 'care', { env: { CSIPOSE_API_KEYS: `${VIEWER_KEY}:viewer` } }));
 });
-
-afterAll(async () => {
-  await s?.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => s?.close());
 
 const get = (path: string, query: Record<string, string | number> = {}, form: 'a' | 'b' = 'b') => s.api('GET', path, { token, form, query });
 

@@ -7,17 +7,13 @@
  * intrusions, a fall with a recovery) and over periods that hold nothing, in both response forms,
  * through the real server.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.js';
-import { startServer, type TestServer } from '../helpers/server.js';
-import { fallPeople, shopScenario, writeTruthRun, type TruthRun } from '../helpers/truthStore.js';
+import { tempDirs } from '../helpers/dataDir.js';
+import type { TestServer } from '../helpers/server.js';
+import { shopScenario, startShopServer, type TruthRun } from '../helpers/truthStore.js';
 
 const DAY = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
 const T0 = Date.parse(`${DAY}T12:00:00.000Z`);
-const MIN = 60_000;
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 /** A day and an hour that hold nothing. */
@@ -28,29 +24,12 @@ const shop = shopScenario();
 let s: TestServer;
 let token: string;
 let shopRun: TruthRun;
-const scratch = mkdtempSync(join(tmpdir(), 'csipose-numbers-'));
-const dataDir = join(scratch, 'data');
+const tempDir = tempDirs('csipose-numbers-');
 
 beforeAll(async () => {
-  const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-  shopRun = await writeTruthRun(store, { people: shop.people, seconds: shop.seconds, startMs: T0, environmentId: 'shop', alerts: { zones: shop.zones } });
-  await writeTruthRun(store, { people: fallPeople(1, 'fall_get_up', 2), seconds: 25, startMs: T0 + 40 * MIN, environmentId: 'shop', seed: 1 });
-  await store.close();
-  s = await startServer({
-    dataDir,
-    rateLimitScale: 100,
-    config: {
-      environment: { id: 'shop', zones: shop.zones },
-      analytics: { retail_entrance_zone: 'E', retail_product_zone: 'A', retail_purchase_zone: 'C', crowd_threshold: 2 },
-    },
-  });
-  token = await s.login();
+  ({ s, token, shopRun } = await startShopServer(tempDir(), shop, T0, 'shop', { rateLimitScale: 100 }));
 });
-
-afterAll(async () => {
-  await s?.close();
-  rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => s?.close());
 
 /**
  * The values at a path: `a.b` walks objects, `a[].b` every item of an array, `a?.b` skips an

@@ -11,48 +11,13 @@
  * - The errors the service logged meanwhile are counted: the summary's `error_count` of the
  *   period equals them once the next metrics sample is stored.
  */
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { smallDisk } from '../helpers/fullDisk.js';
 import { startServer, until, waitForStatus } from '../helpers/server.js';
 
-const mnt = mkdtempSync(join(tmpdir(), 'csipose-fullsvc-'));
-let mounted = false;
-try {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { stdio: 'pipe' });
-  mounted = true;
-} catch (e) {
-  console.warn(`test/server/healthStore.test.ts skipped: cannot mount a tmpfs to fill (needs root): ${String((e as { stderr?: Buffer }).stderr ?? (e as Error).message).trim()}`);
-}
-
-afterAll(() => {
-  if (mounted) execFileSync('umount', ['-l', mnt]);
-  rmdirSync(mnt);
-});
-
-/** Fills the file system to its last byte; returns the filler's path. */
-function fill(): string {
-  const path = join(mnt, 'filler');
-  const fd = openSync(path, 'w');
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (let size = chunk.length; size >= 1; size >>= 1) {
-      for (;;) {
-        try {
-          writeSync(fd, chunk, 0, size);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'ENOSPC') break;
-          throw e;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return path;
-}
+const { dir: mnt, mounted, fill } = smallDisk('8m', 'test/server/healthStore.test.ts', { lazy: true, prefix: 'csipose-fullsvc-' });
 
 describe.skipIf(!mounted)('health and metrics on a data disk that fills up', () => {
   it('reports the failure at once and until the held rows are written; counts the errors logged', async () => {

@@ -2,13 +2,9 @@
  * Pose history, the pose query and tracks, through the real server over a real DuckDB file: a
  * scripted store whose answers are known, and the live pipeline storing while a client pages.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.js';
-import { PoseSink } from '../../src/store/poseSink.js';
 import type { Activity, PersonPose, PoseFrame } from '../../src/pose/types.js';
+import { seededDataDir, tempDirs } from '../helpers/dataDir.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
 
 const T0 = Date.parse('2026-11-20T10:00:00.000Z');
@@ -17,6 +13,7 @@ const DT = 80;
 /** 15 s of frames. */
 const N = 188;
 const iso = (ms: number) => new Date(ms).toISOString();
+const tempDir = tempDirs('csipose-history-');
 
 /** A person at a floor position with a box and 17 keypoints, as the pipeline stores one. */
 function person(slot: number, trackId: number, confidence: number, x: number, y: number, activity: Activity): PersonPose {
@@ -53,20 +50,14 @@ function scripted(): PoseFrame[] {
 describe('history over a scripted store', () => {
   let s: TestServer;
   let token: string;
-  const scratch = mkdtempSync(join(tmpdir(), 'csipose-history-'));
-  const dataDir = join(scratch, 'data');
 
   beforeAll(async () => {
-    const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-    const sink = new PoseSink(store);
-    for (const f of scripted()) sink.write(f);
-    await store.close();
+    const dataDir = await seededDataDir(tempDir, scripted());
     s = await startServer({ dataDir, rateLimitScale: 100, config: { environment: { id: 'lab' } } });
     token = await s.login();
   });
   afterAll(async () => {
     await s?.close();
-    rmSync(scratch, { recursive: true, force: true });
   });
 
   const range = { start_time: iso(T0), end_time: iso(T0 + N * DT) };

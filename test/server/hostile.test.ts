@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { buildRoutes } from '../../src/server/routes/index.js';
 import { CoreStats, HttpCore, type Route } from '../../src/server/core.js';
 import { RateLimits } from '../../src/server/rateLimits.js';
@@ -16,7 +16,7 @@ import { listenNodeHttp } from '../../src/server/nodeHttp.js';
 import type { RoutesFace } from '../../src/server/routes/index.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { serveCli } from '../helpers/serveCli.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { suiteServer } from '../helpers/server.js';
 
 /** Escapes that are not UTF-8 or not escapes at all (a `%` without two hex digits). */
 const BAD_ESCAPES = ['%ff', '%', '%E0%A4%A', '%C3%28', '%zz', 'a%2', '%80', '%ED%A0%80'];
@@ -56,13 +56,7 @@ function statusLines(raw: string): string[] {
 }
 
 describe('hostile requests', () => {
-  let s: TestServer;
-  let token: string;
-  beforeAll(async () => {
-    s = await startServer({ rateLimitScale: 1000 });
-    token = await s.login();
-  });
-  afterAll(() => s?.close());
+  const srv = suiteServer({ rateLimitScale: 1000 });
 
   it('answers every method on every route with bad escapes in the path with 400 VALIDATION_ERROR, and stays up', async () => {
     const routes = buildRoutes({} as RoutesFace, new CoreStats());
@@ -73,8 +67,8 @@ describe('hostile requests', () => {
         // A parameter holds the escape; a route without one gets it in a literal segment.
         const path = pattern.includes(':') ? pattern.replace(/:[a-z_]+/g, bad) : `${pattern}${bad}`;
         for (const method of METHODS) {
-          for (const auth of [{ token }, {}]) {
-            const r = await s.api(method, path, auth);
+          for (const auth of [{ token: srv.token }, {}]) {
+            const r = await srv.s.api(method, path, auth);
             const what = `${method} ${path} ${'token' in auth ? 'with' : 'without'} credentials`;
             expect(r.status, `${what}: ${r.text}`).toBe(400);
             expect(r.body.error.code, what).toBe('VALIDATION_ERROR');
@@ -85,7 +79,7 @@ describe('hostile requests', () => {
       }
     }
     expect(sent).toBeGreaterThan(1000);
-    expect((await s.api('GET', '/health')).status).toBe(200);
+    expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
   it('answers the issue\'s requests (POST /pose/tracking/%ff, DELETE /auth/keys/%) with 400 in both forms', async () => {
@@ -95,16 +89,16 @@ describe('hostile requests', () => {
       ['GET', '/pose/tracking/%E0%A4%A'],
       ['GET', '/pose/tracking/%C3%28'],
     ] as const) {
-      const b = await s.api(method, path, { token });
+      const b = await srv.s.api(method, path, { token: srv.token });
       expect(b.status, b.text).toBe(400);
       expect(b.body.success).toBe(false);
       expect(b.body.error.code).toBe('VALIDATION_ERROR');
       expect(b.body.error.message).toMatch(/percent-encod/);
-      const a = await s.api(method, path, { token, form: 'a' });
+      const a = await srv.s.api(method, path, { token: srv.token, form: 'a' });
       expect(a.status).toBe(400);
       expect(a.body.error.code).toBe('VALIDATION_ERROR');
     }
-    expect((await s.api('GET', '/health')).status).toBe(200);
+    expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
   it('answers a query whose escapes do not decode as UTF-8 with 400, on every route and method', async () => {
@@ -112,19 +106,19 @@ describe('hostile requests', () => {
     for (const r of routes) {
       const path = r.pattern.replace(/:[a-z_]+/g, 'x');
       for (const q of ['environment_id=%C3%28', 'a=%ff', '%E0%A4%A=1', 'limit=100%']) {
-        const res = await s.api(r.method, `${path}?${q}`, { token });
+        const res = await srv.s.api(r.method, `${path}?${q}`, { token: srv.token });
         expect(res.status, `${r.method} ${path}?${q}: ${res.text}`).toBe(400);
         expect(res.body.error.code).toBe('VALIDATION_ERROR');
       }
     }
-    expect((await s.api('GET', '/health')).status).toBe(200);
+    expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
   it('still decodes good escapes: a UTF-8 path parameter and query value reach the handler decoded', async () => {
-    const key = await s.api('DELETE', '/auth/keys/%C3%A9t%C3%A9', { token, form: 'a' });
+    const key = await srv.s.api('DELETE', '/auth/keys/%C3%A9t%C3%A9', { token: srv.token, form: 'a' });
     expect(key.status, key.text).toBe(404);
     expect(key.body.error.message).toContain('été');
-    const q = await s.api('GET', '/pose/latest?environment_id=caf%C3%A9&min_confidence=%30.5', { token });
+    const q = await srv.s.api('GET', '/pose/latest?environment_id=caf%C3%A9&min_confidence=%30.5', { token: srv.token });
     // Validation passed (no system has run yet): the escapes decoded.
     expect(q.status, q.text).toBe(503);
   });
@@ -135,7 +129,7 @@ describe('hostile requests', () => {
     const head = 'POST /api/v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/json';
     // uWebSockets.js refuses these itself (its own 400 page) before any handler runs.
     for (const te of ['xchunked', 'chunked, identity', 'identity', 'gzip', ' chunked2']) {
-      const r = await rawExchange(s.port, `${head}\r\nTransfer-Encoding: ${te}\r\n\r\n${smuggled}`);
+      const r = await rawExchange(srv.s.port, `${head}\r\nTransfer-Encoding: ${te}\r\n\r\n${smuggled}`);
       expect(statusLines(r.text), `Transfer-Encoding: ${te}\n${r.text}`).toEqual([expect.stringMatching(/^HTTP\/1\.1 400 /)]);
       expect(r.closedByServer, `Transfer-Encoding: ${te}`).toBe(true);
     }
@@ -143,7 +137,7 @@ describe('hostile requests', () => {
     // the core refuses it, whichever sees it first). Alone on its connection, the request gets the
     // service's 400 and the connection is closed.
     for (const extra of ['Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked', 'Content-Length: 5\r\nTransfer-Encoding: chunked']) {
-      const r = await rawExchange(s.port, `${head}\r\n${extra}\r\n\r\n0\r\n\r\n`);
+      const r = await rawExchange(srv.s.port, `${head}\r\n${extra}\r\n\r\n0\r\n\r\n`);
       expect(statusLines(r.text), `${extra}\n${r.text}`).toEqual([expect.stringMatching(/^HTTP\/1\.1 400 /)]);
       if (extra.startsWith('Transfer-Encoding')) {
         expect(r.text).toContain('VALIDATION_ERROR');
@@ -151,47 +145,47 @@ describe('hostile requests', () => {
       }
       expect(r.closedByServer, extra).toBe(true);
       // With a request behind it in the same packet, that request is never run or answered.
-      const behind = await rawExchange(s.port, `${head}\r\n${extra}\r\n\r\n0\r\n\r\n${smuggled}`);
+      const behind = await rawExchange(srv.s.port, `${head}\r\n${extra}\r\n\r\n0\r\n\r\n${smuggled}`);
       expect(statusLines(behind.text).every((l) => / 400 /.test(l)), `${extra}\n${behind.text}`).toBe(true);
       expect(behind.text).not.toContain('"status"');
       expect(behind.closedByServer, extra).toBe(true);
     }
     // Plain chunked still works.
     const body = '{"username":"admin","password":"wrong"}';
-    const ok = await rawExchange(s.port, `${head}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    const ok = await rawExchange(srv.s.port, `${head}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
     expect(statusLines(ok.text).map((l) => l.slice(9, 12))).toEqual(['401']);
     expect(ok.text).toContain('AUTHENTICATION_ERROR');
-    expect((await s.api('GET', '/health')).status).toBe(200);
+    expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
   it('closes the connection after two different Content-Length headers, so bytes after the shorter body are never answered', async () => {
     const smuggled = 'GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n';
     const head = 'POST /api/v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}';
-    const alone = await rawExchange(s.port, head);
+    const alone = await rawExchange(srv.s.port, head);
     expect(statusLines(alone.text)).toEqual([expect.stringMatching(/^HTTP\/1\.1 400 /)]);
     expect(alone.text).toContain('two different Content-Length headers');
     expect(alone.closedByServer).toBe(true);
-    const behind = await rawExchange(s.port, `${head}${smuggled}`);
+    const behind = await rawExchange(srv.s.port, `${head}${smuggled}`);
     expect(statusLines(behind.text).every((l) => / 400 /.test(l)), behind.text).toBe(true);
     expect(behind.text).not.toContain('"status"');
     expect(behind.closedByServer).toBe(true);
-    expect((await s.api('GET', '/health')).status).toBe(200);
+    expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
   it('sends X-Content-Type-Options: nosniff and Cache-Control: no-store on every API response, errors included', async () => {
-    const login = await s.api('POST', '/auth/token', { body: { username: 'admin', password: 'integration-admin-password-7f3a' } });
-    const refresh = await s.api('POST', '/auth/refresh', { body: { refresh_token: login.body.data.refresh_token } });
+    const login = await srv.s.api('POST', '/auth/token', { body: { username: 'admin', password: 'integration-admin-password-7f3a' } });
+    const refresh = await srv.s.api('POST', '/auth/refresh', { body: { refresh_token: login.body.data.refresh_token } });
     const responses = [
       login,
       refresh,
-      await s.api('POST', '/auth/token', { body: { username: 'admin', password: 'wrong' } }),
-      await s.api('GET', '/health'),
-      await s.api('GET', '/config', { token }),
-      await s.api('GET', '/config'),
-      await s.api('GET', '/nope', { token }),
-      await s.api('DELETE', '/health'),
-      await s.api('PUT', '/config', { token, rawBody: '{' }),
-      await s.api('GET', '/pose/tracking/%ff', { token }),
+      await srv.s.api('POST', '/auth/token', { body: { username: 'admin', password: 'wrong' } }),
+      await srv.s.api('GET', '/health'),
+      await srv.s.api('GET', '/config', { token: srv.token }),
+      await srv.s.api('GET', '/config'),
+      await srv.s.api('GET', '/nope', { token: srv.token }),
+      await srv.s.api('DELETE', '/health'),
+      await srv.s.api('PUT', '/config', { token: srv.token, rawBody: '{' }),
+      await srv.s.api('GET', '/pose/tracking/%ff', { token: srv.token }),
     ];
     expect(login.status).toBe(200);
     expect(refresh.status).toBe(200);

@@ -1,10 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoseFrame } from '../../src/pose/types.js';
-import { PoseSink } from '../../src/store/poseSink.js';
-import { Store } from '../../src/store/store.js';
+import { seededDataDir, storedFrame, tempDirs } from '../helpers/dataDir.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -18,40 +16,17 @@ const HOUR = 3_600_000;
 /** Whole seconds, three hours ago: a closed hour for the lake, inside the 30-day retention. */
 const T0 = Math.floor(Date.now() / 1000) * 1000 - 3 * HOUR;
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-storeq-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('csipose-storeq-');
 
+/** Frame `k`, a second after frame k - 1, with one person. */
 function frame(k: number): PoseFrame {
-  return {
-    frameId: k,
-    time: T0 + k * 1000,
-    sourceId: 'sim-1',
-    environmentId: 'lab',
-    persons: [{ slot: 0, confidence: 0.9, keypoints: new Float32Array(51), bbox: Float32Array.of(1, 2, 3, 4), trackId: k }],
-    processingMs: 2,
-    modelVersion: 'test-1',
-    csiQuality: 0.5,
-  };
+  const person = { slot: 0, confidence: 0.9, keypoints: new Float32Array(51), bbox: Float32Array.of(1, 2, 3, 4), trackId: k };
+  return storedFrame(k, T0 + k * 1000, [person], { processingMs: 2 });
 }
 
 /** `<scratch>/data` holding a store of `n` frames. */
-async function seededDataDir(n: number): Promise<string> {
-  const dataDir = join(tempDir(), 'data');
-  mkdirSync(dataDir);
-  const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-  const sink = new PoseSink(store);
-  for (let k = 0; k < n; k++) sink.write(frame(k));
-  await sink.flush();
-  await sink.close();
-  await store.close();
-  return dataDir;
+function seeded(n: number): Promise<string> {
+  return seededDataDir(tempDir, Array.from({ length: n }, (_, k) => frame(k)));
 }
 
 describe('POST /store/query: results are capped in bytes (storage.query_max_bytes)', () => {
@@ -130,7 +105,7 @@ describe('POST /store/query: files of the data directory, relative paths taken f
   const ask = async (sql: string) => (await s.api('POST', '/store/query', { token: admin, form: 'a', body: { sql } }));
 
   beforeAll(async () => {
-    dataDir = await seededDataDir(3);
+    dataDir = await seeded(3);
     s = await startServer({ dataDir, config: { storage: { parquet_dir: 'lake' } } });
     admin = await s.login();
     await s.app.lake!.runOnce();

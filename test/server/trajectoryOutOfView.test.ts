@@ -8,14 +8,10 @@
  * First a scripted store (real DuckDB file through the real PoseSink, read by the real server),
  * whose answers are known; then the live service with a view that looks away from the room.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/store.js';
-import { PoseSink } from '../../src/store/poseSink.js';
 import { DEFAULT_VIEW } from '../../src/pose/camera.js';
 import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
+import { seededDataDir, tempDirs } from '../helpers/dataDir.js';
 import { startServer, until, type TestServer } from '../helpers/server.js';
 
 const T0 = Date.parse('2026-11-20T10:00:00.000Z');
@@ -23,6 +19,7 @@ const DT = 80;
 const N = 30;
 const TRACK = 5;
 const iso = (ms: number) => new Date(ms).toISOString();
+const tempDir = tempDirs('csipose-trajectory-');
 /** Frames [OUT_FROM, OUT_TO) see the person outside the view. */
 const OUT_FROM = 10;
 const OUT_TO = 20;
@@ -47,23 +44,15 @@ function person(i: number): PersonPose {
 describe('trajectory over a scripted store with out-of-view frames', () => {
   let s: TestServer;
   let token: string;
-  const scratch = mkdtempSync(join(tmpdir(), 'csipose-trajectory-'));
-  const dataDir = join(scratch, 'data');
 
   beforeAll(async () => {
-    const store = await Store.open(join(dataDir, 'csipose.duckdb'));
-    const sink = new PoseSink(store);
-    for (let i = 0; i < N; i++) {
-      const f: PoseFrame = { frameId: i, time: T0 + i * DT, sourceId: 'scripted', environmentId: 'lab', persons: [person(i)], processingMs: 5, modelVersion: 'scripted', csiQuality: 1 };
-      sink.write(f);
-    }
-    await store.close();
+    const frames = Array.from({ length: N }, (_, i): PoseFrame => ({ frameId: i, time: T0 + i * DT, sourceId: 'scripted', environmentId: 'lab', persons: [person(i)], processingMs: 5, modelVersion: 'scripted', csiQuality: 1 }));
+    const dataDir = await seededDataDir(tempDir, frames);
     s = await startServer({ dataDir, rateLimitScale: 100, config: { environment: { id: 'lab' } } });
     token = await s.login();
   });
   afterAll(async () => {
     await s?.close();
-    rmSync(scratch, { recursive: true, force: true });
   });
 
   it('leaves out the centre of out-of-view points and says in_view, in both forms; the floor position stays', async () => {

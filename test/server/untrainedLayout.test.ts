@@ -1,9 +1,8 @@
 import { createSocket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeEsp32 } from '../../src/decoders/esp32.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
-import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { describeWithSamples, esp32Lines, sampleBytes } from '../helpers/samples.js';
 import { freeUdpPort } from '../helpers/sources.js';
 
 /**
@@ -43,9 +42,7 @@ describeWithSamples('untrained CSI layouts in the service', () => {
   });
 
   it('a live ESP32 link: no pose frames from it, the service keeps running, /system/status names the link, its layout and why', async () => {
-    const lines = readFileSync(sample('esp32/example_csi.csv'), 'utf8')
-      .split('\n')
-      .filter((l) => l.length > 0);
+    const lines = esp32Lines();
     const sender = createSocket('udp4');
     try {
       // 160 packets: the 128-frame window fills and hops 8 frames at a time (5 windows).

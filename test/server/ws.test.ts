@@ -8,23 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_SECRET, startServer, until, withServer, type TestServer } from '../helpers/server.js';
-import { Refused, WsClient, type Message } from '../helpers/wsClient.js';
+import { refusal, WsClient, type Message } from '../helpers/wsClient.js';
 
 /** A zone over the whole floor plan: every tracked person with a floor position raises an intrusion alert. */
 const ROOM_ZONE = { id: 'room', name: 'Whole room', polygon: [[-50, -50], [50, -50], [50, 50], [-50, 50]], severity: 'low' };
 const STREAMING = { status_interval_seconds: 1 };
 
 const isPose = (id: string) => (m: Message) => m.type === 'pose_update' && m.subscription_id === id;
-
-async function refusal(p: Promise<unknown>): Promise<Refused> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof Refused) return e;
-    throw e;
-  }
-  throw new Error('the upgrade was accepted');
-}
 
 /** Waits until `n` pose updates of a subscription arrived and returns them. */
 async function poseUpdates(c: WsClient, id: string, n: number): Promise<Message[]> {

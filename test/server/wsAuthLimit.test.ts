@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { rateHeaders, withServer } from '../helpers/server.js';
-import { WsClient } from '../helpers/wsClient.js';
+import { readBody, WsClient } from '../helpers/wsClient.js';
 
 interface UpgradeAnswer {
   status: number;
@@ -39,17 +39,7 @@ function upgrade(port: number, query: string, headers: Record<string, string> = 
       resolve({ status: res.statusCode ?? 0, headers: res.headers, body: undefined });
     });
     req.on('response', (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => {
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // not JSON
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
+      void readBody(res).then((body) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
     });
     req.on('error', reject);
     req.end();

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FIELDS, type FieldDef } from '../../src/config/schema.js';
-import { startServer, withServer, type TestServer } from '../helpers/server.js';
+import { startServer, suiteServer, withServer } from '../helpers/server.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -74,17 +74,11 @@ function badValues(path: string, def: FieldDef): Array<{ value: unknown; field: 
 }
 
 describe('configuration endpoints', () => {
-  let s: TestServer;
-  let token: string;
-  beforeAll(async () => {
-    // One request per bad value per form: far more than the 50 configuration requests an hour.
-    s = await startServer({ rateLimitScale: 40 });
-    token = await s.login();
-  });
-  afterAll(() => s?.close());
+  // One request per bad value per form: far more than the 50 configuration requests an hour.
+  const srv = suiteServer({ rateLimitScale: 40 });
 
   it('GET /config in Form B has the spec fields with their defaults, and not Form A names', async () => {
-    const r = await s.api('GET', '/config', { token });
+    const r = await srv.s.api('GET', '/config', { token: srv.token });
     expect(r.status).toBe(200);
     expect(r.body.success).toBe(true);
     const c = r.body.data;
@@ -110,7 +104,7 @@ describe('configuration endpoints', () => {
   });
 
   it('GET /config in Form A has the spec fields with their defaults, and not Form B names', async () => {
-    const r = await s.api('GET', '/config', { token, form: 'a' });
+    const r = await srv.s.api('GET', '/config', { token: srv.token, form: 'a' });
     expect(r.status).toBe(200);
     expect(r.body.success).toBeUndefined();
     expect(r.body).toMatchObject({
@@ -130,23 +124,23 @@ describe('configuration endpoints', () => {
   });
 
   it('PUT /config applies a partial update: dotted updated_fields, requires_restart false for a live field', async () => {
-    const r = await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 0.7 } } });
+    const r = await srv.s.api('PUT', '/config', { token: srv.token, body: { detection: { confidence_threshold: 0.7 } } });
     expect(r.status, r.text).toBe(200);
     const d = r.body.data;
     expect(d.updated_fields).toEqual(['detection.confidence_threshold']);
     expect(d.requires_restart).toBe(false);
     expect(d.applied_at).toMatch(ISO);
     expect(d.configuration.detection).toMatchObject({ confidence_threshold: 0.7, max_persons: 4, enable_tracking: true });
-    const get = await s.api('GET', '/config', { token, form: 'a' });
+    const get = await srv.s.api('GET', '/config', { token: srv.token, form: 'a' });
     expect(get.body.detection.confidence_threshold).toBe(0.7);
 
     // The same value again changes nothing.
-    const same = await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 0.7 } } });
+    const same = await srv.s.api('PUT', '/config', { token: srv.token, body: { detection: { confidence_threshold: 0.7 } } });
     expect(same.body.data).toMatchObject({ updated_fields: [], requires_restart: false });
   });
 
   it('PUT /config in Form A: changes_applied, restart_required true for hardware.source, with a warning', async () => {
-    const r = await s.api('PUT', '/config', { token, form: 'a', body: { hardware: { source: 'sim?seed=7' } } });
+    const r = await srv.s.api('PUT', '/config', { token: srv.token, form: 'a', body: { hardware: { source: 'sim?seed=7' } } });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({
       status: 'updated',
@@ -154,13 +148,13 @@ describe('configuration endpoints', () => {
       restart_required: true,
       validation_warnings: [expect.stringContaining('hardware.source')],
     });
-    const live = await s.api('PUT', '/config', { token, form: 'a', body: { detection: { max_persons: 3 } } });
+    const live = await srv.s.api('PUT', '/config', { token: srv.token, form: 'a', body: { detection: { max_persons: 3 } } });
     expect(live.body).toEqual({ status: 'updated', changes_applied: ['detection.max_persons'], restart_required: false, validation_warnings: [] });
   });
 
   it('PUT /config takes either form\'s names and answers in the request\'s form', async () => {
-    const b = await s.api('PUT', '/config', {
-      token,
+    const b = await srv.s.api('PUT', '/config', {
+      token: srv.token,
       body: { detection: { enable_tracking: false }, hardware: { buffer_size: 2048 }, analytics: { alert_thresholds: { inactivity_timeout: 600 } } },
     });
     expect(b.status, b.text).toBe(200);
@@ -169,31 +163,31 @@ describe('configuration endpoints', () => {
     );
     expect(b.body.data.requires_restart).toBe(true);
     expect(b.body.data.configuration.analytics.alert_thresholds.inactivity_timeout).toBe(600);
-    const a = await s.api('GET', '/config', { token, form: 'a' });
+    const a = await srv.s.api('GET', '/config', { token: srv.token, form: 'a' });
     expect(a.body.detection.tracking_enabled).toBe(false);
     expect(a.body.alerts.inactivity_detection.threshold_minutes).toBe(10);
 
-    const back = await s.api('PUT', '/config', { token, form: 'a', body: { detection: { tracking_enabled: true }, environment_id: 'lab-1' } });
+    const back = await srv.s.api('PUT', '/config', { token: srv.token, form: 'a', body: { detection: { tracking_enabled: true }, environment_id: 'lab-1' } });
     expect(back.status, back.text).toBe(200);
     expect([...back.body.changes_applied].sort()).toEqual(['detection.tracking_enabled', 'environment.id']);
     expect(back.body.restart_required).toBe(true);
-    const bView = await s.api('GET', '/config', { token });
+    const bView = await srv.s.api('GET', '/config', { token: srv.token });
     expect(bView.body.data).toMatchObject({ environment_id: 'lab-1', detection: { enable_tracking: true } });
   });
 
   it('a wrong value in any field of the schema is 422 naming the field, in both forms, and changes nothing', async () => {
-    const before = (await s.api('GET', '/config', { token, form: 'a' })).body;
+    const before = (await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body;
     let checked = 0;
     for (const { path, def } of FIELDS) {
       for (const bad of badValues(path, def)) {
         const what = `${path} = ${JSON.stringify(bad.value)?.slice(0, 60)} (${bad.why})`;
         const body = nest(path, bad.value);
-        const b = await s.api('PUT', '/config', { token, body });
+        const b = await srv.s.api('PUT', '/config', { token: srv.token, body });
         expect(b.status, what).toBe(422);
         expect(b.body.error.code, what).toBe('VALIDATION_ERROR');
         expect(b.body.error.details.field, what).toBe(bad.field);
         expect(b.body.error.details.reason, what).toContain(bad.field);
-        const a = await s.api('PUT', '/config', { token, body, form: 'a' });
+        const a = await srv.s.api('PUT', '/config', { token: srv.token, body, form: 'a' });
         expect(a.status, what).toBe(422);
         const fe = a.body.error.details.field_errors;
         expect(fe.map((e: { field: string }) => e.field), what).toEqual([bad.field]);
@@ -203,7 +197,7 @@ describe('configuration endpoints', () => {
       }
     }
     expect(checked).toBeGreaterThan(FIELDS.length * 2);
-    expect((await s.api('GET', '/config', { token, form: 'a' })).body).toEqual(before);
+    expect((await srv.s.api('GET', '/config', { token: srv.token, form: 'a' })).body).toEqual(before);
   });
 
   it('errors name fields as the client wrote them; one request lists every bad field', async () => {
@@ -219,15 +213,15 @@ describe('configuration endpoints', () => {
       [{ detection_settings: { max_persons: 0 } }, 'detection_settings.max_persons'],
     ];
     for (const [body, field] of cases) {
-      const r = await s.api('PUT', '/config', { token, body });
+      const r = await srv.s.api('PUT', '/config', { token: srv.token, body });
       expect(r.status, JSON.stringify(body)).toBe(422);
       expect(r.body.error.details.field, JSON.stringify(body)).toBe(field);
     }
-    const typo = await s.api('PUT', '/config', { token, body: { detection: { max_person: 3 } } });
+    const typo = await srv.s.api('PUT', '/config', { token: srv.token, body: { detection: { max_person: 3 } } });
     expect(typo.body.error.details.reason).toMatch(/did you mean max_persons/);
 
-    const many = await s.api('PUT', '/config', {
-      token,
+    const many = await srv.s.api('PUT', '/config', {
+      token: srv.token,
       form: 'a',
       body: { detection: { confidence_threshold: 1.5, max_persons: 0 }, streaming: { websocket_enabled: 'yes' }, domain: 'space' },
     });
@@ -238,19 +232,19 @@ describe('configuration endpoints', () => {
     const first = many.body.error.details.field_errors.find((e: { field: string }) => e.field === 'detection.confidence_threshold');
     expect(first).toEqual({ field: 'detection.confidence_threshold', message: expect.stringMatching(/between 0\.0 and 1\.0/), received_value: 1.5 });
     // Nothing of a partly bad update is applied.
-    const mixed = await s.api('PUT', '/config', { token, body: { domain: 'retail', detection: { max_persons: 0 } } });
+    const mixed = await srv.s.api('PUT', '/config', { token: srv.token, body: { domain: 'retail', detection: { max_persons: 0 } } });
     expect(mixed.status).toBe(422);
-    expect((await s.api('GET', '/config', { token })).body.data.domain).toBe('general');
+    expect((await srv.s.api('GET', '/config', { token: srv.token })).body.data.domain).toBe('general');
 
-    const notObject = await s.api('PUT', '/config', { token, body: [1, 2] });
+    const notObject = await srv.s.api('PUT', '/config', { token: srv.token, body: [1, 2] });
     expect(notObject.status).toBe(422);
     expect(notObject.body.error.details.field).toBe('');
   });
 
   it('GET /config/schema documents every field with bounds, description and default, plus the defaults', async () => {
-    const b = await s.api('GET', '/config/schema', { token });
+    const b = await srv.s.api('GET', '/config/schema', { token: srv.token });
     expect(b.status).toBe(200);
-    const a = await s.api('GET', '/config/schema', { token, form: 'a' });
+    const a = await srv.s.api('GET', '/config/schema', { token: srv.token, form: 'a' });
     expect(a.body).toEqual({ ...b.body.data });
     const { schema, defaults } = b.body.data;
     expect(schema.type).toBe('object');

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { describe, expect, it } from 'vitest';
+import { startServer, suiteServer, type ApiResponse } from '../helpers/server.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -32,13 +32,7 @@ function expectFormBError(r: ApiResponse, status: number, code: string): Record<
 }
 
 describe('envelopes and errors', () => {
-  let s: TestServer;
-  let token: string;
-  beforeAll(async () => {
-    s = await startServer({ rateLimitScale: 10 });
-    token = await s.login();
-  });
-  afterAll(() => s?.close());
+  const srv = suiteServer({ rateLimitScale: 10 });
 
   it('deeply nested JSON is a 400 in the form of the request, on every body-taking route, and the service goes on', async () => {
     // 30,000 levels fit every body limit (60 KB); 100,000 only the 4 MiB of /pose/process, and are 413 elsewhere.
@@ -55,23 +49,23 @@ describe('envelopes and errors', () => {
     ];
     for (const [method, path, body] of cases) {
       const what = `${method} ${path} ${body.length} bytes`;
-      const b = await s.api(method, path, { token, rawBody: body });
+      const b = await srv.s.api(method, path, { token: srv.token, rawBody: body });
       expect(expectFormBError(b, 400, 'VALIDATION_ERROR').max_depth, what).toBe(64);
       expect(b.body.error.message).toMatch(/deeper than 64 levels/);
-      expectFormAError(await s.api(method, path, { token, rawBody: body, form: 'a' }), 400, 'VALIDATION_ERROR');
+      expectFormAError(await srv.s.api(method, path, { token: srv.token, rawBody: body, form: 'a' }), 400, 'VALIDATION_ERROR');
     }
-    expectFormBError(await s.api('PUT', '/config', { token, rawBody: arrays(100_000) }), 413, 'PAYLOAD_TOO_LARGE');
+    expectFormBError(await srv.s.api('PUT', '/config', { token: srv.token, rawBody: arrays(100_000) }), 413, 'PAYLOAD_TOO_LARGE');
     // 64 levels are still fine for the parser (the route then says what it thinks of the value).
-    const ok = await s.api('PUT', '/config', { token, rawBody: `${'['.repeat(64)}${']'.repeat(64)}` });
+    const ok = await srv.s.api('PUT', '/config', { token: srv.token, rawBody: `${'['.repeat(64)}${']'.repeat(64)}` });
     expect(ok.status).toBe(422);
-    expect((await s.api('GET', '/health')).status).toBe(200);
+    expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
   it('refuses a request whose length is ambiguous (two different Content-Length, or with Transfer-Encoding) with 400', async () => {
     const raw = (head: string, body: string) =>
       new Promise<string>((resolve, reject) => {
         // Connection: close: the server ends the connection after its answer.
-        const sock = connect(s.port, '127.0.0.1', () => sock.write(`${head}\r\n\r\n${body}`));
+        const sock = connect(srv.s.port, '127.0.0.1', () => sock.write(`${head}\r\n\r\n${body}`));
         let out = '';
         sock.on('data', (c) => (out += c.toString()));
         sock.on('close', () => resolve(out));
@@ -90,14 +84,14 @@ describe('envelopes and errors', () => {
   });
 
   it('Form B wraps a resource in {success, data, timestamp, request_id}; Form A is the resource', async () => {
-    const b = await s.api('GET', '/config', { token });
+    const b = await srv.s.api('GET', '/config', { token: srv.token });
     expect(b.status).toBe(200);
     expect(Object.keys(b.body).sort()).toEqual(['data', 'request_id', 'success', 'timestamp']);
     expect(b.body.success).toBe(true);
     expect(b.body.timestamp).toMatch(ISO);
     expect(b.body.request_id).toBe(b.headers.get('x-request-id'));
     expect(b.body.data.detection.confidence_threshold).toBe(0.5);
-    const a = await s.api('GET', '/config', { token, form: 'a' });
+    const a = await srv.s.api('GET', '/config', { token: srv.token, form: 'a' });
     expect(a.status).toBe(200);
     expect(a.body.success).toBeUndefined();
     expect(a.body.data).toBeUndefined();
@@ -106,7 +100,7 @@ describe('envelopes and errors', () => {
 
   it('an unknown or garbled X-Response-Form falls back to the deployment default', async () => {
     for (const h of ['c', '', 'A ', 'B']) {
-      const r = await s.api('GET', '/config', { token, headers: { 'x-response-form': h } });
+      const r = await srv.s.api('GET', '/config', { token: srv.token, headers: { 'x-response-form': h } });
       expect(r.status).toBe(200);
       // 'A ' and 'B' are read case- and space-insensitively; anything else is the default (Form B).
       if (h.trim().toLowerCase() === 'a') expect(r.body.success).toBeUndefined();
@@ -117,17 +111,17 @@ describe('envelopes and errors', () => {
   it('every request gets a request id; a well-formed client X-Request-Id is echoed, a bad one replaced', async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 3; i++) {
-      const r = await s.api('GET', '/health');
+      const r = await srv.s.api('GET', '/health');
       ids.add(r.headers.get('x-request-id')!);
     }
     expect(ids.size).toBe(3);
-    const mine = await s.api('GET', '/config', { token, headers: { 'x-request-id': 'client-req.42' } });
+    const mine = await srv.s.api('GET', '/config', { token: srv.token, headers: { 'x-request-id': 'client-req.42' } });
     expect(mine.headers.get('x-request-id')).toBe('client-req.42');
     expect(mine.body.request_id).toBe('client-req.42');
-    const bad = await s.api('GET', '/config', { token, headers: { 'x-request-id': 'has spaces and <tags>' } });
+    const bad = await srv.s.api('GET', '/config', { token: srv.token, headers: { 'x-request-id': 'has spaces and <tags>' } });
     expect(bad.headers.get('x-request-id')).not.toBe('has spaces and <tags>');
     expect(bad.body.request_id).toBe(bad.headers.get('x-request-id'));
-    const err = await s.api('GET', '/nope', { headers: { 'x-request-id': 'trace-7' } });
+    const err = await srv.s.api('GET', '/nope', { headers: { 'x-request-id': 'trace-7' } });
     expect(err.body.request_id).toBe('trace-7');
   });
 
@@ -135,15 +129,15 @@ describe('envelopes and errors', () => {
     // `/` is the dashboard (test/dashboard/static.test.ts; a 404 like these with --no-dashboard).
     const paths = ['/api/v1/nope', '/api/v2/pose/latest', '/api/v2/health', '/api/v1/pose/latest/extra', '/index.html', '/health', '/api', '/api/v1'];
     for (const path of paths) {
-      const b = await s.rawPath('GET', path, { token });
+      const b = await srv.s.rawPath('GET', path, { token: srv.token });
       expectFormBError(b, 404, 'RESOURCE_NOT_FOUND');
-      const a = await s.rawPath('GET', path, { token, form: 'a' });
+      const a = await srv.s.rawPath('GET', path, { token: srv.token, form: 'a' });
       expectFormAError(a, 404, 'RESOURCE_NOT_FOUND');
     }
   });
 
   it('a trailing slash reaches the same endpoint', async () => {
-    const r = await s.api('GET', '/config/', { token });
+    const r = await srv.s.api('GET', '/config/', { token: srv.token });
     expect(r.status).toBe(200);
     expect(r.body.success).toBe(true);
   });
@@ -158,11 +152,11 @@ describe('envelopes and errors', () => {
       ['PATCH', '/config', ['GET', 'PUT']],
     ];
     for (const [method, path, allow] of cases) {
-      const b = await s.api(method, path, { token });
+      const b = await srv.s.api(method, path, { token: srv.token });
       const details = expectFormBError(b, 405, 'METHOD_NOT_ALLOWED');
       expect(b.headers.get('allow')!.split(', ').sort()).toEqual(allow);
       expect([...details.allowed].sort()).toEqual(allow);
-      const a = await s.api(method, path, { token, form: 'a' });
+      const a = await srv.s.api(method, path, { token: srv.token, form: 'a' });
       expectFormAError(a, 405, 'METHOD_NOT_ALLOWED');
       expect(a.headers.get('allow')!.split(', ').sort()).toEqual(allow);
     }
@@ -178,25 +172,25 @@ describe('envelopes and errors', () => {
       { 'x-api-key': 'garbage' },
     ];
     for (const headers of variants) {
-      expectFormBError(await s.api('GET', '/config', { headers }), 401, 'AUTHENTICATION_ERROR');
-      expectFormAError(await s.api('GET', '/config', { headers, form: 'a' }), 401, 'AUTHENTICATION_ERROR');
+      expectFormBError(await srv.s.api('GET', '/config', { headers }), 401, 'AUTHENTICATION_ERROR');
+      expectFormAError(await srv.s.api('GET', '/config', { headers, form: 'a' }), 401, 'AUTHENTICATION_ERROR');
     }
   });
 
   it('an unparseable body answers 400 VALIDATION_ERROR; a body that breaks a rule 422', async () => {
-    const bad = await s.api('PUT', '/config', { token, rawBody: '{"detection": ' });
+    const bad = await srv.s.api('PUT', '/config', { token: srv.token, rawBody: '{"detection": ' });
     expectFormBError(bad, 400, 'VALIDATION_ERROR');
-    expectFormAError(await s.api('PUT', '/config', { token, rawBody: 'not json', form: 'a' }), 400, 'VALIDATION_ERROR');
-    const plain = await s.api('PUT', '/config', { token, rawBody: 'domain=retail', headers: { 'content-type': 'text/plain' } });
+    expectFormAError(await srv.s.api('PUT', '/config', { token: srv.token, rawBody: 'not json', form: 'a' }), 400, 'VALIDATION_ERROR');
+    const plain = await srv.s.api('PUT', '/config', { token: srv.token, rawBody: 'domain=retail', headers: { 'content-type': 'text/plain' } });
     expectFormBError(plain, 400, 'VALIDATION_ERROR');
     expect(plain.body.error.message).toMatch(/Content-Type/);
-    const empty = await s.api('PUT', '/config', { token });
+    const empty = await srv.s.api('PUT', '/config', { token: srv.token });
     expectFormBError(empty, 400, 'VALIDATION_ERROR');
-    const rule = await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 1.5 } } });
+    const rule = await srv.s.api('PUT', '/config', { token: srv.token, body: { detection: { confidence_threshold: 1.5 } } });
     const d = expectFormBError(rule, 422, 'VALIDATION_ERROR');
     expect(d.field).toBe('detection.confidence_threshold');
     expect(d.reason).toMatch(/between 0\.0 and 1\.0/);
-    const ruleA = await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 1.5 } }, form: 'a' });
+    const ruleA = await srv.s.api('PUT', '/config', { token: srv.token, body: { detection: { confidence_threshold: 1.5 } }, form: 'a' });
     const da = expectFormAError(ruleA, 422, 'VALIDATION_ERROR');
     expect(da.field_errors).toEqual([{ field: 'detection.confidence_threshold', message: expect.stringMatching(/between 0\.0 and 1\.0/), received_value: 1.5 }]);
   });

@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { describe, expect, it } from 'vitest';
+import { suiteServer } from '../helpers/server.js';
 import { VERSION } from '../../src/service/service.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 describe('health and metrics endpoints', () => {
-  let s: TestServer;
-  let token: string;
-  beforeAll(async () => {
-    s = await startServer();
-    token = await s.login();
-  });
-  afterAll(() => s?.close());
+  const srv = suiteServer();
 
   it('GET /health needs no credentials and is a bare object in both forms', async () => {
     for (const form of ['a', 'b'] as const) {
-      const r = await s.api('GET', '/health', { form });
+      const r = await srv.s.api('GET', '/health', { form });
       expect(r.status).toBe(200);
       expect(Object.keys(r.body).sort()).toEqual(['status', 'timestamp', 'uptime', 'version']);
       expect(r.body).toMatchObject({ status: 'healthy', version: VERSION });
@@ -27,23 +21,23 @@ describe('health and metrics endpoints', () => {
   });
 
   it('GET /health ignores credentials it does not need, even bad ones', async () => {
-    const r = await s.api('GET', '/health', { token: 'not-a-token' });
+    const r = await srv.s.api('GET', '/health', { token: 'not-a-token' });
     expect(r.status).toBe(200);
     expect(r.body.status).toBe('healthy');
   });
 
   it('GET /health/detailed needs a token', async () => {
-    const r = await s.api('GET', '/health/detailed');
+    const r = await srv.s.api('GET', '/health/detailed');
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('AUTHENTICATION_ERROR');
   });
 
   it('GET /health/detailed has the spec fields, enveloped in Form B and bare in Form A', async () => {
-    const b = await s.api('GET', '/health/detailed', { token });
+    const b = await srv.s.api('GET', '/health/detailed', { token: srv.token });
     expect(b.status).toBe(200);
     expect(b.body.success).toBe(true);
     expect(b.body.request_id).toBe(b.headers.get('x-request-id'));
-    const a = await s.api('GET', '/health/detailed', { token, form: 'a' });
+    const a = await srv.s.api('GET', '/health/detailed', { token: srv.token, form: 'a' });
     expect(a.status).toBe(200);
     expect(a.body.success).toBeUndefined();
     for (const d of [b.body.data, a.body]) {
@@ -78,11 +72,11 @@ describe('health and metrics endpoints', () => {
   });
 
   it('GET /metrics needs a token and has current and historical in both forms', async () => {
-    expect((await s.api('GET', '/metrics')).status).toBe(401);
-    const b = await s.api('GET', '/metrics', { token });
+    expect((await srv.s.api('GET', '/metrics')).status).toBe(401);
+    const b = await srv.s.api('GET', '/metrics', { token: srv.token });
     expect(b.status).toBe(200);
     expect(b.body.success).toBe(true);
-    const a = await s.api('GET', '/metrics', { token, form: 'a' });
+    const a = await srv.s.api('GET', '/metrics', { token: srv.token, form: 'a' });
     expect(a.status).toBe(200);
     for (const d of [b.body.data, a.body]) {
       expect(Object.keys(d).sort()).toEqual(['current', 'historical']);
@@ -101,11 +95,11 @@ describe('health and metrics endpoints', () => {
 
   it('GET /metrics metric_type narrows current to that group', async () => {
     for (const type of ['performance', 'resources', 'business', 'streaming'] as const) {
-      const r = await s.api('GET', '/metrics', { token, query: { metric_type: type } });
+      const r = await srv.s.api('GET', '/metrics', { token: srv.token, query: { metric_type: type } });
       expect(r.status).toBe(200);
       expect(Object.keys(r.body.data.current).sort()).toEqual([type, 'timestamp'].sort());
     }
-    const all = await s.api('GET', '/metrics', { token, query: { metric_type: 'all' } });
+    const all = await srv.s.api('GET', '/metrics', { token: srv.token, query: { metric_type: 'all' } });
     expect(Object.keys(all.body.data.current).sort()).toEqual(['business', 'performance', 'resources', 'streaming', 'timestamp']);
     // The WebSocket outlet reports its drops and closes there.
     expect(all.body.data.current.streaming.websocket).toMatchObject({ status: 'enabled', connections: 0, pose_frames_dropped: 0, slow_closes: 0 });
@@ -113,20 +107,20 @@ describe('health and metrics endpoints', () => {
 
   it('GET /metrics historical holds the samples inside start_time..end_time', async () => {
     // The metrics outlet samples every 10 s; take two samples now instead of waiting for the timer.
-    s.app.metrics.sample();
-    s.app.metrics.sample();
-    const r = await s.api('GET', '/metrics', { token });
+    srv.s.app.metrics.sample();
+    srv.s.app.metrics.sample();
+    const r = await srv.s.api('GET', '/metrics', { token: srv.token });
     expect(r.body.data.historical.length).toBeGreaterThanOrEqual(2);
     for (const h of r.body.data.historical) {
       expect(h.timestamp).toMatch(ISO);
       for (const k of ['frames_per_second', 'average_latency_ms', 'cpu_usage']) expect(typeof h[k], k).toBe('number');
     }
     const future = new Date(Date.now() + 3_600_000).toISOString();
-    const none = await s.api('GET', '/metrics', { token, query: { start_time: future } });
+    const none = await srv.s.api('GET', '/metrics', { token: srv.token, query: { start_time: future } });
     expect(none.status).toBe(200);
     expect(none.body.data.historical).toEqual([]);
     const past = new Date(Date.now() - 3_600_000).toISOString();
-    const some = await s.api('GET', '/metrics', { token, query: { start_time: past, end_time: future } });
+    const some = await srv.s.api('GET', '/metrics', { token: srv.token, query: { start_time: past, end_time: future } });
     expect(some.body.data.historical.length).toBe(r.body.data.historical.length);
   });
 
@@ -139,11 +133,11 @@ describe('health and metrics endpoints', () => {
       [{ bogus: '1' }, 'bogus'],
     ];
     for (const [query, field] of cases) {
-      const b = await s.api('GET', '/metrics', { token, query });
+      const b = await srv.s.api('GET', '/metrics', { token: srv.token, query });
       expect(b.status, JSON.stringify(query)).toBe(422);
       expect(b.body.error.code).toBe('VALIDATION_ERROR');
       expect(b.body.error.details.field).toBe(field);
-      const a = await s.api('GET', '/metrics', { token, query, form: 'a' });
+      const a = await srv.s.api('GET', '/metrics', { token: srv.token, query, form: 'a' });
       expect(a.status).toBe(422);
       expect(a.body.error.details.field_errors.map((e: { field: string }) => e.field)).toContain(field);
     }

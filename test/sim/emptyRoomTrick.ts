@@ -6,6 +6,7 @@
  * removed, then one complex gain (AGC) by least squares.
  */
 import type { CsiFrame } from '../../src/csi/frame.js';
+import { lsFactor } from '../helpers/numeric.js';
 
 /** Aligns packet y to model e in place (see above). */
 export function alignTo(e: Float64Array, y: Float64Array, sub: Int16Array, nPairs: number, out: Float64Array): void {
@@ -48,16 +49,7 @@ export function alignTo(e: Float64Array, y: Float64Array, sub: Int16Array, nPair
     }
   }
   // Complex least-squares gain: a = <out, e> / <out, out>.
-  let nr = 0;
-  let ni = 0;
-  let dd = 0;
-  for (let i = 0; i < out.length; i += 2) {
-    nr += out[i]! * e[i]! + out[i + 1]! * e[i + 1]!;
-    ni += out[i]! * e[i + 1]! - out[i + 1]! * e[i]!;
-    dd += out[i]! * out[i]! + out[i + 1]! * out[i + 1]!;
-  }
-  const gr = nr / dd;
-  const gi = ni / dd;
+  const { re: gr, im: gi } = lsFactor(out, e);
   for (let i = 0; i < out.length; i += 2) {
     const r = out[i]!;
     const im = out[i + 1]!;

@@ -10,21 +10,9 @@ import { REALISM_PRESETS, resolveRealism } from '../../src/sim/realism.js';
 import { TRUNK_RADIUS } from '../../src/sim/shadow.js';
 import { KP } from '../../src/sim/skeleton.js';
 import { CsiSimulator, SUBCARRIERS, type SimOptions } from '../../src/sim/simulator.js';
+import { lsFactor } from '../helpers/numeric.js';
 
 const SUB30 = SUBCARRIERS[30];
-
-/** Complex least-squares factor a with y ~ a x over whole vectors (CsiFrame layout). */
-function lsFactor(x: ArrayLike<number>, y: ArrayLike<number>): { re: number; im: number } {
-  let nr = 0;
-  let ni = 0;
-  let d = 0;
-  for (let i = 0; i < x.length; i += 2) {
-    nr += x[i]! * y[i]! + x[i + 1]! * y[i + 1]!;
-    ni += x[i]! * y[i + 1]! - x[i + 1]! * y[i]!;
-    d += x[i]! * x[i]! + x[i + 1]! * x[i + 1]!;
-  }
-  return { re: nr / d, im: ni / d };
-}
 
 describe('realism options', () => {
   it("resolves presets and single effects, and refuses out-of-range values with the field's name", () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { MqttClient } from 'mqtt';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
@@ -8,9 +7,9 @@ import { decodeNexmon } from '../../src/decoders/nexmon.js';
 import { mqttSource, newMqttStats, parseMqttUri, type MqttSourceOptions, type MqttSourceStats } from '../../src/sources/mqtt.js';
 import { parseSource, SourceError } from '../../src/sources/uri.js';
 import { ensureBuilt, ndjson, runCli } from '../helpers/cli.js';
-import { connectPublisher, describeWithMosquitto, startBroker, withBroker, type Broker } from '../helpers/mosquitto.js';
+import { connectPublisher, describeWithMosquitto, pollUntil, startBroker, withBroker, type Broker } from '../helpers/mosquitto.js';
 import { startServer, waitForStatus } from '../helpers/server.js';
-import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
+import { describeWithSamples, esp32Lines, sampleBytes } from '../helpers/samples.js';
 import { parseError, pcapUdpPayloads } from '../helpers/sources.js';
 
 /** Safety net so a lost message fails the test instead of hanging it; not a measurement. */
@@ -19,13 +18,7 @@ const GIVE_UP_MS = 20_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `cond` until it holds; throws `what` after GIVE_UP_MS. */
-async function until(cond: () => boolean, what: () => string): Promise<void> {
-  const deadline = Date.now() + GIVE_UP_MS;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what()}`);
-    await sleep(10);
-  }
-}
+const until = (cond: () => boolean, what: () => string): Promise<void> => pollUntil(cond, what, GIVE_UP_MS);
 
 /** A subscribed mqttSource collecting what it emits. */
 interface Listener {
@@ -73,11 +66,6 @@ async function sourceError(opts: MqttSourceOptions): Promise<unknown> {
 async function publishAll(pub: MqttClient, topic: string, payloads: readonly (string | Uint8Array)[]): Promise<void> {
   for (const p of payloads) await pub.publishAsync(topic, typeof p === 'string' ? p : Buffer.from(p));
 }
-
-const esp32Lines = (): string[] =>
-  readFileSync(sample('esp32/example_csi.csv'), 'utf8')
-    .split('\n')
-    .filter((l) => l.length > 0);
 
 /** The fields a decoded frame must keep whatever carried it. */
 function expectSameRecord(got: CsiFrame, want: CsiFrame): void {

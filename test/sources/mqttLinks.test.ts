@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { MqttClient } from 'mqtt';
 import type { Observable, Subscription } from 'rxjs';
 import { afterEach, beforeAll, expect, it } from 'vitest';
@@ -7,8 +6,8 @@ import type { RadioConfig } from '../../src/csi/radios.js';
 import { mqttSource, newMqttStats } from '../../src/sources/mqtt.js';
 import { LinkResolver } from '../../src/sources/links.js';
 import { parseSource, SourceError } from '../../src/sources/uri.js';
-import { connectPublisher, describeWithMosquitto, startBroker, type Broker } from '../helpers/mosquitto.js';
-import { describeWithSamples, sample } from '../helpers/samples.js';
+import { connectPublisher, describeWithMosquitto, pollUntil, startBroker, type Broker } from '../helpers/mosquitto.js';
+import { describeWithSamples, esp32Lines } from '../helpers/samples.js';
 
 /** Safety net so a lost message fails the test instead of hanging it; not a measurement. */
 const GIVE_UP_MS = 20_000;
@@ -19,20 +18,8 @@ const SITE: RadioConfig[] = [
   { id: 'rx2', role: 'rx', x: 0.2, y: 2.5, z: 1.2, yaw_deg: 0, antennas: 3, spacing_m: 0.029, format: 'esp32' },
 ];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, what: () => string): Promise<void> {
-  const deadline = Date.now() + GIVE_UP_MS;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what()}`);
-    await sleep(10);
-  }
-}
-
-const esp32Lines = (): string[] =>
-  readFileSync(sample('esp32/example_csi.csv'), 'utf8')
-    .split('\n')
-    .filter((l) => l.length > 0);
+/** Polls `cond` until it holds; throws `what` after GIVE_UP_MS. */
+const until = (cond: () => boolean, what: () => string): Promise<void> => pollUntil(cond, what, GIVE_UP_MS);
 
 describeWithMosquitto('mqtt sources: a topic per link, with a real mosquitto', () => {
   let broker: Broker;

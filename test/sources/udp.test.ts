@@ -1,14 +1,12 @@
-import { createSocket, type Socket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
+import { createSocket } from 'node:dgram';
 import { firstValueFrom, timeout } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CsiFrame } from '../../src/csi/frame.js';
+import { describe, expect, it } from 'vitest';
 import type { CaptureFormat } from '../../src/decoders/registry.js';
 import { decodeEsp32 } from '../../src/decoders/esp32.js';
 import { decodeNexmon } from '../../src/decoders/nexmon.js';
 import { udpSource, type UdpStats } from '../../src/sources/udp.js';
-import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
-import { pcapUdpPayloads } from '../helpers/sources.js';
+import { describeWithSamples, esp32Lines, sampleBytes } from '../helpers/samples.js';
+import { listenUdp, pcapUdpPayloads, sendPaced, udpSenderPerTest, type UdpListener } from '../helpers/sources.js';
 
 /** Safety net so a lost datagram fails the test instead of hanging it; not a measurement. */
 const GIVE_UP_MS = 10_000;
@@ -20,91 +18,16 @@ function newStats(): UdpStats {
 }
 
 /** A listening udpSource on 127.0.0.1, an ephemeral port. */
-interface Listener {
-  frames: CsiFrame[];
-  errors: unknown[];
-  stats: UdpStats;
-  port: number;
-  /** Resolves once `n` frames have arrived. */
-  until(n: number): Promise<void>;
-  stop(): void;
-}
+const listen = (format: CaptureFormat): Promise<UdpListener> => listenUdp(format, GIVE_UP_MS);
 
-async function listen(format: CaptureFormat): Promise<Listener> {
-  const frames: CsiFrame[] = [];
-  const errors: unknown[] = [];
-  const stats = newStats();
-  let waiters: Array<{ n: number; resolve: () => void }> = [];
-  let port = -1;
-  let onBound!: () => void;
-  const bound = new Promise<void>((resolve) => (onBound = resolve));
-  const sub = udpSource({
-    host: '127.0.0.1',
-    port: 0,
-    format,
-    stats,
-    onListening: (a) => {
-      port = a.port;
-      onBound();
-    },
-  }).subscribe({
-    next(f) {
-      frames.push(f);
-      waiters = waiters.filter((w) => (frames.length >= w.n ? (w.resolve(), false) : true));
-    },
-    error: (e) => {
-      errors.push(e);
-      onBound();
-    },
-  });
-  await bound;
-  if (errors.length > 0) throw errors[0];
-  return {
-    frames,
-    errors,
-    stats,
-    port,
-    until: (n) =>
-      frames.length >= n
-        ? Promise.resolve()
-        : Promise.race([
-            new Promise<void>((resolve) => waiters.push({ n, resolve })),
-            new Promise<void>((_, reject) =>
-              setTimeout(() => reject(new Error(`only ${frames.length} of ${n} frames arrived`)), GIVE_UP_MS).unref(),
-            ),
-          ]),
-    stop: () => sub.unsubscribe(),
-  };
-}
-
-let sender: Socket;
-beforeEach(() => {
-  sender = createSocket('udp4');
-});
-afterEach(() => {
-  sender.close();
-});
+const sender = udpSenderPerTest();
 
 function send(port: number, payload: Uint8Array): Promise<void> {
-  return new Promise((resolve, reject) => sender.send(payload, port, '127.0.0.1', (e) => (e ? reject(e) : resolve())));
+  return new Promise((resolve, reject) => sender().send(payload, port, '127.0.0.1', (e) => (e ? reject(e) : resolve())));
 }
 
 /** Sends every payload in order, never letting more than IN_FLIGHT be unread by the listener. */
-async function sendAll(l: Listener, payloads: readonly Uint8Array[]): Promise<void> {
-  const base = l.stats.datagrams;
-  const deadline = Date.now() + GIVE_UP_MS;
-  for (let i = 0; i < payloads.length; i++) {
-    while (i - (l.stats.datagrams - base) >= IN_FLIGHT) {
-      if (Date.now() > deadline) throw new Error(`listener stuck at ${l.stats.datagrams - base} of ${i} datagrams`);
-      await new Promise((r) => setTimeout(r, 1));
-    }
-    await send(l.port, payloads[i]!);
-  }
-  while (l.stats.datagrams - base < payloads.length) {
-    if (Date.now() > deadline) throw new Error(`listener got ${l.stats.datagrams - base} of ${payloads.length} datagrams`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
-}
+const sendAll = (l: UdpListener, payloads: readonly Uint8Array[]): Promise<void> => sendPaced(sender(), l, payloads, IN_FLIGHT, GIVE_UP_MS);
 
 /** Binds a fresh socket to `port` on 127.0.0.1; resolves true on success, false on an error. */
 function canBind(port: number): Promise<boolean> {
@@ -122,11 +45,6 @@ function canBind(port: number): Promise<boolean> {
 }
 
 describeWithSamples('udpSource with real captures', () => {
-  const esp32Lines = () =>
-    readFileSync(sample('esp32/example_csi.csv'), 'utf8')
-      .split('\n')
-      .filter((l) => l.length > 0);
-
   for (const newline of [false, true]) {
     it(`decodes each line of example_csi.csv sent as its own datagram (${newline ? 'with' : 'without'} a newline)`, async () => {
       const want = decodeEsp32(sampleBytes('esp32/example_csi.csv')).frames;

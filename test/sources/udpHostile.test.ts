@@ -1,16 +1,13 @@
-import { createSocket, type Socket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { decodeAll } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import type { CaptureFormat } from '../../src/decoders/registry.js';
 import { decodeAtheros } from '../../src/decoders/atheros.js';
 import { createDatagramDecoder } from '../../src/decoders/index.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
-import { udpSource, type UdpStats } from '../../src/sources/udp.js';
 import { mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, sample, sampleBytes } from '../helpers/samples.js';
-import { pcapUdpPayloads } from '../helpers/sources.js';
+import { describeWithSamples, esp32Lines, sampleBytes } from '../helpers/samples.js';
+import { listenUdp, pcapUdpPayloads, sendPaced, udpSenderPerTest, type UdpListener } from '../helpers/sources.js';
 
 /**
  * Issue 17: one bad datagram must cost only itself. Real captures are cut into the datagrams a
@@ -38,10 +35,7 @@ function recordDatagrams(bytes: Uint8Array, offsets: number[], fieldLen: (at: nu
 function validDatagrams(format: CaptureFormat): Uint8Array[] {
   switch (format) {
     case 'esp32':
-      return readFileSync(sample('esp32/example_csi.csv'), 'utf8')
-        .split('\n')
-        .filter((l) => l.length > 0)
-        .map((l) => Buffer.from(l + '\n'));
+      return esp32Lines().map((l) => Buffer.from(l + '\n'));
     case 'nexmon':
       // The 18 packets of the wrong size are not valid datagrams.
       return pcapUdpPayloads(sampleBytes('nexmon/example_43455c0.pcap')).filter(
@@ -92,67 +86,12 @@ function hostileDatagrams(format: CaptureFormat, good: Uint8Array, rand: () => n
   return out;
 }
 
-interface Listener {
-  frames: CsiFrame[];
-  errors: unknown[];
-  stats: UdpStats;
-  port: number;
-  stop(): void;
-}
+const listen = (format: CaptureFormat): Promise<UdpListener> => listenUdp(format, GIVE_UP_MS);
 
-async function listen(format: CaptureFormat): Promise<Listener> {
-  const frames: CsiFrame[] = [];
-  const errors: unknown[] = [];
-  const stats: UdpStats = { datagrams: 0, records: 0, skipped: 0, bytes: 0 };
-  let port = -1;
-  let onBound!: () => void;
-  const bound = new Promise<void>((resolve) => (onBound = resolve));
-  const sub = udpSource({
-    host: '127.0.0.1',
-    port: 0,
-    format,
-    stats,
-    onListening: (a) => {
-      port = a.port;
-      onBound();
-    },
-  }).subscribe({
-    next: (f) => frames.push(f),
-    error: (e) => {
-      errors.push(e);
-      onBound();
-    },
-  });
-  await bound;
-  if (errors.length > 0) throw errors[0];
-  return { frames, errors, stats, port, stop: () => sub.unsubscribe() };
-}
-
-let sender: Socket;
-beforeEach(() => {
-  sender = createSocket('udp4');
-});
-afterEach(() => {
-  sender.close();
-});
+const sender = udpSenderPerTest();
 
 /** Sends every datagram in order, never more than IN_FLIGHT ahead of the listener; waits for all. */
-async function sendAll(l: Listener, datagrams: readonly Uint8Array[]): Promise<void> {
-  const deadline = Date.now() + GIVE_UP_MS;
-  const waitFor = async (n: number) => {
-    while (l.stats.datagrams < n) {
-      if (Date.now() > deadline) throw new Error(`listener got ${l.stats.datagrams} of ${n} datagrams`);
-      await new Promise((r) => setTimeout(r, 1));
-    }
-  };
-  for (let i = 0; i < datagrams.length; i++) {
-    await waitFor(i - IN_FLIGHT + 1);
-    await new Promise<void>((resolve, reject) =>
-      sender.send(datagrams[i]!, l.port, '127.0.0.1', (e) => (e ? reject(e) : resolve())),
-    );
-  }
-  await waitFor(datagrams.length);
-}
+const sendAll = (l: UdpListener, datagrams: readonly Uint8Array[]): Promise<void> => sendPaced(sender(), l, datagrams, IN_FLIGHT, GIVE_UP_MS);
 
 describeWithSamples('udpSource: hostile datagrams between valid ones (issue 17)', () => {
   const formats: CaptureFormat[] = ['esp32', 'nexmon', 'intel5300', 'atheros'];

@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PoseFrame } from '../../src/pose/types.js';
 import { PoseSink } from '../../src/store/poseSink.js';
 import { Lake, partitionFile, partitionValue } from '../../src/store/lake.js';
 import { Store } from '../../src/store/store.js';
 import { startServer, until } from '../helpers/server.js';
+import { tempDirs } from '../helpers/dataDir.js';
 
 const HOUR = 3_600_000;
 /** A closed hour: 09:00-10:00 UTC, with 10:00-11:00 as a second one. */
@@ -17,15 +17,7 @@ const H10 = H9 + HOUR;
 /** The clock of the lake: 11:30, so 09 and 10 are closed and 11 is still open. */
 const NOW = H10 + HOUR + 30 * 60_000;
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-lake-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('csipose-lake-', 'each');
 
 function frame(k: number, time: number, env: string, persons = 2): PoseFrame {
   return {

@@ -1,24 +1,18 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
 import { PoseSink } from '../../src/store/poseSink.js';
 import { blobToFloats } from '../../src/store/schema.js';
 import { Store, StoreError } from '../../src/store/store.js';
 import { storeOutlet } from '../helpers/storeOutlet.js';
+import { tempDirs } from '../helpers/dataDir.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0, 7);
 
-const dirs: string[] = [];
+const tempDir = tempDirs('csipose-sink-', 'each');
 function dbPath(name = 'pose.duckdb'): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-sink-'));
-  dirs.push(d);
-  return join(d, name);
+  return join(tempDir(), name);
 }
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 
 /** A person whose every value is derived from (frame k, slot i), so a read-back can be checked exactly. */
 function person(k: number, i: number, extra: Partial<PersonPose> = {}): PersonPose {

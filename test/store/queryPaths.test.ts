@@ -1,19 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dataDirPaths, rewriteFilePaths } from '../../src/store/sqlPaths.js';
 import { Store } from '../../src/store/store.js';
+import { tempDirs } from '../helpers/dataDir.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-qpaths-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('csipose-qpaths-');
 
 describe('rewriteFilePaths: relative file paths of ad-hoc SQL taken from the data directory', () => {
   const r = (sql: string) => rewriteFilePaths(sql, dataDirPaths('/srv/data'));

@@ -1,22 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TIME_TABLES, type TimeTable } from '../../src/store/schema.js';
 import { Store } from '../../src/store/store.js';
+import { tempDirs } from '../helpers/dataDir.js';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 2, 1, 12, 0, 0, 500);
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('csipose-retention-', 'each');
 
 /** Opens a store on a fresh temp file, runs `fn`, closes it. */
 async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-retention-'));
-  dirs.push(dir);
+  const dir = tempDir();
   const store = await Store.open(join(dir, 'pose.duckdb'));
   try {
     return await fn(store);

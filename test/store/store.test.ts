@@ -3,22 +3,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MIGRATIONS, SCHEMA_VERSION, TIME_TABLES } from '../../src/store/schema.js';
 import { Store, StoreError } from '../../src/store/store.js';
+import { tempDirs } from '../helpers/dataDir.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0, 123);
 const DAY = 86_400_000;
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'csipose-store-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('csipose-store-', 'each');
 
 /** Opens a store on a fresh temp file, runs `fn`, closes it. */
 async function withStore<T>(fn: (store: Store, path: string) => Promise<T>): Promise<T> {

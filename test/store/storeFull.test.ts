@@ -9,54 +9,17 @@
  *   failed are written, whatever other writes succeed meanwhile, and says `unhealthy` once rows
  *   are given up.
  */
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsRecorder } from '../../src/store/metricsRecorder.js';
 import { PoseSink } from '../../src/store/poseSink.js';
 import { Store, StoreError, type SystemMetricsSample } from '../../src/store/store.js';
 import type { PoseFrame } from '../../src/pose/types.js';
+import { smallDisk } from '../helpers/fullDisk.js';
 
 const T0 = Date.UTC(2026, 0, 5, 12);
-const mnt = mkdtempSync(join(tmpdir(), 'csipose-full-'));
-let mounted = false;
-let why = '';
-try {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt], { stdio: 'pipe' });
-  mounted = true;
-} catch (e) {
-  why = String((e as { stderr?: Buffer }).stderr ?? (e as Error).message).trim();
-  console.warn(`test/store/storeFull.test.ts skipped: cannot mount a tmpfs to fill (needs root): ${why}`);
-}
-
-afterAll(() => {
-  if (mounted) execFileSync('umount', [mnt]);
-  rmdirSync(mnt);
-});
-
-/** Fills the file system to its last byte; returns the filler's path (remove it to make room). */
-function fill(): string {
-  const path = join(mnt, `filler-${Math.random().toString(36).slice(2)}`);
-  const fd = openSync(path, 'w');
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (let size = chunk.length; size >= 1; size >>= 1) {
-      for (;;) {
-        try {
-          writeSync(fd, chunk, 0, size);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'ENOSPC') break;
-          throw e;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return path;
-}
+const { dir: mnt, mounted, fill } = smallDisk('4m', 'test/store/storeFull.test.ts', { prefix: 'csipose-full-' });
 
 function sample(i: number): SystemMetricsSample {
   return { time: T0 + i * 10_000, framesPerSecond: 100, averageLatencyMs: 20, cpuUsage: 10, memoryUsage: 5, processingQueueSize: 0, errorRate: 0, activePersons: 1, errorCount: i };
