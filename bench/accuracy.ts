@@ -144,7 +144,9 @@ const observing = (m: PoseRunner | undefined): m is LiveOracle => typeof (m as P
  */
 export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: AccuracyOptions): Promise<AccuracyReport> {
   if (model.contract !== 2 && model.contract !== 3)
-    throw new Error(`${opts.modelPath}: a contract v1 model (${model.metadata.csipose_contract || 'no contract metadata'}); the benchmark scores v2 and v3 models (skeletons in metres)`);
+    throw new Error(
+      `${opts.modelPath}: a contract v1 model (${model.metadata.csipose_contract || 'no contract metadata'}); the benchmark scores v2 and v3 models (skeletons in metres)`,
+    );
   // A v3 refiner's front end learns the empty room first: every stream gets the installation's empty room, unscored.
   const emptySeconds = model.contract === 3 ? REFINER_EMPTY_SECONDS : 0;
   const t0 = performance.now();
@@ -198,7 +200,11 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: A
               : await calibrateRoom(opts.modelPath, rooms, dir, plan.room.calibrationEpochs, opts.calibrationProgress ?? silent, progress);
         } catch (e) {
           // Too little of one person in the camera's view to fit the chain phases (short plans): say so, score nothing.
-          if (model.contract !== 3 || !/no window in which the camera saw exactly one person|windows in which the camera saw exactly one person/.test((e as Error).message)) throw e;
+          if (
+            model.contract !== 3 ||
+            !/no window in which the camera saw exactly one person|windows in which the camera saw exactly one person/.test((e as Error).message)
+          )
+            throw e;
           skipped.room = `the refiner's calibration could not run: ${(e as Error).message}`;
           progress(`room: skipped (${skipped.room})`);
         }
@@ -236,7 +242,7 @@ export async function runAccuracy(plan: AccuracyPlan, model: PoseRunner, opts: A
     settings,
     defaultSettings: opts.settings === undefined,
     meanPose: opts.meanPose,
-    meanPoseSource: opts.meanPoseSource ?? 'the mean pose of the model\'s training report',
+    meanPoseSource: opts.meanPoseSource ?? "the mean pose of the model's training report",
     unseen,
     unseen1,
     room,
@@ -343,7 +349,13 @@ async function main(): Promise<void> {
   const splitArg = argValue('--split') ?? 'test';
   if (splitArg !== 'test' && splitArg !== 'val') throw new Error(`--split must be test or val, got ${splitArg}`);
   const base = process.argv.includes('--quick') ? QUICK_PLAN : FULL_PLAN;
-  const plan: AccuracyPlan = { ...base, room: { ...base.room }, split: splitArg, site: !process.argv.includes('--no-site'), settings: parseSetting(argValue('--setting')) };
+  const plan: AccuracyPlan = {
+    ...base,
+    room: { ...base.room },
+    split: splitArg,
+    site: !process.argv.includes('--no-site'),
+    settings: parseSetting(argValue('--setting')),
+  };
   const useOracle = process.argv.includes('--oracle');
   const modelPath = resolvePath(argValue('--model') ?? 'models/csipose-pose.onnx');
   const progress = (msg: string) => process.stderr.write(`${msg}\n`);
@@ -363,10 +375,14 @@ async function main(): Promise<void> {
     });
   } else {
     if (!existsSync(modelPath)) throw new Error(`no model at ${modelPath} (train one with npm run train:v2, or pass --model PATH)`);
-    if (!existsSync(sidecar)) throw new Error(`no training report at ${sidecar}: the baseline needs its mean_pose (written by npm run train:v2 next to the model)`);
+    if (!existsSync(sidecar))
+      throw new Error(`no training report at ${sidecar}: the baseline needs its mean_pose (written by npm run train:v2 next to the model)`);
     const sideReport = JSON.parse(readFileSync(sidecar, 'utf8')) as unknown;
     const mean = meanPoseOf(sideReport);
-    if (!mean) throw new Error(`${sidecar} has no mean_pose (51 offsets and pelvis_z): the trivial baseline's pose comes from the training report of a v2 model (npm run train:v2 writes it); retrain, or run --oracle`);
+    if (!mean)
+      throw new Error(
+        `${sidecar} has no mean_pose (51 offsets and pelvis_z): the trivial baseline's pose comes from the training report of a v2 model (npm run train:v2 writes it); retrain, or run --oracle`,
+      );
     check = checkSidecar(sideReport, planRecipes(plan));
     if (check.sharedSeeds > 0) throw new Error(`${check.sharedSeeds} benchmark scenarios share a simulator seed with the model's training scenarios`);
     let oracleModel: PoseRunner | undefined;
@@ -377,7 +393,13 @@ async function main(): Promise<void> {
     }
     const model = await PoseModel.load(modelPath, { featureDim: FEATURE_DIM });
     try {
-      report = await runAccuracy(plan, model, { modelPath, meanPose: mean, progress, calibrationProgress: process.stderr, ...(oracleModel ? { oracleModel } : {}) });
+      report = await runAccuracy(plan, model, {
+        modelPath,
+        meanPose: mean,
+        progress,
+        calibrationProgress: process.stderr,
+        ...(oracleModel ? { oracleModel } : {}),
+      });
     } finally {
       await model.release();
     }

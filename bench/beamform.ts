@@ -99,22 +99,64 @@ export async function run(rounds = Number(argValue('--rounds') ?? '') || 31): Pr
 
   const results: BenchResult[] = [];
   const r4 = timeMs(() => bfs[0]!.beamform(wins[0]!, maps[0]!), rounds);
-  results.push({ name: 'beamform.window.r4', value: r4.median, unit: 'ms/window/link', n: rounds, spread: r4.spread, note: `64 snapshots, top 4 components (kept ${(bfs[0]!.capturedFraction * 100).toFixed(2)}% of the power), ${grid.size} points` });
+  results.push({
+    name: 'beamform.window.r4',
+    value: r4.median,
+    unit: 'ms/window/link',
+    n: rounds,
+    spread: r4.spread,
+    note: `64 snapshots, top 4 components (kept ${(bfs[0]!.capturedFraction * 100).toFixed(2)}% of the power), ${grid.size} points`,
+  });
   const red = timeMs(() => bfs[0]!.reduce(wins[0]!), rounds);
-  results.push({ name: 'beamform.window.reduce', value: red.median, unit: 'ms/window/link', n: rounds, spread: red.spread, note: 'of which the top 4 principal components (FloorBeamformer.reduce)' });
+  results.push({
+    name: 'beamform.window.reduce',
+    value: red.median,
+    unit: 'ms/window/link',
+    n: rounds,
+    spread: red.spread,
+    note: 'of which the top 4 principal components (FloorBeamformer.reduce)',
+  });
   const scan = timeMs(() => bfs[0]!.scan(maps[0]!), rounds);
-  results.push({ name: 'beamform.window.scan', value: scan.median, unit: 'ms/window/link', n: rounds, spread: scan.spread, note: `of which the scan of the ${grid.size} points, the per-window tables already built (the 1.4 m layer is the 1.0 m one mirrored about the radios' 1.2 m and is copied)` });
+  results.push({
+    name: 'beamform.window.scan',
+    value: scan.median,
+    unit: 'ms/window/link',
+    n: rounds,
+    spread: scan.spread,
+    note: `of which the scan of the ${grid.size} points, the per-window tables already built (the 1.4 m layer is the 1.0 m one mirrored about the radios' 1.2 m and is copied)`,
+  });
   const all = timeMs(() => plain.beamform(wins[0]!, maps[0]!), Math.max(5, rounds >> 2));
-  results.push({ name: 'beamform.window.plain', value: all.median, unit: 'ms/window/link', n: Math.max(5, rounds >> 2), spread: all.spread, note: "every one of 64 snapshots beamformed, 'delay' method" });
+  results.push({
+    name: 'beamform.window.plain',
+    value: all.median,
+    unit: 'ms/window/link',
+    n: Math.max(5, rounds >> 2),
+    spread: all.spread,
+    note: "every one of 64 snapshots beamformed, 'delay' method",
+  });
   const exact = new FloorBeamformer(linkGeometry(links[0]!.tx, links[0]!.rx, sim.subcarriers, centre), grid, { method: 'factored' });
   const fac = timeMs(() => exact.beamform(wins[0]!, maps[0]!), Math.max(5, rounds >> 2));
-  results.push({ name: 'beamform.window.factored.r4', value: fac.median, unit: 'ms/window/link', n: Math.max(5, rounds >> 2), spread: fac.spread, note: "top 4 components, 'factored' method (per-point T and R factors)" });
+  results.push({
+    name: 'beamform.window.factored.r4',
+    value: fac.median,
+    unit: 'ms/window/link',
+    n: Math.max(5, rounds >> 2),
+    spread: fac.spread,
+    note: "top 4 components, 'factored' method (per-point T and R factors)",
+  });
   const fuse = timeMs(() => {
     bfs.forEach((b, l) => b.beamform(wins[l]!, maps[l]!));
     fuseMaps(maps, fused);
     return findCandidates(fused, grid, { maxCandidates: 4 });
   }, rounds);
-  results.push({ name: 'beamform.site.3links', value: fuse.median, unit: 'ms/window', n: rounds, spread: fuse.spread, note: 'beamform 3 links + fuse + candidates' });
+  results.push({
+    name: 'beamform.site.3links',
+    value: fuse.median,
+    unit: 'ms/window',
+    n: rounds,
+    spread: fuse.spread,
+    note: 'beamform 3 links + fuse + candidates',
+  });
   results.push({ name: 'beamform.build', value: buildMs, unit: 'ms/link', n: links.length, note: 'steering factors of every grid point, once per geometry' });
   return results;
 }

@@ -6,11 +6,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 /** `../shared/csi-samples` beside the repository (dist/bench and bench/ both resolve to it). */
 export function samplesDir(): string | undefined {
-  const candidates = [
-    process.env.CSIPOSE_SAMPLES_DIR,
-    resolve(here, '../../shared/csi-samples'),
-    resolve(here, '../../../shared/csi-samples'),
-  ];
+  const candidates = [process.env.CSIPOSE_SAMPLES_DIR, resolve(here, '../../shared/csi-samples'), resolve(here, '../../../shared/csi-samples')];
   return candidates.find((d): d is string => !!d && existsSync(join(d, 'SOURCES.md')));
 }
 
@@ -31,7 +27,7 @@ export function repeatBytes(parts: Uint8Array, minBytes: number): Uint8Array {
 export function intelRecords(log: Uint8Array, keep: (body: Uint8Array, code: number) => boolean): Uint8Array {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for (let o = 0; o + 3 <= log.length; ) {
+  for (let o = 0; o + 3 <= log.length;) {
     const len = (log[o]! << 8) | log[o + 1]!;
     const end = o + 2 + len;
     if (len === 0 || end > log.length) break;

@@ -30,9 +30,8 @@ async function ready(base: string): Promise<string> {
 
 function load(url: string, token: string, seconds: number): Promise<autocannon.Result> {
   return new Promise((ok, fail) => {
-    autocannon(
-      { url, connections: 50, pipelining: 1, duration: seconds, headers: { authorization: `Bearer ${token}` } },
-      (err, result) => (err ? fail(err) : ok(result)),
+    autocannon({ url, connections: 50, pipelining: 1, duration: seconds, headers: { authorization: `Bearer ${token}` } }, (err, result) =>
+      err ? fail(err) : ok(result),
     );
   });
 }
@@ -65,6 +64,12 @@ export async function run(): Promise<BenchResult[]> {
       await stopServe(server);
     }
   }
-  out.push({ name: 'http.pose_latest.uws_vs_node', value: rps.uws! / rps.node!, unit: 'ratio', n: 2, note: 'requests/s of uWebSockets.js over Node http, same handlers' });
+  out.push({
+    name: 'http.pose_latest.uws_vs_node',
+    value: rps.uws! / rps.node!,
+    unit: 'ratio',
+    n: 2,
+    note: 'requests/s of uWebSockets.js over Node http, same handlers',
+  });
   return out;
 }

@@ -64,8 +64,7 @@ function features(n: number, seed: number): Float32Array {
 export async function run(): Promise<BenchResult[]> {
   const bytes = benchModelBytes();
   const out: BenchResult[] = [];
-  const note = (extra: string) =>
-    `contract MLP 1080-512-256, P=4, seeded random weights (speed only); 1 intra-op thread; one batch in flight; ${extra}`;
+  const note = (extra: string) => `contract MLP 1080-512-256, P=4, seeded random weights (speed only); 1 intra-op thread; one batch in flight; ${extra}`;
 
   for (const thread of ['worker', 'inline'] as const) {
     const model = await PoseModel.load(bytes, { thread });
@@ -131,9 +130,7 @@ export async function run(): Promise<BenchResult[]> {
     'windows/s',
     async () => {
       for (let i = 0; i < ROUNDS_OF_ROWS; i++) {
-        const frames = await lastValueFrom(
-          from(rows).pipe(infer({ model, batchSize: 32, maxQueue: rows.length, confidenceThreshold: 0 }), count()),
-        );
+        const frames = await lastValueFrom(from(rows).pipe(infer({ model, batchSize: 32, maxQueue: rows.length, confidenceThreshold: 0 }), count()));
         // Every row must come out: a dropped row would make the figure meaningless.
         if (frames !== rows.length) throw new Error(`infer bench: ${frames} frames for ${rows.length} rows`);
       }

@@ -35,12 +35,7 @@ export function consume(v: unknown): void {
  * @param unit e.g. `records/s`
  * @param fn processes `opts.items` items per call (may be async)
  */
-export async function throughput(
-  name: string,
-  unit: string,
-  fn: () => unknown | Promise<unknown>,
-  opts: MeasureOptions,
-): Promise<BenchResult> {
+export async function throughput(name: string, unit: string, fn: () => unknown | Promise<unknown>, opts: MeasureOptions): Promise<BenchResult> {
   const rounds = opts.rounds ?? 7;
   for (let i = 0; i < (opts.warmup ?? 2); i++) consume(await fn());
   const rates: number[] = [];
@@ -100,7 +95,9 @@ function fmt(v: number): string {
 
 /** The results as a Markdown table. */
 export function table(results: readonly BenchResult[]): string {
-  const rows = results.map((r) => `| ${r.name} | ${fmt(r.value)} | ${r.unit} | ${r.n} | ${r.spread !== undefined ? (r.spread * 100).toFixed(1) + '%' : ''} | ${r.note ?? ''} |`);
+  const rows = results.map(
+    (r) => `| ${r.name} | ${fmt(r.value)} | ${r.unit} | ${r.n} | ${r.spread !== undefined ? (r.spread * 100).toFixed(1) + '%' : ''} | ${r.note ?? ''} |`,
+  );
   return ['| benchmark | median | unit | n | spread | note |', '|---|---:|---|---:|---:|---|', ...rows].join('\n');
 }
 

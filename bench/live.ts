@@ -40,7 +40,12 @@ async function pipeline(): Promise<BenchResult[]> {
     const round = async () => {
       const stats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
       const input = new Subject<CsiFrame>();
-      const done = lastValueFrom(input.pipe(livePipeline({ model, inferStats: stats }, () => params), toArray()));
+      const done = lastValueFrom(
+        input.pipe(
+          livePipeline({ model, inferStats: stats }, () => params),
+          toArray(),
+        ),
+      );
       const t0 = performance.now();
       for (let i = 0; i < frames.length; i += CHUNK) {
         for (let k = i; k < Math.min(i + CHUNK, frames.length); k++) input.next(frames[k]!);
@@ -61,7 +66,13 @@ async function pipeline(): Promise<BenchResult[]> {
     const note = `${N} recorded 3x3x30 frames (simulator, 2 people) -> sanitize, window 128/8, features, infer (shipped model, session ${threadFor('auto', availableParallelism())} on ${availableParallelism()} core(s), batches of up to 32 as they come: ${med.batches} batches), track, activity, alerts; ${med.poses} pose frames, none dropped; median of 3 rounds`;
     return [
       { name: 'live.pipeline', value: rate, unit: 'frames/s', n: N * rounds.length, spread: (rounds[2]!.seconds - rounds[0]!.seconds) / med.seconds, note },
-      { name: 'live.links', value: rate / 100, unit: 'links at 100 Hz', n: rounds.length, note: 'live.pipeline / 100: CSI links of 100 packets/s one core keeps up with' },
+      {
+        name: 'live.links',
+        value: rate / 100,
+        unit: 'links at 100 Hz',
+        n: rounds.length,
+        note: 'live.pipeline / 100: CSI links of 100 packets/s one core keeps up with',
+      },
     ];
   } finally {
     await model.release();
@@ -89,7 +100,12 @@ async function physics(): Promise<BenchResult[]> {
   try {
     const round = async () => {
       const input = new Subject<CsiFrame>();
-      const done = lastValueFrom(input.pipe(livePipeline({ model }, () => params), toArray()));
+      const done = lastValueFrom(
+        input.pipe(
+          livePipeline({ model }, () => params),
+          toArray(),
+        ),
+      );
       const t0 = performance.now();
       for (let i = 0; i < frames.length; i += CHUNK) {
         for (let k = i; k < Math.min(i + CHUNK, frames.length); k++) input.next(frames[k]!);
@@ -108,7 +124,13 @@ async function physics(): Promise<BenchResult[]> {
     const note = `${N} simulator frames of 3 links (3x3x30, 2 people) -> physics-live: floorMap, refine (shipped refiner, session ${threadFor('auto', availableParallelism())} on ${availableParallelism()} core(s)), track, activity, alerts; ${med.poses} pose frames (one per map); median of 3 rounds`;
     return [
       { name: 'live.physics', value: rate, unit: 'frames/s', n: N * rounds.length, spread: (rounds[2]!.seconds - rounds[0]!.seconds) / med.seconds, note },
-      { name: 'live.physics.links', value: rate / 100, unit: 'links at 100 Hz', n: rounds.length, note: 'live.physics / 100: CSI links of 100 packets/s one core keeps up with through the physics front end' },
+      {
+        name: 'live.physics.links',
+        value: rate / 100,
+        unit: 'links at 100 Hz',
+        n: rounds.length,
+        note: 'live.physics / 100: CSI links of 100 packets/s one core keeps up with through the physics front end',
+      },
     ];
   } finally {
     await model.release();

@@ -120,7 +120,9 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
     let t0 = Date.now();
     const caps: SessionCapture[] = await pool(sessions, o.jobs, async (s) => {
       const c = await captureInWorker(s, dir);
-      log(`${s.id} ${s.room.name} ${s.people} people: ${c.truth.frames} frames, ${c.truth.falls.length} falls, ${c.truth.lieDowns} lie-downs, ${c.truth.sitDowns} sit-downs, ${c.truth.bends} bends`);
+      log(
+        `${s.id} ${s.room.name} ${s.people} people: ${c.truth.frames} frames, ${c.truth.falls.length} falls, ${c.truth.lieDowns} lie-downs, ${c.truth.sitDowns} sit-downs, ${c.truth.bends} bends`,
+      );
       return c;
     });
     const capture = (Date.now() - t0) / 1000;
@@ -147,7 +149,9 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
       let seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
       // A service that fell behind dropped windows: replay slower until it keeps up.
       while (!complete(seen, windows) && speed > MIN_SPEED) {
-        log(`${s.id}: ${seen.received} of ${windows} windows seen at ${speed}x (${seen.droppedWindows} dropped by inference, ${seen.wsDropped} by the WebSocket): again at ${speed / 2}x`);
+        log(
+          `${s.id}: ${seen.received} of ${windows} windows seen at ${speed}x (${seen.droppedWindows} dropped by inference, ${seen.wsDropped} by the WebSocket): again at ${speed / 2}x`,
+        );
         speed = Math.max(MIN_SPEED, speed / 2);
         seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
       }
@@ -159,7 +163,9 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
       return sc;
     });
     const replay = (Date.now() - t0) / 1000;
-    const rooms = [...new Set(sessions.map((s) => `${s.room.name} ${s.room.recipe.room.width.toFixed(1)} x ${s.room.recipe.room.depth.toFixed(1)} m`))].join(', ');
+    const rooms = [...new Set(sessions.map((s) => `${s.room.name} ${s.room.recipe.room.width.toFixed(1)} x ${s.room.recipe.room.depth.toFixed(1)} m`))].join(
+      ', ',
+    );
     const base = o.plan.split === 'val' ? 'room.val' : 'room';
     const what = `${o.plan.split === 'val' ? 'VALIDATION (for choosing rules, not the reported scores): ' : ''}${sessions.length} sessions of ${o.plan.sessionMinutes} min in ${rooms}; people ${o.plan.people.join(', ')}; realism ${o.plan.realism}`;
     const results: BenchResult[] = [];
@@ -241,12 +247,27 @@ interface WatchRun {
 async function watchRoom(minutes: number): Promise<WatchRun> {
   const falls = trueFalls(minutes);
   const matched = new Set<number>();
-  const out: WatchRun = { minutes, trueFalls: falls.length, alerted: 0, within3s: 0, falseAlerts: 0, countRight: 0, frames: 0, trackIds: 0, fallTimes: falls, alertTimes: [] };
+  const out: WatchRun = {
+    minutes,
+    trueFalls: falls.length,
+    alerted: 0,
+    within3s: 0,
+    falseAlerts: 0,
+    countRight: 0,
+    frames: 0,
+    trackIds: 0,
+    fallTimes: falls,
+    alertTimes: [],
+  };
   const ids = new Set<number>();
   const svc = await startServe(() => ['--source', 'sim'], { CSIPOSE_ADMIN_PASSWORD: PASSWORD }, 'csipose-watch-', 'pipe');
   try {
     const running = await runningSince(svc);
-    const r = await fetch(`${svc.base}/api/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+    const r = await fetch(`${svc.base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+    });
     const token = ((await r.json()) as { data: { access_token: string } }).data.access_token;
     const ws = new WebSocket(`${svc.base.replace(/^http/, 'ws')}/ws/pose?token=${token}`);
     ws.on('open', () => {
@@ -254,7 +275,11 @@ async function watchRoom(minutes: number): Promise<WatchRun> {
       ws.send(JSON.stringify({ type: 'subscribe', channel: 'alerts', filters: { alert_types: ['fall_detection'], severity: ['high'] } }));
     });
     ws.on('message', (m) => {
-      const o = JSON.parse(String(m)) as { type: string; timestamp: string; data?: { persons?: Array<{ person_id: number }>; metadata?: { fall_time?: number } } };
+      const o = JSON.parse(String(m)) as {
+        type: string;
+        timestamp: string;
+        data?: { persons?: Array<{ person_id: number }>; metadata?: { fall_time?: number } };
+      };
       const t = Date.parse(o.timestamp);
       if (o.type === 'pose_update') {
         const persons = o.data?.persons ?? [];
@@ -288,11 +313,35 @@ function watchResults(watch: WatchRun): BenchResult[] {
   const wnote = `the default room as npm start makes it (sim, 2 people, nothing scripted), watched ${watch.minutes} min over /ws/pose; true falls from the simulator's ground truth`;
   return [
     { name: 'live_room.watch.true_falls', value: watch.trueFalls, unit: 'falls', n: watch.trueFalls, note: wnote },
-    { name: 'live_room.watch.falls_alerted', value: watch.alerted, unit: 'falls', n: watch.trueFalls, note: 'true falls with a high fall alert whose fall_time is within 1 s before to 5 s after the fall' },
+    {
+      name: 'live_room.watch.falls_alerted',
+      value: watch.alerted,
+      unit: 'falls',
+      n: watch.trueFalls,
+      note: 'true falls with a high fall alert whose fall_time is within 1 s before to 5 s after the fall',
+    },
     { name: 'live_room.watch.falls_within_3s', value: watch.within3s, unit: 'falls', n: watch.trueFalls, note: 'alert at most 3 s after the true fall began' },
-    { name: 'live_room.watch.false_fall_alerts', value: watch.falseAlerts, unit: 'alerts', n: watch.alerted + watch.falseAlerts, note: 'high fall alerts matching no true fall' },
-    { name: 'live_room.watch.false_fall_alerts_per_hour', value: (watch.falseAlerts * 60) / watch.minutes, unit: 'per hour', n: watch.alerted + watch.falseAlerts, note: wnote },
-    { name: 'live_room.watch.count_right_share', value: watch.frames ? watch.countRight / watch.frames : NaN, unit: 'fraction', n: watch.frames, note: 'pose frames reporting exactly the 2 people in the room' },
+    {
+      name: 'live_room.watch.false_fall_alerts',
+      value: watch.falseAlerts,
+      unit: 'alerts',
+      n: watch.alerted + watch.falseAlerts,
+      note: 'high fall alerts matching no true fall',
+    },
+    {
+      name: 'live_room.watch.false_fall_alerts_per_hour',
+      value: (watch.falseAlerts * 60) / watch.minutes,
+      unit: 'per hour',
+      n: watch.alerted + watch.falseAlerts,
+      note: wnote,
+    },
+    {
+      name: 'live_room.watch.count_right_share',
+      value: watch.frames ? watch.countRight / watch.frames : NaN,
+      unit: 'fraction',
+      n: watch.frames,
+      note: 'pose frames reporting exactly the 2 people in the room',
+    },
     { name: 'live_room.watch.track_ids', value: watch.trackIds, unit: 'ids', n: watch.frames, note: `distinct track ids for 2 people in ${watch.minutes} min` },
   ];
 }
@@ -355,7 +404,9 @@ async function main(): Promise<void> {
     if (run.scores.length) parts.push(['model', run.scores]);
     if (run.oracleScores) parts.push(['oracle', run.oracleScores]);
     for (const [who, scores] of parts) {
-      process.stderr.write(`\n${who}:\n| session | room | people | count right | track ids | falls alerted in 3 s | false fall alerts | activity events / true | windows seen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n`);
+      process.stderr.write(
+        `\n${who}:\n| session | room | people | count right | track ids | falls alerted in 3 s | false fall alerts | activity events / true | windows seen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n`,
+      );
       for (const s of scores) {
         process.stderr.write(
           `| ${s.id} | ${s.room} | ${s.people} | ${((100 * s.countRight) / s.framesScored).toFixed(1)} % | ${s.trackIds} | ${s.fallsAlerted3s} / ${s.fallsScored} | ${s.falseFallAlerts} | ${s.activityEvents} / ${s.trueActivityChanges} | ${s.service.received} / ${s.service.windows} |\n`,

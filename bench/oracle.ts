@@ -27,7 +27,10 @@ import { features } from '../operators/features.js';
 import { N_KEYPOINTS } from '../src/pose/types.js';
 import { openStream, planStreams, type AccuracyPlan, type BenchStream, type OpenStream } from './accuracy/plan.js';
 
-const key = (f: Float32Array): string => createHash('sha1').update(Buffer.from(f.buffer, f.byteOffset, f.byteLength)).digest('hex');
+const key = (f: Float32Array): string =>
+  createHash('sha1')
+    .update(Buffer.from(f.buffer, f.byteOffset, f.byteLength))
+    .digest('hex');
 
 /** Running sums of the mean pose. */
 interface MeanSums {
@@ -42,7 +45,12 @@ interface MeanSums {
  * window and features stages synchronously and maps each window's features to the targets of its
  * last frame, so the entry is there before the pipeline's infer stage asks for it.
  */
-function windowIndexer(s: BenchStream, primaryLink: string | null, table: Map<string, Float32Array>, sums: MeanSums | null): { push(frame: CsiFrame, truth: GroundTruth): void; complete(): void } {
+function windowIndexer(
+  s: BenchStream,
+  primaryLink: string | null,
+  table: Map<string, Float32Array>,
+  sums: MeanSums | null,
+): { push(frame: CsiFrame, truth: GroundTruth): void; complete(): void } {
   const truths = new Map<number, GroundTruth>();
   // The benchmark sets the site's primary receiver to the recipe's receiver: skeletons are relative to it.
   const receiver = { x: s.recipe.rx.x, y: s.recipe.rx.y };
@@ -99,7 +107,10 @@ export function oracleRunner(plan: AccuracyPlan): OracleRunner {
   const streams = planStreams(plan);
   for (const set of Object.values(streams)) for (const s of [...set.pose, ...set.fall]) indexWindows(s, table, sums);
   const meanPose: MeanPose = { offsets: Array.from(sums.offsets, (v) => (sums.n > 0 ? v / sums.n : 0)), pelvisZ: sums.n > 0 ? sums.z / sums.n : 0 };
-  return Object.assign(truthRunner(() => table), { meanPose });
+  return Object.assign(
+    truthRunner(() => table),
+    { meanPose },
+  );
 }
 
 /** The oracle that indexes each stream's windows while the benchmark feeds it (`observe`), with no pass of its own. */
@@ -140,7 +151,14 @@ function truthRunner(tableOf: () => Map<string, Float32Array>): PoseRunner {
   const A = MODEL_ACTIVITIES.length;
   return {
     contract: 2,
-    metadata: { csipose_contract: CONTRACT_V2, model_version: 'oracle', feature_dim: FEATURE_DIM, max_persons: P, window_frames: WINDOW_FRAMES, trained_on: 'ground truth' },
+    metadata: {
+      csipose_contract: CONTRACT_V2,
+      model_version: 'oracle',
+      feature_dim: FEATURE_DIM,
+      max_persons: P,
+      window_frames: WINDOW_FRAMES,
+      trained_on: 'ground truth',
+    },
     featureDim: FEATURE_DIM,
     maxPersons: P,
     async run(f: Float32Array, n: number): Promise<ModelOutputsV2> {

@@ -39,7 +39,15 @@ import { repoRoot } from './serve.js';
 const BATCH_MAPS = 16;
 
 /** The stages after the front end, as `physics-live` has them. */
-const POST: PipelineDef = { name: 'post', summary: 'track, activity, alerts', stages: [['track', {}], ['activity', {}], ['alerts', {}]] };
+const POST: PipelineDef = {
+  name: 'post',
+  summary: 'track, activity, alerts',
+  stages: [
+    ['track', {}],
+    ['activity', {}],
+    ['alerts', {}],
+  ],
+};
 
 /** Milliseconds per stage of one round, in report order. */
 interface Round {
@@ -52,10 +60,10 @@ interface Round {
 /** Names of the reported stages and what each is. */
 const STAGES: ReadonlyArray<readonly [string, string]> = [
   ['align', 'align/static: every packet aligned onto its static channel (learned in the first 10 s) and pushed into its ring'],
-  ['window', 'the links\' 64-packet moving windows taken out of the rings'],
+  ['window', "the links' 64-packet moving windows taken out of the rings"],
   ['components', 'principal components of each link window (FloorBeamformer.reduce)'],
   ['scan', 'beamforming scan over the grid (FloorBeamformer.scan, per-window tables included)'],
-  ['candidates', 'fusion of the links\' maps and the candidate search'],
+  ['candidates', "fusion of the links' maps and the candidate search"],
   ['doppler', 'Doppler steered to each candidate on each link (steerCandidates)'],
   ['emit', 'the floor-map item (map copied out)'],
   ['refinerInput', 'refiner input: candidates chained into tracks, 20 steps x 47 features each (RefinerInput.push)'],
@@ -90,7 +98,12 @@ async function round(frames: readonly CsiFrame[], model: PoseModel, front: Floor
   const decoder = new RefinerDecoder();
   const config = deepFreeze(defaults()) as ConfigSnapshot;
   const camera = viewCamera(config.environment.view);
-  const decodeOptions = { confidenceThreshold: config.detection.confidence_threshold, maxPersons: config.detection.max_persons, camera, includeDensePose: true };
+  const decodeOptions = {
+    confidenceThreshold: config.detection.confidence_threshold,
+    maxPersons: config.detection.max_persons,
+    camera,
+    includeDensePose: true,
+  };
   const rowSize = REFINER_STEPS * REFINER_FEATURE_DIM;
   const poses: PoseFrame[] = [];
   for (let m0 = 0; m0 < maps.length; m0 += BATCH_MAPS) {
@@ -207,7 +220,13 @@ export async function run(ticks = Number(argValue('--ticks') ?? '') || 2000): Pr
     const results: BenchResult[] = [];
     for (const [name, what] of STAGES) {
       const ms = med.stages[name]!;
-      results.push({ name: `physics.profile.${name}`, value: (100 * ms) / med.total, unit: '%', n: med.maps, note: `${(ms / med.maps).toFixed(3)} ms/map: ${what}` });
+      results.push({
+        name: `physics.profile.${name}`,
+        value: (100 * ms) / med.total,
+        unit: '%',
+        n: med.maps,
+        note: `${(ms / med.maps).toFixed(3)} ms/map: ${what}`,
+      });
     }
     results.push({
       name: 'physics.profile.total',

@@ -36,7 +36,10 @@ export async function run(): Promise<BenchResult[]> {
     let frames = 0;
     new Intel5300Decoder().push(bytes, () => frames++);
     const op = (s: ReturnType<typeof from<Uint8Array[]>>) =>
-      s.pipe(decode(() => new Intel5300Decoder()), pipelineOperator(sense, registry, 'frame'));
+      s.pipe(
+        decode(() => new Intel5300Decoder()),
+        pipelineOperator(sense, registry, 'frame'),
+      );
     const r = await throughput('sense.pipeline', 'frames/s', () => count(from(chunks) as never, op as never), {
       items: frames,
       rounds: 5,

@@ -72,7 +72,10 @@ function main(): void {
   }
   console.log(`Node ${env.node}, ${env.cpu} (${env.cores} cores), ${rounds} rounds of ${ROUND} ticks, CPU time`);
   console.log('setting            ticks/s   frames/s   x real time (100 Hz)   spread');
-  for (const r of rows) console.log(`${r.name.padEnd(18)} ${String(r.ticks_per_s).padStart(7)}   ${String(r.frames_per_s).padStart(8)}   ${String(r.realtime_x).padStart(20)}   ${r.spread}`);
+  for (const r of rows)
+    console.log(
+      `${r.name.padEnd(18)} ${String(r.ticks_per_s).padStart(7)}   ${String(r.frames_per_s).padStart(8)}   ${String(r.realtime_x).padStart(20)}   ${r.spread}`,
+    );
   console.log(`3 links / 1 link, ticks/s (paired per round): ideal ${ratios.ideal_3_over_1_ticks}, room ${ratios.room_3_over_1_ticks}`);
 }
 

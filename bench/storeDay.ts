@@ -103,17 +103,32 @@ async function main(): Promise<void> {
       n: frames * 3,
       note: `${hours} h of frames (1 frame + 2 person rows each) through the PoseSink into one file, ${(fillMs / 1000).toFixed(1)} s`,
     });
-    const app = await startApp({ host: '127.0.0.1', port: 0, dataDir: join(dir, 'data'), autostart: false, rateLimitScale: 1e6, env: { CSIPOSE_ADMIN_PASSWORD: PASSWORD }, log: () => undefined });
+    const app = await startApp({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: join(dir, 'data'),
+      autostart: false,
+      rateLimitScale: 1e6,
+      env: { CSIPOSE_ADMIN_PASSWORD: PASSWORD },
+      log: () => undefined,
+    });
     try {
       const base = `http://127.0.0.1:${app.server.port}/api/v1`;
-      const login = await fetch(`${base}/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+      const login = await fetch(`${base}/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+      });
       const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
       const auth = { authorization: `Bearer ${token}` };
       const start = new Date(DAY0).toISOString();
       const end = new Date(DAY0 + frames * FRAME_MS).toISOString();
       const pages = Math.floor((frames * 2) / 100);
       // 200 pages spread evenly over the day (the deepest offsets included), then again (warm).
-      const urls = Array.from({ length: 200 }, (_, i) => `${base}/pose/history?start_time=${start}&end_time=${end}&per_page=100&page=${1 + Math.floor((i * (pages - 1)) / 199)}`);
+      const urls = Array.from(
+        { length: 200 },
+        (_, i) => `${base}/pose/history?start_time=${start}&end_time=${end}&per_page=100&page=${1 + Math.floor((i * (pages - 1)) / 199)}`,
+      );
       await timed(urls.slice(0, 20), auth);
       const page = await timed(urls, auth);
       results.push({
@@ -144,7 +159,10 @@ async function main(): Promise<void> {
       const probe = await fetch(summaryUrl, { headers: auth });
       await probe.text();
       if (probe.status === 200) {
-        const summary = await timed(Array.from({ length: 5 }, () => summaryUrl), auth);
+        const summary = await timed(
+          Array.from({ length: 5 }, () => summaryUrl),
+          auth,
+        );
         results.push({
           name: 'analytics.summary_day_ms',
           value: quantile(summary, 0.5),

@@ -31,9 +31,7 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const results: BenchResult[] = [];
   const base = quick ? QUICK : FULL;
-  const rates = base.rates
-    .map((r) => ({ ...r, counts: r.counts.filter((n) => !counts || counts.includes(n)) }))
-    .filter((r) => r.counts.length > 0);
+  const rates = base.rates.map((r) => ({ ...r, counts: r.counts.filter((n) => !counts || counts.includes(n)) })).filter((r) => r.counts.length > 0);
   if (only !== 'e2e') results.push(...(await runFanout({ ...base, rates, clientProcs: procs }, log)));
   if (only !== 'fanout') results.push(...(await runE2e({ frames: quick ? 60 : 250, warmupFrames: 10 }, log)));
   log(`\nbench:stream took ${Math.round((Date.now() - t0) / 1000)} s${quick ? ' (--quick)' : ''}`);

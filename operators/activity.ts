@@ -58,7 +58,8 @@ function resolve(o: ActivityOptions): Resolved {
   if (!(forgetAfterMs >= 1000 && forgetAfterMs <= 3_600_000)) throw new RangeError(`activity: forgetAfterMs must be in [1000, 3600000], got ${forgetAfterMs}`);
   if (!(walkSpeed > 0 && walkSpeed <= 5)) throw new RangeError(`activity: walkSpeed must be in (0, 5] m/s, got ${walkSpeed}`);
   if (!(walkBoxRate > 0 && walkBoxRate <= 5)) throw new RangeError(`activity: walkBoxRate must be in (0, 5], got ${walkBoxRate}`);
-  if (o.enabled !== undefined && typeof o.enabled !== 'boolean') throw new RangeError(`activity: enabled must be true or false, got ${JSON.stringify(o.enabled)}`);
+  if (o.enabled !== undefined && typeof o.enabled !== 'boolean')
+    throw new RangeError(`activity: enabled must be true or false, got ${JSON.stringify(o.enabled)}`);
   return { enabled: o.enabled !== false, minDurationMs, historyMs, forgetAfterMs, thresholds: { ...DEFAULT_ACTIVITY_THRESHOLDS, walkSpeed, walkBoxRate } };
 }
 
@@ -169,7 +170,15 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
 
         let st = tracks.get(id);
         if (!st) {
-          st = { history: new PoseHistory(HISTORY_CAPACITY), probs: null, reported: null, reportedConfidence: 0, candidate: null, candidateSince: 0, lastSeen: t };
+          st = {
+            history: new PoseHistory(HISTORY_CAPACITY),
+            probs: null,
+            reported: null,
+            reportedConfidence: 0,
+            candidate: null,
+            candidateSince: 0,
+            lastSeen: t,
+          };
           tracks.set(id, st);
         }
         st.lastSeen = t;
@@ -183,7 +192,17 @@ export function activity(options: ActivityOptions | (() => ActivityOptions) = {}
       };
 
       /** Hysteresis: a new activity replaces the reported one after minDurationMs (falling at once). */
-      const settle = (frame: PoseFrame, cfg: Resolved, st: TrackState, id: number, a: Activity, confidence: number, fx: number, fy: number, events: ActivityEvent[]) => {
+      const settle = (
+        frame: PoseFrame,
+        cfg: Resolved,
+        st: TrackState,
+        id: number,
+        a: Activity,
+        confidence: number,
+        fx: number,
+        fy: number,
+        events: ActivityEvent[],
+      ) => {
         const t = frame.time;
         if (st.reported === null || a === st.reported) {
           st.reported = a;
@@ -361,7 +380,11 @@ export const spec: OperatorSpec = {
   input: 'pose',
   output: 'pose',
   params: [
-    { name: 'enabled', ...configParam('analytics.enable_activity_recognition'), description: 'False passes frames through unlabelled (analytics.enable_activity_recognition)' },
+    {
+      name: 'enabled',
+      ...configParam('analytics.enable_activity_recognition'),
+      description: 'False passes frames through unlabelled (analytics.enable_activity_recognition)',
+    },
     {
       name: 'minDurationMs',
       type: 'int',

@@ -52,10 +52,7 @@ function overwritten<T>(o: LatestWinsOptions<T>, value: T, subscriber: { error(e
  * @example
  * poses$.pipe(latestWins((pose) => sendToClient(pose), { onDrop: () => metrics.dropped++ }))
  */
-export function latestWins<T, R>(
-  project: (value: T) => ObservableInput<R>,
-  opts: LatestWinsOptions<T> = {},
-): OperatorFunction<T, R> {
+export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, opts: LatestWinsOptions<T> = {}): OperatorFunction<T, R> {
   return (source) =>
     new Observable<R>((subscriber) => {
       let innerActive = false;
@@ -148,8 +145,7 @@ export interface ConflateOptions<T> {
 export function conflate<T>(options: ConflateOptions<T> = {}): MonoTypeOperatorFunction<T> {
   const intervalMs = options.intervalMs ?? 0;
   const scheduler = options.scheduler ?? asyncScheduler;
-  if (!(intervalMs >= 0 && Number.isFinite(intervalMs)))
-    throw new RangeError(`conflate: intervalMs must be a finite number >= 0, got ${intervalMs}`);
+  if (!(intervalMs >= 0 && Number.isFinite(intervalMs))) throw new RangeError(`conflate: intervalMs must be a finite number >= 0, got ${intervalMs}`);
 
   return (source) =>
     new Observable<T>((subscriber) => {
@@ -213,6 +209,5 @@ export const spec: OperatorSpec = {
       description: 'Shortest time between emissions in ms (0 = one per scheduler tick)',
     },
   ],
-  create: (params, ctx) =>
-    conflate({ intervalMs: Number(params.intervalMs ?? 0), ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}) }),
+  create: (params, ctx) => conflate({ intervalMs: Number(params.intervalMs ?? 0), ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}) }),
 };

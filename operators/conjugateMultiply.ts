@@ -44,8 +44,7 @@ export function conjugateMultiply(options: ConjugateMultiplyOptions = {}): Opera
   const mode = options.pairs ?? 'ref';
   const ref = options.ref ?? 0;
   if (!CONJ_PAIRS.includes(mode)) throw new RangeError(`conj: unknown pairs '${mode}' (ref | adjacent)`);
-  if (!Number.isInteger(ref) || ref < 0 || ref > MAX_REF)
-    throw new RangeError(`conj: ref must be an integer from 0 to ${MAX_REF}, got ${ref}`);
+  if (!Number.isInteger(ref) || ref < 0 || ref > MAX_REF) throw new RangeError(`conj: ref must be an integer from 0 to ${MAX_REF}, got ${ref}`);
   return (source) =>
     defer(() => {
       // The pair list (and its flat form) for the last nRx seen; frames share the frozen list.
@@ -56,10 +55,8 @@ export function conjugateMultiply(options: ConjugateMultiplyOptions = {}): Opera
         map((frame) => {
           assertFrameShape(frame, 'conj');
           const { nRx } = frame;
-          if (nRx < 2)
-            throw new RangeError(`conj: needs at least 2 receive antennas, frame ${frame.index} has ${nRx}`);
-          if (mode === 'ref' && ref >= nRx)
-            throw new RangeError(`conj: reference antenna ${ref} does not exist, frame ${frame.index} has ${nRx} rx`);
+          if (nRx < 2) throw new RangeError(`conj: needs at least 2 receive antennas, frame ${frame.index} has ${nRx}`);
+          if (mode === 'ref' && ref >= nRx) throw new RangeError(`conj: reference antenna ${ref} does not exist, frame ${frame.index} has ${nRx} rx`);
           if (nRx !== pairsNRx) {
             pairs = makePairs(mode, ref, nRx);
             flat = Int32Array.from(pairs.flat());
@@ -107,9 +104,9 @@ function multiply(frame: CsiFrame, pairs: readonly ConjPair[], flat: Int32Array)
   const out = new Float32Array(nSub * nP * nTx * 2);
   for (let sc = 0; sc < nSub; sc++) {
     for (let p = 0; p < nP; p++) {
-      const a = ((sc * nRx + flat[2 * p]!) * nTx) * 2;
-      const b = ((sc * nRx + flat[2 * p + 1]!) * nTx) * 2;
-      const o = ((sc * nP + p) * nTx) * 2;
+      const a = (sc * nRx + flat[2 * p]!) * nTx * 2;
+      const b = (sc * nRx + flat[2 * p + 1]!) * nTx * 2;
+      const o = (sc * nP + p) * nTx * 2;
       for (let t = 0; t < 2 * nTx; t += 2) {
         const ar = csi[a + t]!;
         const ai = csi[a + t + 1]!;

@@ -30,19 +30,13 @@ export interface DecodeOptions {
  * @example
  * fileBytes('log.dat').pipe(decode(() => createStreamDecoder('intel5300')))
  */
-export function decode(
-  createDecoder: () => CsiDecoder,
-  opts: DecodeOptions = {},
-): OperatorFunction<Uint8Array, CsiFrame> {
+export function decode(createDecoder: () => CsiDecoder, opts: DecodeOptions = {}): OperatorFunction<Uint8Array, CsiFrame> {
   return (source) =>
     new Observable<CsiFrame>((subscriber) => {
       const decoder = createDecoder();
       const start = opts.startTime ?? (opts.scheduler ?? asyncScheduler).now();
       const clock = new ReplayClock(opts.nominalRateHz ?? 100);
-      const emit =
-        start === 0
-          ? (f: CsiFrame) => subscriber.next(f)
-          : (f: CsiFrame) => subscriber.next(stampTime(f, start + clock.advance(f)));
+      const emit = start === 0 ? (f: CsiFrame) => subscriber.next(f) : (f: CsiFrame) => subscriber.next(stampTime(f, start + clock.advance(f)));
       let reported = false;
       const report = () => {
         if (!reported) {
@@ -97,9 +91,6 @@ export function decoderSpecs(formats: Iterable<DecoderEntry> = DECODERS.values()
       { name: 'env', type: 'string' as const, default: 'default', description: 'environmentId stamped into frames' },
     ],
     create: (p: ParamValues, ctx) =>
-      decode(
-        () => format.stream({ sourceId: String(p.source), environmentId: String(p.env) }),
-        ctx.scheduler ? { scheduler: ctx.scheduler } : {},
-      ),
+      decode(() => format.stream({ sourceId: String(p.source), environmentId: String(p.env) }), ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
   }));
 }

@@ -156,11 +156,7 @@ export function doppler(options: DopplerOptions = {}): OperatorFunction<CsiWindo
   };
 
   const planFits = (p: Plan, w: CsiWindow) =>
-    p.size === w.size &&
-    p.nRx === w.nRx &&
-    p.nTx === w.nTx &&
-    p.nSub === w.nSub &&
-    sameSubcarriers(p.subcarriers, w.subcarriers);
+    p.size === w.size && p.nRx === w.nRx && p.nTx === w.nTx && p.nSub === w.nSub && sameSubcarriers(p.subcarriers, w.subcarriers);
 
   const spectrum = (p: Plan, w: CsiWindow): DopplerSpectrum => {
     const { size, nRx, nTx, nGroups, nStreams, fftSize, fftIn, fftOut, hann, groupStart, groupScale, series } = p;

@@ -332,7 +332,14 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
       const windows: MovingWindow[] = [];
       const beamformers: FloorBeamformer[] = [];
       const linkWindows = new Array<MovingWindow | undefined>(links.length).fill(undefined);
-      const gridOut: FloorMapGrid = Object.freeze({ x0: grid.x0, y0: grid.y0, cell: grid.cell, nx: grid.nx, ny: grid.ny, heights: Object.freeze(Array.from(grid.heights)) });
+      const gridOut: FloorMapGrid = Object.freeze({
+        x0: grid.x0,
+        y0: grid.y0,
+        cell: grid.cell,
+        nx: grid.nx,
+        ny: grid.ny,
+        heights: Object.freeze(Array.from(grid.heights)),
+      });
 
       /** The link's window with its chain phases corrected, once its static channel is learned (fitted then, once). */
       const calibrated = (t: LinkTrack, w: MovingWindow, learning: boolean): MovingWindow => {
@@ -521,7 +528,14 @@ export const spec: OperatorSpec = {
       max: COARSE_MAX,
       description: 'Coarse-to-fine search: beamform every coarseStep-th grid point, then the cells around each peak exactly; 1 = every point',
     },
-    { name: 'components', type: 'int', default: DEFAULT_COMPONENTS, min: 1, max: 16, description: "Principal components of each link's window that are beamformed" },
+    {
+      name: 'components',
+      type: 'int',
+      default: DEFAULT_COMPONENTS,
+      min: 1,
+      max: 16,
+      description: "Principal components of each link's window that are beamformed",
+    },
   ],
   create: (params, ctx: FloorMapContext) => {
     const width = Number(params.roomWidth ?? DEFAULT_ROOM_WIDTH);

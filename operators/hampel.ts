@@ -119,9 +119,7 @@ function checkShape(frame: CsiFrame): void {
   if (!(Number.isInteger(nRx) && nRx > 0 && Number.isInteger(nTx) && nTx > 0 && Number.isInteger(nSub) && nSub > 0))
     throw new RangeError(`hampel: frame ${frame.index} has an invalid shape ${nRx}x${nTx}x${nSub}`);
   if (frame.csi.length !== nSub * nRx * nTx * 2)
-    throw new RangeError(
-      `hampel: frame ${frame.index} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`,
-    );
+    throw new RangeError(`hampel: frame ${frame.index} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`);
 }
 
 /**

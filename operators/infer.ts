@@ -430,7 +430,12 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
 }
 
 const PARAMS: readonly ParamSpec[] = [
-  { name: 'modelPath', type: 'string', default: DEFAULT_MODEL_PATH, description: 'ONNX model file (the model contract); the service lends its loaded model instead' },
+  {
+    name: 'modelPath',
+    type: 'string',
+    default: DEFAULT_MODEL_PATH,
+    description: 'ONNX model file (the model contract); the service lends its loaded model instead',
+  },
   { name: 'batchSize', ...BATCH, description: 'Rows per batch (neural_network.batch_size)' },
   { name: 'maxWaitMs', ...MAX_WAIT, description: 'A partial batch runs once its oldest row has waited this long (neural_network.max_wait_ms)' },
   { name: 'maxQueue', ...QUEUE, description: 'Queued rows beyond this are dropped, oldest first' },
@@ -444,14 +449,17 @@ const PARAMS: readonly ParamSpec[] = [
   { name: 'viewZ', ...VIEW.viewZ, description: 'Reference camera height, m (environment.view.z)' },
   { name: 'viewYawDeg', ...VIEW.viewYawDeg, description: 'Reference camera yaw, degrees, 0 = into the room (environment.view.yaw_deg)' },
   { name: 'viewPitchDeg', ...VIEW.viewPitchDeg, description: 'Reference camera pitch, degrees, negative = down (environment.view.pitch_deg)' },
-  { name: 'receiverX', ...RECEIVER_X, description: "Receiver x on the floor plan, m: v2 skeletons are relative to it (environment.site.radios: the primary receiver's x)" },
+  {
+    name: 'receiverX',
+    ...RECEIVER_X,
+    description: "Receiver x on the floor plan, m: v2 skeletons are relative to it (environment.site.radios: the primary receiver's x)",
+  },
   { name: 'receiverY', ...RECEIVER_Y, description: "Receiver y on the floor plan, m (environment.site.radios: the primary receiver's y)" },
   {
     name: 'site',
     type: 'string',
     default: '',
-    description:
-      'Site geometry for models with the site input: width,depth,rx_x,rx_y,rx_z,tx_x,tx_y,tx_z in metres (empty = unknown; environment.site)',
+    description: 'Site geometry for models with the site input: width,depth,rx_x,rx_y,rx_z,tx_x,tx_y,tx_z in metres (empty = unknown; environment.site)',
   },
   { name: 'includeDensePose', type: 'boolean', default: true, description: 'Attach the DensePose parts to each person' },
 ];

@@ -388,8 +388,7 @@ export class LinkMonitor {
     c.mark(f, now);
     const link = this.join.links[i]!;
     const primary = this.counters[0]!;
-    c.mismatched =
-      f.nRx !== link.rx.antennas || f.nTx !== link.tx.antennas || (i !== 0 && primary.frames > 0 && f.nSub !== primary.nSub);
+    c.mismatched = f.nRx !== link.rx.antennas || f.nTx !== link.tx.antennas || (i !== 0 && primary.frames > 0 && f.nSub !== primary.nSub);
     if (i === 0) {
       // The next reading frame forms the previous one's set with whatever has come by now.
       if (this.pending) this.settle(now);

@@ -114,7 +114,9 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
       const fail = (e: unknown) => {
         if (closed) return;
         closed = true;
-        subscriber.error(e instanceof ModelError || e instanceof RangeError ? e : new ModelError(`refine: ${e instanceof Error ? e.message : String(e)}`, { cause: e }));
+        subscriber.error(
+          e instanceof ModelError || e instanceof RangeError ? e : new ModelError(`refine: ${e instanceof Error ? e.message : String(e)}`, { cause: e }),
+        );
       };
 
       /** One pose frame for a map: rows start .. start + job.count - 1 of `out` (a map without candidates has none). */
@@ -179,7 +181,11 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
 
       const accept = (m: PoseRunner) => {
         if (m.contract !== 3) {
-          fail(new ModelError(`refine: the model is a ${m.metadata.csipose_contract || `v${m.contract}`} model of window features; the refine stage needs a csipose-pose-v3 refiner`));
+          fail(
+            new ModelError(
+              `refine: the model is a ${m.metadata.csipose_contract || `v${m.contract}`} model of window features; the refine stage needs a csipose-pose-v3 refiner`,
+            ),
+          );
           return;
         }
         model = m;
@@ -248,10 +254,28 @@ export interface RefineContext extends OperatorContext {
 
 const PARAMS: readonly ParamSpec[] = [
   { name: 'modelPath', type: 'string', default: DEFAULT_REFINER_PATH, description: 'ONNX refiner (contract v3); the service lends its loaded model instead' },
-  { name: 'confidenceThreshold', ...CONFIDENCE, description: 'A candidate is a person when its probability reaches this, with a band of 0.2 (detection.confidence_threshold)' },
+  {
+    name: 'confidenceThreshold',
+    ...CONFIDENCE,
+    description: 'A candidate is a person when its probability reaches this, with a band of 0.2 (detection.confidence_threshold)',
+  },
   { name: 'maxPersons', ...MAX_PERSONS, description: 'At most this many persons per frame (detection.max_persons)' },
-  { name: 'maxCandidates', type: 'int', default: DEFAULT_MAX_CANDIDATES, min: 1, max: 64, description: "Candidates per map read (the floorMap stage's maxCandidates)" },
-  { name: 'maxQueue', type: 'int', default: DEFAULT_QUEUE, min: 1, max: 1_000_000, description: 'Maps waiting for the model beyond this are dropped, oldest first' },
+  {
+    name: 'maxCandidates',
+    type: 'int',
+    default: DEFAULT_MAX_CANDIDATES,
+    min: 1,
+    max: 64,
+    description: "Candidates per map read (the floorMap stage's maxCandidates)",
+  },
+  {
+    name: 'maxQueue',
+    type: 'int',
+    default: DEFAULT_QUEUE,
+    min: 1,
+    max: 1_000_000,
+    description: 'Maps waiting for the model beyond this are dropped, oldest first',
+  },
   { name: 'includeDensePose', type: 'boolean', default: true, description: 'Attach the DensePose parts to each person' },
   ...(Object.entries(VIEW) as [keyof ViewSettings, ReturnType<typeof configParam>][]).map(([k, spec]) => ({
     ...spec,
@@ -272,7 +296,9 @@ function optionsOf(params: ParamValues, ctx: RefineContext): RefineOptions {
       ? {
           live: () => {
             const v = live('refine');
-            return v ? { confidenceThreshold: Number(v.confidenceThreshold ?? params.confidenceThreshold), maxPersons: Number(v.maxPersons ?? params.maxPersons) } : {};
+            return v
+              ? { confidenceThreshold: Number(v.confidenceThreshold ?? params.confidenceThreshold), maxPersons: Number(v.maxPersons ?? params.maxPersons) }
+              : {};
           },
         }
       : {}),

@@ -59,8 +59,7 @@ export function resample(options: ResampleOptions = {}): MonoTypeOperatorFunctio
   const rate = options.rate ?? 100;
   const maxGapMs = options.maxGapMs ?? 100;
   if (!(rate > 0 && rate <= MAX_RATE)) throw new RangeError(`resample: rate must be in (0, ${MAX_RATE}] Hz, got ${rate}`);
-  if (!(maxGapMs >= 0 && maxGapMs <= MAX_GAP_MS))
-    throw new RangeError(`resample: maxGapMs must be in [0, ${MAX_GAP_MS}], got ${maxGapMs}`);
+  if (!(maxGapMs >= 0 && maxGapMs <= MAX_GAP_MS)) throw new RangeError(`resample: maxGapMs must be in [0, ${MAX_GAP_MS}], got ${maxGapMs}`);
   const stats = options.stats;
   const period = 1000 / rate;
 
@@ -121,12 +120,7 @@ export function resample(options: ResampleOptions = {}): MonoTypeOperatorFunctio
               drop();
               return;
             }
-            if (
-              frame.nRx !== prev.nRx ||
-              frame.nTx !== prev.nTx ||
-              frame.nSub !== prev.nSub ||
-              frame.sourceId !== prev.sourceId
-            ) {
+            if (frame.nRx !== prev.nRx || frame.nTx !== prev.nTx || frame.nSub !== prev.nSub || frame.sourceId !== prev.sourceId) {
               if (stats) stats.restarts = (stats.restarts ?? 0) + 1;
               restart(frame);
               return;

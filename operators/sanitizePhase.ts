@@ -109,9 +109,7 @@ class Layout {
     const n = subcarriers.length;
     this.nSub = n;
     this.subcarriers = Int16Array.from(subcarriers);
-    this.order = Int32Array.from({ length: n }, (_, i) => i).sort(
-      (x, y) => subcarriers[x]! - subcarriers[y]! || x - y,
-    );
+    this.order = Int32Array.from({ length: n }, (_, i) => i).sort((x, y) => subcarriers[x]! - subcarriers[y]! || x - y);
     this.k = Float64Array.from(this.order, (p) => subcarriers[p]!);
     this.stepClass = new Int32Array(Math.max(0, n - 1));
     const steps: number[] = [];
@@ -134,8 +132,7 @@ class Layout {
     this.steps = Float64Array.from(steps);
     let dominant = -1;
     for (let c = 0; c < steps.length; c++)
-      if (dominant < 0 || counts[c]! > counts[dominant]! || (counts[c] === counts[dominant] && steps[c]! < steps[dominant]!))
-        dominant = c;
+      if (dominant < 0 || counts[c]! > counts[dominant]! || (counts[c] === counts[dominant] && steps[c]! < steps[dominant]!)) dominant = c;
     this.dominant = dominant;
   }
 
@@ -367,15 +364,7 @@ class PhaseSanitizer {
   }
 
   /** Fills rot at rotBase with exp(-j(a k + b)), b = angle(sum over links [l0, l1) of H_k exp(-j a k)). */
-  private phasorRotation(
-    csi: Float32Array,
-    layout: Layout,
-    nL: number,
-    l0: number,
-    l1: number,
-    a: number,
-    rotBase: number,
-  ): void {
+  private phasorRotation(csi: Float32Array, layout: Layout, nL: number, l0: number, l1: number, a: number, rotBase: number): void {
     this.fillRotation(layout, a, 0, rotBase);
     const { order } = layout;
     const rot = this.rot;

@@ -43,10 +43,8 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
   const size = options.size ?? 64;
   const hop = options.hop ?? 8;
   const nominalRate = options.rateHz ?? 0;
-  if (!Number.isInteger(size) || size < 2 || size > MAX_SIZE)
-    throw new RangeError(`window: size must be an integer in [2, ${MAX_SIZE}], got ${size}`);
-  if (!Number.isInteger(hop) || hop < 1 || hop > size)
-    throw new RangeError(`window: hop must be an integer in [1, size=${size}], got ${hop}`);
+  if (!Number.isInteger(size) || size < 2 || size > MAX_SIZE) throw new RangeError(`window: size must be an integer in [2, ${MAX_SIZE}], got ${size}`);
+  if (!Number.isInteger(hop) || hop < 1 || hop > size) throw new RangeError(`window: hop must be an integer in [1, size=${size}], got ${hop}`);
   if (!(nominalRate >= 0)) throw new RangeError(`window: rateHz must be >= 0, got ${nominalRate}`);
 
   return (source) =>
@@ -140,14 +138,7 @@ export function slidingWindow(options: SlidingWindowOptions = {}): OperatorFunct
           try {
             const len = frame.csi.length;
             if (len === 0 || len !== frame.nSub * frame.nRx * frame.nTx * 2) return;
-            if (
-              len !== frameLen ||
-              frame.nRx !== nRx ||
-              frame.nTx !== nTx ||
-              frame.nSub !== nSub ||
-              frame.sourceId !== sourceId ||
-              frame.linkId !== linkId
-            )
+            if (len !== frameLen || frame.nRx !== nRx || frame.nTx !== nTx || frame.nSub !== nSub || frame.sourceId !== sourceId || frame.linkId !== linkId)
               reset(frame);
             if (write === cap) rollover();
             seg.set(frame.csi, write * frameLen);

@@ -2,13 +2,7 @@ import { Observable, type OperatorFunction } from 'rxjs';
 import type { OperatorContext, OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
 import { configParam } from '../src/config/params.js';
 import type { PoseFrame } from '../src/pose/types.js';
-import {
-  mergeOptions,
-  MultiPersonTracker,
-  TRACKER_DEFAULTS,
-  type TrackerOptions,
-  type TrackerOptionsInput,
-} from '../src/pose/tracker.js';
+import { mergeOptions, MultiPersonTracker, TRACKER_DEFAULTS, type TrackerOptions, type TrackerOptionsInput } from '../src/pose/tracker.js';
 
 /**
  * The defaults of every tracker option as the service runs it: the track lifecycle from the config
@@ -55,9 +49,7 @@ export interface TrackOperatorOptions extends TrackerOptionsInput {
  * @example
  * poses$.pipe(track({ minHits: 3, maxAge: 30, onTracker: (env, t) => trackers.set(env, t) }))
  */
-export function track(
-  options: TrackOperatorOptions | (() => TrackOperatorOptions) = {},
-): OperatorFunction<PoseFrame, PoseFrame> {
+export function track(options: TrackOperatorOptions | (() => TrackOperatorOptions) = {}): OperatorFunction<PoseFrame, PoseFrame> {
   if (typeof options !== 'function') {
     const { onTracker: _hook, enabled: _on, firstTrackId: _first, ...rest } = options;
     mergeOptions(DEFAULT_TRACKER_OPTIONS, rest);

@@ -10,6 +10,6 @@ import type { PipelineDef } from '../src/engine/pipeline.js';
  */
 export const physics: PipelineDef = {
   name: 'physics',
-  summary: "floor maps of moving power from every link (aligned, empty room removed, beamformed, fused) with candidate people",
+  summary: 'floor maps of moving power from every link (aligned, empty room removed, beamformed, fused) with candidate people',
   stages: [['floorMap', {}]],
 };

@@ -27,7 +27,9 @@ function imports(file: string): string[] {
 /** The repository paths a file loads with `import('...')` (relative paths only). */
 function dynamicImports(file: string): string[] {
   const text = readFileSync(join(repoRoot, file), 'utf8');
-  return [...text.matchAll(/\bimport\(\s*(['"`])(\.[^'"`]+)\1\s*\)/g)].map((m) => relative(repoRoot, join(repoRoot, file, '..', m[2]!)).replace(/\.js$/, '.ts'));
+  return [...text.matchAll(/\bimport\(\s*(['"`])(\.[^'"`]+)\1\s*\)/g)].map((m) =>
+    relative(repoRoot, join(repoRoot, file, '..', m[2]!)).replace(/\.js$/, '.ts'),
+  );
 }
 
 const SOURCES = [...files('src'), ...files('operators'), ...files('pipelines')];
@@ -47,12 +49,20 @@ describe('the shape of the house', () => {
   it('data flows one way: nothing below the server imports from it', () => {
     // Only the composition root and the command line stand above the server.
     const above = (f: string) => f.startsWith('src/server/') || f === 'src/app.ts' || f.startsWith('src/cli/');
-    const offenders = SOURCES.filter((f) => !above(f)).flatMap((f) => imports(f).filter((i) => i.startsWith('src/server/')).map((i) => `${f} -> ${i}`));
+    const offenders = SOURCES.filter((f) => !above(f)).flatMap((f) =>
+      imports(f)
+        .filter((i) => i.startsWith('src/server/'))
+        .map((i) => `${f} -> ${i}`),
+    );
     expect(offenders).toEqual([]);
   });
 
   it('the server reads the service through its face, never the class that holds the pipeline', () => {
-    const offenders = files('src/server').flatMap((f) => imports(f).filter((i) => i === 'src/service/service.ts').map((i) => `${f} -> ${i}`));
+    const offenders = files('src/server').flatMap((f) =>
+      imports(f)
+        .filter((i) => i === 'src/service/service.ts')
+        .map((i) => `${f} -> ${i}`),
+    );
     expect(offenders).toEqual([]);
   });
 
@@ -174,7 +184,10 @@ describe('no circles, and every import goes down a layer', () => {
   it('places every folder in one layer, and no import runs back up', () => {
     const layer = new Map(LAYERS.flatMap((units, i) => units.map((u) => [u, i] as const)));
     const units = new Set(SOURCES.map(unitOf));
-    expect([...units].filter((u) => !layer.has(u)), 'folders in no layer').toEqual([]);
+    expect(
+      [...units].filter((u) => !layer.has(u)),
+      'folders in no layer',
+    ).toEqual([]);
     const up = SOURCES.flatMap((f) =>
       allImports(f)
         .filter((i) => layer.get(unitOf(i))! > layer.get(unitOf(f))!)
@@ -184,8 +197,24 @@ describe('no circles, and every import goes down a layer', () => {
   });
 
   it('catches what it is meant to: a circle, a folder circle and an import up a layer', () => {
-    expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']]);
-    expect(circles(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
+    expect(
+      circles(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+          ['d', ['a']],
+        ]),
+      ),
+    ).toEqual([['a', 'b', 'c']]);
+    expect(
+      circles(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toEqual([]);
     expect(unitOf('src/csi/frame.ts')).toBe('src/csi');
     expect(unitOf('src/app.ts')).toBe('src/app.ts');
     expect(unitOf('operators/track.ts')).toBe('operators');

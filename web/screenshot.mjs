@@ -28,7 +28,22 @@ const overlay = join(scratch, 'config.json');
 writeFileSync(
   overlay,
   JSON.stringify({
-    environment: { name: 'Simulated room', zones: [{ id: 'sofa', name: 'Sofa', polygon: [[3.2, 2.2], [5.2, 2.2], [5.2, 3.6], [3.2, 3.6]], severity: 'medium' }] },
+    environment: {
+      name: 'Simulated room',
+      zones: [
+        {
+          id: 'sofa',
+          name: 'Sofa',
+          polygon: [
+            [3.2, 2.2],
+            [5.2, 2.2],
+            [5.2, 3.6],
+            [3.2, 3.6],
+          ],
+          severity: 'medium',
+        },
+      ],
+    },
     neural_network: { model_path: join(root, 'models/csipose-pose.onnx') },
   }),
 );

@@ -123,14 +123,34 @@ export function settingFigures(run: SettingScores, variant: Variant, seedKey: st
       how: `${how}; 95 % interval: bootstrap over the ${scope.length} scenarios`,
     });
   };
-  const ratio = (name: string, unit: string, scope: readonly ScenarioTally[], pick: Pick, how: string) => frameFigure(name, unit, scope, ratioParts(scope.map(pick)), how);
+  const ratio = (name: string, unit: string, scope: readonly ScenarioTally[], pick: Pick, how: string) =>
+    frameFigure(name, unit, scope, ratioParts(scope.map(pick)), how);
   const group = (k: number) => sc.filter((t) => Math.min(t.people, MAX_TRUE_COUNT) === k);
   const persons = (scope: readonly ScenarioTally[]) => sum(scope.map((t) => pk.floor(t).length));
 
-  frameFigure('floor_median_m.one', 'm', group(1), quantileParts(group(1).map(pk.floor), 0.5), `median floor-plan pelvis error, one-person scenarios, ${persons(group(1))} matched person-frames`);
-  frameFigure('floor_median_m', 'm', sc, quantileParts(sc.map(pk.floor), 0.5), `median floor-plan pelvis error, all scenarios, ${persons(sc)} matched person-frames`);
-  frameFigure('floor_p90_m', 'm', sc, quantileParts(sc.map(pk.floor), 0.9), `90th percentile of the floor-plan pelvis error, ${persons(sc)} matched person-frames`);
-  for (const k of [1, 2, 3]) ratio(`mpjpe_mm.${GROUP[k]}`, 'mm', group(k), pk.mpjpe, `absolute MPJPE over the joints of matched persons, ${k}-person scenarios`);
+  frameFigure(
+    'floor_median_m.one',
+    'm',
+    group(1),
+    quantileParts(group(1).map(pk.floor), 0.5),
+    `median floor-plan pelvis error, one-person scenarios, ${persons(group(1))} matched person-frames`,
+  );
+  frameFigure(
+    'floor_median_m',
+    'm',
+    sc,
+    quantileParts(sc.map(pk.floor), 0.5),
+    `median floor-plan pelvis error, all scenarios, ${persons(sc)} matched person-frames`,
+  );
+  frameFigure(
+    'floor_p90_m',
+    'm',
+    sc,
+    quantileParts(sc.map(pk.floor), 0.9),
+    `90th percentile of the floor-plan pelvis error, ${persons(sc)} matched person-frames`,
+  );
+  for (const k of [1, 2, 3])
+    ratio(`mpjpe_mm.${GROUP[k]}`, 'mm', group(k), pk.mpjpe, `absolute MPJPE over the joints of matched persons, ${k}-person scenarios`);
   ratio('mpjpe_rr_mm', 'mm', sc, pk.mpjpeRr, 'root-relative MPJPE (pelvises made to coincide), joints of matched persons');
   ratio('pck3d_rr', 'fraction', sc, pk.pck3dRr, 'root-relative PCK3d@0.2 of the true torso length, every joint of every true person');
   ratio('pck2d', 'fraction', sc, pk.pck2d, "PCK@0.2 of the torso in the reference view's pixels, visible joints");
@@ -146,12 +166,33 @@ export function settingFigures(run: SettingScores, variant: Variant, seedKey: st
   if (variant === 'baseline') {
     // Never a fall: no episode to be precise about, and every fall missed.
     out.push({ name: 'fall_precision', value: NaN, unit: 'fraction', n: 0, ci95: [NaN, NaN], how: 'the baseline never reports a fall: no episodes' });
-    out.push({ name: 'fall_recall', value: falls > 0 ? 0 : NaN, unit: 'fraction', n: falls, ci95: wilson(0, falls), how: `0 of ${falls} falls; 95 % interval: Wilson` });
+    out.push({
+      name: 'fall_recall',
+      value: falls > 0 ? 0 : NaN,
+      unit: 'fraction',
+      n: falls,
+      ci95: wilson(0, falls),
+      how: `0 of ${falls} falls; 95 % interval: Wilson`,
+    });
     out.push({ name: 'falls_n', value: falls, unit: 'falls', n: falls, ci95: [falls, falls], how: 'scripted falls scored' });
     out.push({ name: 'fall_delay_s', value: NaN, unit: 's', n: 0, ci95: [NaN, NaN], how: 'no fall detected' });
-    out.push({ name: 'hard_negatives_n', value: f.hardNegatives.length, unit: 'events', n: f.hardNegatives.length, ci95: [f.hardNegatives.length, f.hardNegatives.length], how: 'scripted lie-downs, sit-downs and bends scored' });
+    out.push({
+      name: 'hard_negatives_n',
+      value: f.hardNegatives.length,
+      unit: 'events',
+      n: f.hardNegatives.length,
+      ci95: [f.hardNegatives.length, f.hardNegatives.length],
+      how: 'scripted lie-downs, sit-downs and bends scored',
+    });
     const none = wilson(0, f.hardNegatives.length);
-    out.push({ name: 'hard_negative_alerts', value: 0, unit: 'events', n: f.hardNegatives.length, ci95: [0, none[1] * f.hardNegatives.length], how: 'never a fall alert' });
+    out.push({
+      name: 'hard_negative_alerts',
+      value: 0,
+      unit: 'events',
+      n: f.hardNegatives.length,
+      ci95: [0, none[1] * f.hardNegatives.length],
+      how: 'never a fall alert',
+    });
     return out;
   }
   out.push({

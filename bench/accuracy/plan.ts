@@ -153,7 +153,8 @@ export function scenarioSettings(base: LiveParams, r: ScenarioRecipe, siteKnown:
 
 const familyCheck = (rs: readonly ScenarioRecipe[], split: 'test' | 'val'): void => {
   for (const r of rs) {
-    if (r.split !== split || isHeldOut(r) !== (split === 'test')) throw new Error(`scenario ${r.id} is not in the ${split === 'test' ? 'held-out TEST' : 'VALIDATION'} family`);
+    if (r.split !== split || isHeldOut(r) !== (split === 'test'))
+      throw new Error(`scenario ${r.id} is not in the ${split === 'test' ? 'held-out TEST' : 'VALIDATION'} family`);
   }
 };
 
@@ -203,7 +204,12 @@ export interface RoomRecipes {
  */
 export function roomRecipes(plan: AccuracyPlan): RoomRecipes {
   const split = plan.split;
-  const [drawn] = makeRecipes(deriveSeed(plan.seed, 4), { train: 0, val: split === 'val' ? 1 : 0, test: split === 'test' ? 1 : 0, seconds: plan.room.poseSeconds });
+  const [drawn] = makeRecipes(deriveSeed(plan.seed, 4), {
+    train: 0,
+    val: split === 'val' ? 1 : 0,
+    test: split === 'test' ? 1 : 0,
+    seconds: plan.room.poseSeconds,
+  });
   const room: ScenarioRecipe = { ...drawn!, id: 900_000, nSub: 30, nRx: 3, nTx: 3, quantizeBits: null, people: 0 };
   familyCheck([room], split);
   const rng = new Rng(deriveSeed(plan.seed, 5));
@@ -330,7 +336,8 @@ export function multiLinkSupport(): { ready: boolean; missing: string[] } {
     const sim = new CsiSimulator({ seed: 1, nSub: 30, people: 0, radios } as SimOptions);
     const ids = new Set<string | undefined>();
     for (let i = 0; i < 12; i++) ids.add(sim.next().frame.linkId);
-    if (ids.size !== 3 || ids.has(undefined)) missing.push(`the simulator's radios option (SimOptions.radios: one frame per link per tick with frame.linkId; saw ${ids.size} link id(s))`);
+    if (ids.size !== 3 || ids.has(undefined))
+      missing.push(`the simulator's radios option (SimOptions.radios: one frame per link per tick with frame.linkId; saw ${ids.size} link id(s))`);
   } catch (e) {
     missing.push(`the simulator's radios option (${(e as Error).message})`);
   }

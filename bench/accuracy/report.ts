@@ -89,8 +89,8 @@ function baseNote(r: AccuracyReport, s: Setting): string {
     s === 'unseen' || s === 'unseen1'
       ? (s === 'unseen' ? '1 TX + 3 RX, every link fed (the one-link model reads the primary); ' : 'one link; ') +
         (val
-        ? 'simulated VALIDATION scenarios (training rooms and layouts, unseen seeds): for choosing settings, not the reported scores'
-        : `simulated held-out TEST scenarios (unseen rooms, antenna layouts, seeds), site ${r.plan.site === false ? 'withheld' : 'given'}; real CSI will score lower`)
+          ? 'simulated VALIDATION scenarios (training rooms and layouts, unseen seeds): for choosing settings, not the reported scores'
+          : `simulated held-out TEST scenarios (unseen rooms, antenna layouts, seeds), site ${r.plan.site === false ? 'withheld' : 'given'}; real CSI will score lower`)
       : r.oracle
         ? `simulated, one ${val ? 'VALIDATION' : 'held-out'} room, later sessions (oracle: no calibration)`
         : `simulated, one ${val ? 'VALIDATION' : 'held-out'} room after calibration on ${(r.plan.room.calibrationSeconds / 60).toFixed(1)} min of its own labelled sessions, scored on later sessions with other people; real CSI will score lower`;
@@ -124,18 +124,21 @@ function settingResults(prefix: string, run: SettingRun, note: string, brief = f
   const p3 = (t: PoseTally) => pose3dScores(t.pose3d);
   const b3 = (t: PoseTally) => pose3dScores(t.baseline);
   const ks = brief ? [1, 3] : [1, 2, 3, 4];
-  for (const k of ks) add(`pck3d.${GROUP_NAMES[k]}`, p3(groups[k]!).pck3d, 'fraction', groups[k]!.scenarios, `${groups[k]!.pose3d.joints} joints, ${groups[k]!.frames} frames`);
+  for (const k of ks)
+    add(`pck3d.${GROUP_NAMES[k]}`, p3(groups[k]!).pck3d, 'fraction', groups[k]!.scenarios, `${groups[k]!.pose3d.joints} joints, ${groups[k]!.frames} frames`);
   const sAll = p3(all);
   if (!brief) {
     add('pck3d.all', sAll.pck3d, 'fraction', all.scenarios, `${all.pose3d.joints} joints, ${all.frames} frames`);
-    for (const k of [1, 3]) add(`pck3d_rel.${GROUP_NAMES[k]}`, p3(groups[k]!).pck3dRel, 'fraction', groups[k]!.scenarios, 'root-relative: pelvises made to coincide');
+    for (const k of [1, 3])
+      add(`pck3d_rel.${GROUP_NAMES[k]}`, p3(groups[k]!).pck3dRel, 'fraction', groups[k]!.scenarios, 'root-relative: pelvises made to coincide');
     add('pck3d_rel.all', sAll.pck3dRel, 'fraction', all.scenarios, 'root-relative: pelvises made to coincide');
     add('mpjpe_cm', sAll.mpjpeCm, 'cm', all.scenarios, `${all.pose3d.errorCount} joints of matched persons`);
     add('mpjpe_rel_cm', sAll.mpjpeRelCm, 'cm', all.scenarios, 'root-relative');
   }
   add('floor_median_m', sAll.floorMedianM, 'm', all.scenarios, `${all.pose3d.floorErrors.length} matched persons, pelvis on the floor plan`);
   if (!brief) {
-    for (const k of [1, 3]) add(`baseline.pck3d.${GROUP_NAMES[k]}`, b3(groups[k]!).pck3d, 'fraction', groups[k]!.scenarios, 'mean pose at the true floor position');
+    for (const k of [1, 3])
+      add(`baseline.pck3d.${GROUP_NAMES[k]}`, b3(groups[k]!).pck3d, 'fraction', groups[k]!.scenarios, 'mean pose at the true floor position');
     add('baseline.pck3d.all', b3(all).pck3d, 'fraction', all.scenarios, 'mean pose at the true floor position');
     add('baseline.mpjpe_cm', b3(all).mpjpeCm, 'cm', all.scenarios, 'mean pose at the true floor position');
     for (const k of [1, 3]) {
@@ -147,10 +150,18 @@ function settingResults(prefix: string, run: SettingRun, note: string, brief = f
   }
   const c = countScores(all.count);
   add('count_exact', c.exact, 'fraction', all.scenarios, `${c.frames} frames`);
-  if (!brief) for (let k = 0; k <= MAX_TRUE_COUNT; k++) add(`count_exact.${GROUP_NAMES[k]}`, c.exactByTrue[k]!, 'fraction', groups[k]!.scenarios, `${c.framesByTrue[k]} frames`);
+  if (!brief)
+    for (let k = 0; k <= MAX_TRUE_COUNT; k++)
+      add(`count_exact.${GROUP_NAMES[k]}`, c.exactByTrue[k]!, 'fraction', groups[k]!.scenarios, `${c.framesByTrue[k]} frames`);
   add('occupied', occupiedOf(all), 'fraction', all.scenarios, `${all.frames} frames, empty vs occupied`);
   const minutes = all.spanMs / 60_000;
-  add('count_changes_per_min', all.countChanges / minutes, 'per min', all.scenarios, `reported count changed ${all.countChanges} times in ${fixed(minutes, 1)} min of streams`);
+  add(
+    'count_changes_per_min',
+    all.countChanges / minutes,
+    'per min',
+    all.scenarios,
+    `reported count changed ${all.countChanges} times in ${fixed(minutes, 1)} min of streams`,
+  );
   add('true_count_changes_per_min', all.trueCountChanges / minutes, 'per min', all.scenarios, `people entered or left ${all.trueCountChanges} times`);
   add('activity', activityOf(all), 'fraction', all.scenarios, `${all.activityTotal} matched true persons`);
   const m = motScores(mot);
@@ -183,7 +194,13 @@ export function resultsOf(r: AccuracyReport): BenchResult[] {
     if (!run) continue;
     const note = baseNote(r, s);
     out.push(...figureResults(`accuracy.${s}`, figuresOf(r, s, 'model')!, note));
-    out.push(...figureResults(`accuracy.${s}.baseline`, figuresOf(r, s, 'baseline')!, `BASELINE: ${r.meanPoseSource} at each true person's floor position, told everyone's true position and identity, always standing, never a fall; ${note}`));
+    out.push(
+      ...figureResults(
+        `accuracy.${s}.baseline`,
+        figuresOf(r, s, 'baseline')!,
+        `BASELINE: ${r.meanPoseSource} at each true person's floor position, told everyone's true position and identity, always standing, never a fall; ${note}`,
+      ),
+    );
     const o = figuresOf(r, s, 'oracle');
     if (o) out.push(...figureResults(`accuracy.${s}.oracle`, o, `ORACLE: the ground truth as the model's output, through the same pipeline; ${note}`));
   }
@@ -200,11 +217,35 @@ export function resultsOf(r: AccuracyReport): BenchResult[] {
     const note = `${baseNote(r, first)}; first-round name: the ${first} setting's figure (accuracy.${first}.*)`;
     for (const k of [1, 3]) {
       const g = u.pose.groups[k]!;
-      out.push({ name: `accuracy.pck02.${GROUP_NAMES[k]}`, value: poseScores(g.pose2d).pck, unit: 'fraction', n: g.scenarios, note: `= accuracy.${first}.pck2d.${GROUP_NAMES[k]}: PCK@0.2 torso, pixels of the known view; ${note}` });
+      out.push({
+        name: `accuracy.pck02.${GROUP_NAMES[k]}`,
+        value: poseScores(g.pose2d).pck,
+        unit: 'fraction',
+        n: g.scenarios,
+        note: `= accuracy.${first}.pck2d.${GROUP_NAMES[k]}: PCK@0.2 torso, pixels of the known view; ${note}`,
+      });
     }
-    out.push({ name: 'accuracy.count_exact', value: countScores(u.pose.all.count).exact, unit: 'fraction', n: u.pose.all.scenarios, note: `= accuracy.${first}.count_exact; ${note}` });
-    out.push({ name: 'accuracy.fall_precision', value: u.falls.scores.precision, unit: 'fraction', n: u.falls.scores.detections, note: `= accuracy.${first}.fall_precision; ${note}` });
-    out.push({ name: 'accuracy.fall_recall', value: u.falls.scores.recall, unit: 'fraction', n: u.falls.scores.falls, note: `= accuracy.${first}.fall_recall; ${note}` });
+    out.push({
+      name: 'accuracy.count_exact',
+      value: countScores(u.pose.all.count).exact,
+      unit: 'fraction',
+      n: u.pose.all.scenarios,
+      note: `= accuracy.${first}.count_exact; ${note}`,
+    });
+    out.push({
+      name: 'accuracy.fall_precision',
+      value: u.falls.scores.precision,
+      unit: 'fraction',
+      n: u.falls.scores.detections,
+      note: `= accuracy.${first}.fall_precision; ${note}`,
+    });
+    out.push({
+      name: 'accuracy.fall_recall',
+      value: u.falls.scores.recall,
+      unit: 'fraction',
+      n: u.falls.scores.falls,
+      note: `= accuracy.${first}.fall_recall; ${note}`,
+    });
   }
   if (r.room) {
     out.push(...settingResults('room', r.room, baseNote(r, 'room'), false, third));
@@ -265,7 +306,17 @@ export function meets(value: number, target: string | undefined): boolean | null
 }
 
 const fig = (v: number, unit: string) =>
-  !Number.isFinite(v) ? dash : unit === 'mm' ? v.toFixed(0) : unit === 'falls' || unit === 'events' ? (Number.isInteger(v) ? String(v) : v.toFixed(1)) : unit === 's' ? v.toFixed(2) : v.toFixed(3);
+  !Number.isFinite(v)
+    ? dash
+    : unit === 'mm'
+      ? v.toFixed(0)
+      : unit === 'falls' || unit === 'events'
+        ? Number.isInteger(v)
+          ? String(v)
+          : v.toFixed(1)
+        : unit === 's'
+          ? v.toFixed(2)
+          : v.toFixed(3);
 
 /** The third round's table of one setting: model with its interval, baseline, oracle, target. */
 function thirdRoundTable(r: AccuracyReport, s: Setting): string[] {
@@ -313,12 +364,32 @@ interface Row {
 }
 
 const headlineRows: Row[] = [
-  { label: `PCK3d@${PCK3D_ALPHA}, one person`, target: 'pck3d_one', model: (s) => pose3dScores(s.pose.groups[1]!.pose3d).pck3d, baseline: (s) => pose3dScores(s.pose.groups[1]!.baseline).pck3d },
-  { label: `PCK3d@${PCK3D_ALPHA}, three people`, target: 'pck3d_three', model: (s) => pose3dScores(s.pose.groups[3]!.pose3d).pck3d, baseline: (s) => pose3dScores(s.pose.groups[3]!.baseline).pck3d },
+  {
+    label: `PCK3d@${PCK3D_ALPHA}, one person`,
+    target: 'pck3d_one',
+    model: (s) => pose3dScores(s.pose.groups[1]!.pose3d).pck3d,
+    baseline: (s) => pose3dScores(s.pose.groups[1]!.baseline).pck3d,
+  },
+  {
+    label: `PCK3d@${PCK3D_ALPHA}, three people`,
+    target: 'pck3d_three',
+    model: (s) => pose3dScores(s.pose.groups[3]!.pose3d).pck3d,
+    baseline: (s) => pose3dScores(s.pose.groups[3]!.baseline).pck3d,
+  },
   { label: `PCK3d@${PCK3D_ALPHA}, all`, model: (s) => pose3dScores(s.pose.all.pose3d).pck3d, baseline: (s) => pose3dScores(s.pose.all.baseline).pck3d },
-  { label: `PCK3d@${PCK3D_ALPHA} root-relative, all`, model: (s) => pose3dScores(s.pose.all.pose3d).pck3dRel, baseline: (s) => pose3dScores(s.pose.all.baseline).pck3dRel },
+  {
+    label: `PCK3d@${PCK3D_ALPHA} root-relative, all`,
+    model: (s) => pose3dScores(s.pose.all.pose3d).pck3dRel,
+    baseline: (s) => pose3dScores(s.pose.all.baseline).pck3dRel,
+  },
   { label: 'MPJPE cm, all', model: (s) => pose3dScores(s.pose.all.pose3d).mpjpeCm, baseline: (s) => pose3dScores(s.pose.all.baseline).mpjpeCm, digits: 1 },
-  { label: 'floor error median m', target: 'floor', model: (s) => pose3dScores(s.pose.all.pose3d).floorMedianM, baseline: (s) => pose3dScores(s.pose.all.baseline).floorMedianM, digits: 2 },
+  {
+    label: 'floor error median m',
+    target: 'floor',
+    model: (s) => pose3dScores(s.pose.all.pose3d).floorMedianM,
+    baseline: (s) => pose3dScores(s.pose.all.baseline).floorMedianM,
+    digits: 2,
+  },
   { label: `PCK@${PCK_ALPHA} 2-D (view px), one`, model: (s) => poseScores(s.pose.groups[1]!.pose2d).pck },
   { label: `PCK@${PCK_ALPHA} 2-D (view px), three`, model: (s) => poseScores(s.pose.groups[3]!.pose2d).pck },
   { label: 'count exact', target: 'count', model: (s) => countScores(s.pose.all.count).exact },
@@ -440,7 +511,12 @@ function settingSections(title: string, tag: string, run: SettingRun): string[] 
   out.push(`### ${title}: person count, frames by true (rows) and reported (columns) count`, '', ...countTable(run.pose), '');
   out.push(`### ${title}: activity of matched persons, true (rows) and reported (columns)`, '', ...activityTable(run.pose), '');
   out.push(`### ${title}: tracking, CLEAR-MOT on floor positions at ${MOT_FLOOR_M} m`, '', ...trackingTable(run.pose), '');
-  out.push(`### ${title}: falls, scripted scenarios, a detection counts from the fall start to +${run.falls.windowMs / 1000} s`, '', ...fallTable(run.falls), '');
+  out.push(
+    `### ${title}: falls, scripted scenarios, a detection counts from the fall start to +${run.falls.windowMs / 1000} s`,
+    '',
+    ...fallTable(run.falls),
+    '',
+  );
   return out;
 }
 
@@ -455,7 +531,9 @@ function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
       `receiver at (${m2(room.rx.x)}, ${m2(room.rx.y)}, ${m2(room.rx.z)}), transmitter on the ${room.tx.wall} wall at (${m2(room.tx.x)}, ${m2(room.tx.y)}, ${m2(room.tx.z)}); ` +
       `Intel 5300 layout: ${room.nSub} subcarriers, ${room.nRx} x ${room.nTx} antennas, SNR ${room.snrDb.toFixed(1)} dB, loss ${percent(room.lossRate)}; every frame passes through the Intel 5300 record format.`,
   );
-  out.push(`- The room's camera is the configured view (environment.view) and its site is known (environment.site), for calibration and for the service alike.`);
+  out.push(
+    `- The room's camera is the configured view (environment.view) and its site is known (environment.site), for calibration and for the service alike.`,
+  );
   const c = rm.calibration;
   if (!c) {
     out.push('- Oracle: the same-room sessions are scored on the oracle directly; there is no model to calibrate (and no uncalibrated column).');
@@ -471,7 +549,9 @@ function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
         `On its held-out windows (${res.heldOut.windows}): ${fixed(res.heldOut.before, 2)} -> ${fixed(res.heldOut.after, 2)} m (median); ` +
         `focus ${res.links.map((l) => `${fixed(l.focusBefore, 2)} -> ${fixed(l.focusAfter, 2)}`).join(', ')}. The room is the ideal realism (no chain phases to find), so the figures say what calibration keeps, not what it repairs.`,
     );
-    out.push(`- Scored on ${r.plan.room.poseScenarios} later pose sessions x ${r.plan.room.poseSeconds} s and ${r.plan.room.fallScenarios} scripted fall sessions x ${r.plan.room.fallSeconds} s in the same room on the same site (other seeds: other people, heights and motion), with the room model and, for comparison, the refiner as it came.`);
+    out.push(
+      `- Scored on ${r.plan.room.poseScenarios} later pose sessions x ${r.plan.room.poseSeconds} s and ${r.plan.room.fallScenarios} scripted fall sessions x ${r.plan.room.fallSeconds} s in the same room on the same site (other seeds: other people, heights and motion), with the room model and, for comparison, the refiner as it came.`,
+    );
   } else {
     const res = c.result;
     out.push(
@@ -483,7 +563,9 @@ function roomSection(r: AccuracyReport, rm: RoomRun): string[] {
       `- On calibrate's own held-out windows: re-projection median ${fixed(res.before.reprojectionMedianPx, 1)} -> ${fixed(res.after.reprojectionMedianPx, 1)} px, ` +
         `floor ${fixed(res.before.floorMedianM, 2)} -> ${fixed(res.after.floorMedianM, 2)} m, count exact ${fixed(res.before.countExact)} -> ${fixed(res.after.countExact)}.`,
     );
-    out.push(`- Scored on ${r.plan.room.poseScenarios} later pose sessions x ${r.plan.room.poseSeconds} s and ${r.plan.room.fallScenarios} scripted fall sessions x ${r.plan.room.fallSeconds} s in the same room (other seeds: other people, heights and motion), with the room model and, for comparison, the model under test as it came.`);
+    out.push(
+      `- Scored on ${r.plan.room.poseScenarios} later pose sessions x ${r.plan.room.poseSeconds} s and ${r.plan.room.fallScenarios} scripted fall sessions x ${r.plan.room.fallSeconds} s in the same room (other seeds: other people, heights and motion), with the room model and, for comparison, the model under test as it came.`,
+    );
   }
   out.push('');
   return out;
@@ -500,8 +582,16 @@ export function markdown(r: AccuracyReport): string {
   const lines: string[] = [];
   const val = r.plan.split === 'val';
   lines.push('# csipose accuracy', '');
-  if (r.contractTestModel) lines.push('**CONTRACT TEST MODEL (fixed pseudo-random weights, never trained): these numbers are meaningless as accuracy; they only show that the benchmark runs.**', '');
-  if (r.oracle) lines.push('**ORACLE: the ground truth of each window stands in for the model. The scores show what tracking, activity and fall rules reach with perfect model outputs (and check the harness); they say nothing about a model.**', '');
+  if (r.contractTestModel)
+    lines.push(
+      '**CONTRACT TEST MODEL (fixed pseudo-random weights, never trained): these numbers are meaningless as accuracy; they only show that the benchmark runs.**',
+      '',
+    );
+  if (r.oracle)
+    lines.push(
+      '**ORACLE: the ground truth of each window stands in for the model. The scores show what tracking, activity and fall rules reach with perfect model outputs (and check the harness); they say nothing about a model.**',
+      '',
+    );
   lines.push(
     val
       ? `**Simulated VALIDATION scenarios** (the training distribution's rooms and layouts, seeds of their own): the split on which settings are chosen. These are not the reported scores; run without --split for the held-out scores.`
@@ -510,18 +600,25 @@ export function markdown(r: AccuracyReport): string {
           `The simulator leaves out furniture, occlusion, multi-bounce paths and hardware quirks, so real CSI will score lower. Nothing was tuned on these scenarios.`,
     '',
   );
-  lines.push(`- node ${m.node}, ${m.cpu}; run time ${r.seconds.toFixed(1)} s, ${r.cpuSeconds.toFixed(1)} s of this process's CPU (${[r.unseen ? `unseen ${r.unseen.seconds.toFixed(1)} s` : '', r.unseen1 ? `unseen1 ${r.unseen1.seconds.toFixed(1)} s` : '', r.oracleRuns ? 'the oracle in the same passes' : '', r.room ? `same room ${r.room.seconds.toFixed(1)} s${r.room.calibration ? ' incl. recording, calibration and the uncalibrated run' : ''}` : ''].filter(Boolean).join(', ')})`);
+  lines.push(
+    `- node ${m.node}, ${m.cpu}; run time ${r.seconds.toFixed(1)} s, ${r.cpuSeconds.toFixed(1)} s of this process's CPU (${[r.unseen ? `unseen ${r.unseen.seconds.toFixed(1)} s` : '', r.unseen1 ? `unseen1 ${r.unseen1.seconds.toFixed(1)} s` : '', r.oracleRuns ? 'the oracle in the same passes' : '', r.room ? `same room ${r.room.seconds.toFixed(1)} s${r.room.calibration ? ' incl. recording, calibration and the uncalibrated run' : ''}` : ''].filter(Boolean).join(', ')})`,
+  );
   lines.push(`- model ${r.modelPath} (model_version ${r.modelVersion || '?'}, trained_on ${r.trainedOn || '?'})`);
   const frames = (s: SettingRun | null) => (s ? s.pose.csiFrames + s.falls.csiFrames : 0);
   for (const s of ['unseen', 'unseen1'] as const) {
     const run = settingRun(r, s);
-    if (run) lines.push(`- ${s}: ${r.plan.poseScenarios} pose scenarios x ${r.plan.poseSeconds} s, ${r.plan.fallScenarios} scripted fall scenarios x ${r.plan.fallSeconds} s, seed ${r.plan.seed}; ${frames(run)} CSI frames through the live pipeline${s === 'unseen' ? ' (every link)' : ''}`);
+    if (run)
+      lines.push(
+        `- ${s}: ${r.plan.poseScenarios} pose scenarios x ${r.plan.poseSeconds} s, ${r.plan.fallScenarios} scripted fall scenarios x ${r.plan.fallSeconds} s, seed ${r.plan.seed}; ${frames(run)} CSI frames through the live pipeline${s === 'unseen' ? ' (every link)' : ''}`,
+      );
   }
   for (const [s, why] of Object.entries(r.skipped)) lines.push(`- **${s} NOT RUN**: ${why}`);
   if (r.room)
     lines.push(
       `- same room: ${r.plan.room.poseScenarios} pose sessions x ${r.plan.room.poseSeconds} s, ${r.plan.room.fallScenarios} fall sessions x ${r.plan.room.fallSeconds} s; ${frames(r.room) + frames(r.room.uncalibrated)} CSI frames through the live pipeline` +
-        (r.room.calibration ? `, ${r.room.calibration.kind === 'fine-tune' ? r.room.calibration.sessions.reduce((a, s) => a + s.frames, 0) : r.room.calibration.sessions.reduce((a, s) => a + s.recording.ticks, 0)} recorded for calibration` : ''),
+        (r.room.calibration
+          ? `, ${r.room.calibration.kind === 'fine-tune' ? r.room.calibration.sessions.reduce((a, s) => a + s.frames, 0) : r.room.calibration.sessions.reduce((a, s) => a + s.recording.ticks, 0)} recorded for calibration`
+          : ''),
     );
   lines.push(
     `- live settings (${r.defaultSettings ? 'service defaults' : 'GIVEN BY THE CALLER, not the service defaults'}): count threshold ${si.confidenceThreshold}, max persons ${si.maxPersons}, batch ${si.batchSize}, ` +
@@ -545,7 +642,7 @@ export function markdown(r: AccuracyReport): string {
     if (!settingRun(r, s)) continue;
     lines.push(`### ${SETTING_TITLES[s]} (\`${s}\`)`, '', ...thirdRoundTable(r, s), '');
   }
-  lines.push('## The earlier rounds\' headline', '');
+  lines.push("## The earlier rounds' headline", '');
   lines.push(...headline(r), '');
   const tag = val ? 'simulated, VALIDATION' : 'simulated, held out';
   if (r.unseen) lines.push(...settingSections(SETTING_TITLES.unseen, tag, r.unseen));

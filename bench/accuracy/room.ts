@@ -187,14 +187,22 @@ export async function calibrateRoom(
  * @param say progress lines of the benchmark
  * @returns the sessions and the calibration (`result.out` is the room model)
  */
-export async function calibrateRefinerRoom(model: string, rooms: RoomRecipes, dir: string, progress: ProgressStream, say: (msg: string) => void): Promise<RefinerCalibration> {
+export async function calibrateRefinerRoom(
+  model: string,
+  rooms: RoomRecipes,
+  dir: string,
+  progress: ProgressStream,
+  say: (msg: string) => void,
+): Promise<RefinerCalibration> {
   const radios = recipeRadios(rooms.room);
   const sessions: RefinerCalibration['sessions'] = [];
   for (const [i, r] of rooms.calibration.entries()) {
     const { sim, people } = recipeSimulator(r, radios);
     const recording = await recordSiteSession(sim, r.seconds, dir, `session${i + 1}`, people > 0);
     sessions.push({ people, seconds: r.seconds, recording });
-    say(`room: recorded calibration session ${i + 1}/${rooms.calibration.length} on ${radios.length - 1} receivers: ${people} people, ${r.seconds.toFixed(0)} s`);
+    say(
+      `room: recorded calibration session ${i + 1}/${rooms.calibration.length} on ${radios.length - 1} receivers: ${people} people, ${r.seconds.toFixed(0)} s`,
+    );
   }
   const empty = sessions.find((x) => x.people === 0);
   const result = await calibrateRefiner({

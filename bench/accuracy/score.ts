@@ -178,7 +178,14 @@ export function scoreFrame(t: PoseTally, pose: PoseFrame, truth: GroundTruth, me
   addPose3dCounts(t.pose3d, scorePose3dFrame(predKp, trueKp, match));
   const base = truth.persons.map((p) => baselineSkeleton(mean.offsets, mean.pelvisZ, p.floor));
   addPose3dCounts(t.baseline, scorePose3dFrame(base, trueKp));
-  if (camera) addPoseCounts(t.baseline2d, scorePoseFrame(base.map((b) => projectSkeleton(b, camera)), truth.persons));
+  if (camera)
+    addPoseCounts(
+      t.baseline2d,
+      scorePoseFrame(
+        base.map((b) => projectSkeleton(b, camera)),
+        truth.persons,
+      ),
+    );
   for (const p of truth.persons) {
     if (!ACTIVITY_INDEX.has(p.activity)) continue;
     t.baselineActivityTotal++;
@@ -457,7 +464,9 @@ export async function runFallScenarios(ctx: SettingContext, streams: readonly Be
       (truth) => {
         if (Number.isNaN(t0)) t0 = truth.time;
         // With several links each tick's samples may repeat its events: a fall is counted once.
-        for (const e of truth.events) if (e.type === 'fall_start' && !falls.some((f) => f.personId === e.personId && f.start === e.time)) falls.push({ personId: e.personId, start: e.time });
+        for (const e of truth.events)
+          if (e.type === 'fall_start' && !falls.some((f) => f.personId === e.personId && f.start === e.time))
+            falls.push({ personId: e.personId, start: e.time });
       },
       ctx.observe?.(s, open),
     );
@@ -480,7 +489,9 @@ export async function runFallScenarios(ctx: SettingContext, streams: readonly Be
         lane.episodeOwner.push(pid ?? -1);
       }
     });
-    ctx.progress(`${ctx.label}: fall scenario ${i + 1}/${streams.length}: ${people.map((p) => p.role).join(', ')}; ${falls.length} falls, ${live.map((l) => l.notices.length).join(' / ')} notices`);
+    ctx.progress(
+      `${ctx.label}: fall scenario ${i + 1}/${streams.length}: ${people.map((p) => p.role).join(', ')}; ${falls.length} falls, ${live.map((l) => l.notices.length).join(' / ')} notices`,
+    );
   }
   const allFalls = roomFalls.map((f, k) => ({ personId: fallPerson[k]!, start: f.start }));
   return lanes.map((lane) => {
@@ -516,6 +527,17 @@ export async function runFallScenarios(ctx: SettingContext, streams: readonly Be
       if (who >= 0) owner[who]!.falseAlarms++;
       else unattributed++;
     });
-    return { scores: room, byPerson: scores, people: owner, unattributedFalseAlarms: unattributed, missingFalls, hardNegatives, perScenario, csiFrames, windowMs, scenarios: streams.length };
+    return {
+      scores: room,
+      byPerson: scores,
+      people: owner,
+      unattributedFalseAlarms: unattributed,
+      missingFalls,
+      hardNegatives,
+      perScenario,
+      csiFrames,
+      windowMs,
+      scenarios: streams.length,
+    };
   });
 }

@@ -106,7 +106,12 @@ export async function runDefaultRoom(modelPath: string, minutes: number, source?
     const base = source ?? cfg.hardware.source;
     const uri = `${base}${base.includes('?') ? '&' : '?'}truth=1`;
     const radios = cfg.environment.site.radios;
-    const frames = parseSource(uri).open('frame', { speed: 0, radios: () => radios, view: () => cfg.environment.view, environmentId: cfg.environment.id }) as Observable<CsiFrame>;
+    const frames = parseSource(uri).open('frame', {
+      speed: 0,
+      radios: () => radios,
+      view: () => cfg.environment.view,
+      environmentId: cfg.environment.id,
+    }) as Observable<CsiFrame>;
     const truths: TruthMeta[] = [];
     const falls: number[] = [];
     let start = NaN;
@@ -194,8 +199,20 @@ export function defaultRoomResults(r: DefaultRoomRun): BenchResult[] {
     { name: 'live_room.default.count_right_share', value: r.countRight, unit: 'fraction', n: r.frames, note: `${note}; reported minus true people ${errors}` },
     { name: 'live_room.default.track_ids', value: r.trackIds, unit: 'ids', n: r.frames, note: `distinct track ids for 2 people in ${r.minutes} min` },
     { name: 'live_room.default.true_falls', value: r.trueFalls, unit: 'falls', n: r.trueFalls, note: "fall_start events of the simulator's ground truth" },
-    { name: 'live_room.default.falls_alerted_3s', value: r.alerted3s, unit: 'falls', n: r.trueFalls, note: 'a high fall alert at most 3 s after the true fall began (matchFallAlerts, as room.falls_alerted_3s)' },
-    { name: 'live_room.default.false_fall_alerts', value: r.falseAlerts, unit: 'alerts', n: r.alerted3s + r.falseAlerts, note: 'high fall alerts matching no true fall' },
+    {
+      name: 'live_room.default.falls_alerted_3s',
+      value: r.alerted3s,
+      unit: 'falls',
+      n: r.trueFalls,
+      note: 'a high fall alert at most 3 s after the true fall began (matchFallAlerts, as room.falls_alerted_3s)',
+    },
+    {
+      name: 'live_room.default.false_fall_alerts',
+      value: r.falseAlerts,
+      unit: 'alerts',
+      n: r.alerted3s + r.falseAlerts,
+      note: 'high fall alerts matching no true fall',
+    },
     { name: 'live_room.default.false_fall_alerts_per_hour', value: (r.falseAlerts * 60) / r.minutes, unit: 'per hour', n: r.alerted3s + r.falseAlerts, note },
     ...(r.frontEnd
       ? [

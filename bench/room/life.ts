@@ -80,7 +80,11 @@ function seesWith(camera: Camera | undefined): Sees {
   if (!camera) return () => true;
   const px = new Float64Array(2);
   return (x, y, z) =>
-    camera.project(x, y, z, px, 0) && px[0]! >= VIEW_MARGIN_PX && px[0]! < camera.width - VIEW_MARGIN_PX && px[1]! >= VIEW_MARGIN_PX && px[1]! < camera.height - VIEW_MARGIN_PX;
+    camera.project(x, y, z, px, 0) &&
+    px[0]! >= VIEW_MARGIN_PX &&
+    px[0]! < camera.width - VIEW_MARGIN_PX &&
+    px[1]! >= VIEW_MARGIN_PX &&
+    px[1]! < camera.height - VIEW_MARGIN_PX;
 }
 
 const round2 = (v: number) => Math.round(v * 100) / 100;
@@ -166,7 +170,9 @@ export function lifeScript(rng: Rng, o: LifeOptions): LifePlan {
    * end of a walk (facing along it). `room(x, y, heading)` is the move's own check; for falls it
    * returns the fitting direction. Returns null when nothing fitted.
    */
-  const place = <T>(room: (px: number, py: number, h: number) => T | null): { walk: { bx: number; by: number; h: number; l: number } | null; got: T } | null => {
+  const place = <T>(
+    room: (px: number, py: number, h: number) => T | null,
+  ): { walk: { bx: number; by: number; h: number; l: number } | null; got: T } | null => {
     const here = room(x, y, heading);
     if (here !== null) return { walk: null, got: here };
     for (let i = 0; i < 40; i++) {
@@ -312,7 +318,6 @@ export function lifeScript(rng: Rng, o: LifeOptions): LifePlan {
     return { spec: { height, x: start.x, y: start.y, heading: start.heading, script }, planned };
   }
 }
-
 
 /** Seconds to cover `s` metres from standstill at the simulator's 1.2 m/s^2 (NaN for s < 0). */
 function walkTimeTo(s: number, speed: number): number {

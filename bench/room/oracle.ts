@@ -41,7 +41,16 @@ import { liveOracle } from '../oracle.js';
 import type { SessionCapture } from './capture.js';
 import { roomConfig } from './config.js';
 import type { SessionSpec } from './plan.js';
-import { ALERT_SUBSCRIPTION, POSE_SUBSCRIPTION, placeOnClock, receivedAlert, receivedPose, type ReceivedAlert, type ReceivedPose, type SessionSeen } from './session.js';
+import {
+  ALERT_SUBSCRIPTION,
+  POSE_SUBSCRIPTION,
+  placeOnClock,
+  receivedAlert,
+  receivedPose,
+  type ReceivedAlert,
+  type ReceivedPose,
+  type SessionSeen,
+} from './session.js';
 
 /** The subscription id the oracle's rendered messages carry (the scores never read it). */
 const SUBSCRIPTION_ID = 'sub_oracle';
@@ -116,7 +125,9 @@ export async function runOracleSession(s: SessionSpec, cap: SessionCapture): Pro
       poses.push(receivedPose(JSON.parse(text) as Record<string, unknown>));
       for (const a of frame.alerts ?? []) {
         if (!alertMatches(a, alertFilters)) continue;
-        alerts.push(receivedAlert(JSON.parse(JSON.stringify({ type: 'alert', subscription_id: SUBSCRIPTION_ID, ...renderAlert(a) })) as Record<string, unknown>));
+        alerts.push(
+          receivedAlert(JSON.parse(JSON.stringify({ type: 'alert', subscription_id: SUBSCRIPTION_ID, ...renderAlert(a) })) as Record<string, unknown>),
+        );
       }
     };
     try {

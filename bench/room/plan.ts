@@ -40,10 +40,24 @@ export interface RoomBenchPlan {
 }
 
 /** The full run: 2 hours in 12 sessions of 10 minutes, 4 rooms x 1, 2 and 3 people. */
-export const FULL_ROOM_PLAN: Readonly<RoomBenchPlan> = deepFreeze({ seed: 1818, hours: 2, sessionMinutes: 10, testRooms: 3, people: [1, 2, 3], realism: 'room' });
+export const FULL_ROOM_PLAN: Readonly<RoomBenchPlan> = deepFreeze({
+  seed: 1818,
+  hours: 2,
+  sessionMinutes: 10,
+  testRooms: 3,
+  people: [1, 2, 3],
+  realism: 'room',
+});
 
 /** `--small` (CI): 3 sessions of 2 minutes (1, 2 and 3 people). */
-export const SMALL_ROOM_PLAN: Readonly<RoomBenchPlan> = deepFreeze({ seed: 1818, hours: 0.1, sessionMinutes: 2, testRooms: 3, people: [1, 2, 3], realism: 'room' });
+export const SMALL_ROOM_PLAN: Readonly<RoomBenchPlan> = deepFreeze({
+  seed: 1818,
+  hours: 0.1,
+  sessionMinutes: 2,
+  testRooms: 3,
+  people: [1, 2, 3],
+  realism: 'room',
+});
 
 /** One room of the benchmark. */
 export interface BenchRoom {

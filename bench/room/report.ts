@@ -111,14 +111,32 @@ export function roomResults(ss: readonly SessionScore[], context: string, o: Roo
   const actIv = bootstrap(ratioParts(ss.map((s) => [s.activityEvents, s.trueActivityChanges])), BOOT_SEED + 1);
 
   const speedAll = ss.flatMap((s) => s.speedErrors);
-  const speedIv = bootstrap(quantileParts(ss.map((s) => s.speedErrors), 0.5), BOOT_SEED + 2);
+  const speedIv = bootstrap(
+    quantileParts(
+      ss.map((s) => s.speedErrors),
+      0.5,
+    ),
+    BOOT_SEED + 2,
+  );
 
   const movingAll = ss.flatMap((s) => s.speedErrorsMoving);
-  const movingIv = bootstrap(quantileParts(ss.map((s) => s.speedErrorsMoving), 0.5), BOOT_SEED + 4);
+  const movingIv = bootstrap(
+    quantileParts(
+      ss.map((s) => s.speedErrorsMoving),
+      0.5,
+    ),
+    BOOT_SEED + 4,
+  );
 
   const lat = ss.flatMap((s) => s.latencies);
   const missed = sum(ss, (s) => s.presenceMissed);
-  const latIv = bootstrap(quantileParts(ss.map((s) => s.latencies), 0.5), BOOT_SEED + 3);
+  const latIv = bootstrap(
+    quantileParts(
+      ss.map((s) => s.latencies),
+      0.5,
+    ),
+    BOOT_SEED + 3,
+  );
 
   const lies = sum(ss, (s) => s.hardNegatives.lieDowns);
   const sits = sum(ss, (s) => s.hardNegatives.sitDowns);

@@ -88,7 +88,11 @@ export function countRight(trueCounts: ArrayLike<number>, reported: ReadonlyArra
  * @param hopMs time one window stands for
  * @returns the ids and the person-minutes
  */
-export function trackIds(frames: ReadonlyArray<readonly number[] | undefined>, trueCounts: ArrayLike<number>, hopMs = HOP_MS): { ids: number; personMinutes: number } {
+export function trackIds(
+  frames: ReadonlyArray<readonly number[] | undefined>,
+  trueCounts: ArrayLike<number>,
+  hopMs = HOP_MS,
+): { ids: number; personMinutes: number } {
   const ids = new Set<number>();
   for (const f of frames) for (const id of f ?? []) ids.add(id);
   let personMs = 0;
@@ -258,6 +262,14 @@ export function scoreSession(truth: SessionTruth, seen: SessionSeen): SessionSco
     latencies: presence.latencies,
     presenceMissed: presence.missed,
     hardNegatives: { lieDowns: truth.lieDowns, sitDowns: truth.sitDowns, bends: truth.bends },
-    service: { received: seen.received, windows: truth.windows, unmapped: seen.unmapped, droppedWindows: seen.droppedWindows, wsDropped: seen.wsDropped, wallSeconds: seen.wallSeconds, speed: seen.speed },
+    service: {
+      received: seen.received,
+      windows: truth.windows,
+      unmapped: seen.unmapped,
+      droppedWindows: seen.droppedWindows,
+      wsDropped: seen.wsDropped,
+      wallSeconds: seen.wallSeconds,
+      speed: seen.speed,
+    },
   };
 }

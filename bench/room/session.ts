@@ -117,10 +117,14 @@ export async function runSession(
     stderr = (stderr + c.toString()).slice(-20_000);
   });
   try {
-    const r = await fetch(`${svc.base}/api/v1/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+    const r = await fetch(`${svc.base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+    });
     const token = ((await r.json()) as { data: { access_token: string } }).data.access_token;
     const auth = { authorization: `Bearer ${token}` };
-    const getJson = async (path: string): Promise<Json> => ((await (await fetch(`${svc.base}/api/v1${path}`, { headers: auth })).json()) as Json);
+    const getJson = async (path: string): Promise<Json> => (await (await fetch(`${svc.base}/api/v1${path}`, { headers: auth })).json()) as Json;
 
     const poses: ReceivedPose[] = [];
     const alerts: ReceivedAlert[] = [];

@@ -25,7 +25,7 @@ function nexmon(dir: string): Buffer[] {
   const pcap = readFileSync(join(dir, 'nexmon/example_43455c0.pcap'));
   const out: Buffer[] = [];
   if (pcap.readUInt32LE(0) !== 0xa1b2c3d4 || pcap.readUInt32LE(20) !== 1) throw new Error('nexmon sample is not a little-endian Ethernet pcap');
-  for (let o = 24; o + 16 <= pcap.length; ) {
+  for (let o = 24; o + 16 <= pcap.length;) {
     const incl = pcap.readUInt32LE(o + 8);
     out.push(pcap.subarray(o + 16 + 42, o + 16 + incl));
     o += 16 + incl;
@@ -37,7 +37,7 @@ function nexmon(dir: string): Buffer[] {
 function intel5300(dir: string): Buffer[] {
   const log = readFileSync(join(dir, 'intel5300/log.all_csi.6.7.6'));
   const out: Buffer[] = [];
-  for (let o = 0; o + 2 <= log.length; ) {
+  for (let o = 0; o + 2 <= log.length;) {
     const len = log.readUInt16BE(o);
     out.push(log.subarray(o, o + 2 + len));
     o += 2 + len;

@@ -170,7 +170,7 @@ export async function runE2e(o: E2eOptions, log: (s: string) => void): Promise<B
     const offset = await wallOffset();
     const sent: number[] = [];
     send = sender(sock, packets, sent);
-    const limit = 30_000 + (want * 1000 * 8) / RATE_HZ * 2;
+    const limit = 30_000 + ((want * 1000 * 8) / RATE_HZ) * 2;
     await Promise.race([enough, sleep(limit)]);
     send.stop();
     if (poses.length < want) throw new Error(`e2e: only ${poses.length} pose frames of ${want} in ${Math.round(limit / 1000)} s from ${format} packets`);

@@ -123,7 +123,10 @@ async function phase(plan: Plan, st: Stage, n: number, sets: number): Promise<Ph
     const connectMs = now() - t0;
     const at = await st.server.call<{ count: number }>('frames', {});
     // Every client must be subscribed before frame W, or it would miss frames of the window.
-    if (at.count >= warm) throw new Error(`connecting ${n} clients took ${Math.round(connectMs)} ms: frame ${at.count} was out before the window's frame ${warm}; lengthen the warm-up`);
+    if (at.count >= warm)
+      throw new Error(
+        `connecting ${n} clients took ${Math.round(connectMs)} ms: frame ${at.count} was out before the window's frame ${warm}; lengthen the warm-up`,
+      );
     const budget = ((warm + frames) / st.fps) * 1000 * 3 + 30_000;
     type Cpu = { user: number; system: number };
     // CPU from the end of frame W - 1's publication to the end of the window's last frame's.

@@ -48,8 +48,22 @@ export function configResults(runs: Record<Side, Phase[]>, n: number, sets: numb
       out.push(r);
     };
     const label = side === 'ours' ? 'uWS /ws/pose' : 'plain ws broadcast';
-    fig('p50_ms', 'ms', (p) => p.p50, `${label}; ${where}; rounds ${per((p) => p.p50).map(ms).join(', ')}`);
-    fig('p99_ms', 'ms', (p) => p.p99, `${label}; ${where}; rounds ${per((p) => p.p99).map(ms).join(', ')}`);
+    fig(
+      'p50_ms',
+      'ms',
+      (p) => p.p50,
+      `${label}; ${where}; rounds ${per((p) => p.p50)
+        .map(ms)
+        .join(', ')}`,
+    );
+    fig(
+      'p99_ms',
+      'ms',
+      (p) => p.p99,
+      `${label}; ${where}; rounds ${per((p) => p.p99)
+        .map(ms)
+        .join(', ')}`,
+    );
     fig('max_ms', 'ms', (p) => p.max);
     fig('msgs_per_s', 'messages/s', (p) => p.msgsPerS);
     fig(
@@ -57,8 +71,16 @@ export function configResults(runs: Record<Side, Phase[]>, n: number, sets: numb
       'ms',
       (p) => p.serverUser + p.serverSys,
       `${label}: CPU time of the server process per pose frame over the window (the pipeline included, the same in both), ` +
-        `user ${per((p) => p.serverUser).map(ms).join(', ')} + system ${per((p) => p.serverSys).map(ms).join(', ')} ms; ` +
-        `client processes user ${per((p) => p.clientUser).map(ms).join(', ')} + system ${per((p) => p.clientSys).map(ms).join(', ')} ms; ${where}`,
+        `user ${per((p) => p.serverUser)
+          .map(ms)
+          .join(', ')} + system ${per((p) => p.serverSys)
+          .map(ms)
+          .join(', ')} ms; ` +
+        `client processes user ${per((p) => p.clientUser)
+          .map(ms)
+          .join(', ')} + system ${per((p) => p.clientSys)
+          .map(ms)
+          .join(', ')} ms; ${where}`,
     );
     const list = (f: (p: Phase) => number) => ph.map((p) => Math.round(f(p))).join(', ');
     const dropped = side === 'ours' ? `, dropped by uWS backpressure ${list((p) => p.dropped)}` : '';
@@ -113,7 +135,7 @@ export function summaryResults(runs: Runs, rates: ReadonlyMap<number, number>): 
     value: ours.reduce((s, p) => s + p.meanBytes * p.received, 0) / msgs,
     unit: 'bytes',
     n: msgs,
-    note: 'mean size of the pose_update messages received from /ws/pose (the simulator\'s default scene, keypoints, no dense pose)',
+    note: "mean size of the pose_update messages received from /ws/pose (the simulator's default scene, keypoints, no dense pose)",
   });
   return out;
 }

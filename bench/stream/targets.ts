@@ -13,7 +13,12 @@ interface Target {
 }
 
 const TARGETS: Target[] = [
-  { what: 'at 1,000 clients (1 filter set) our p99 no worse than the plain ws broadcast', names: () => ['ws.ratio_p99_1000'], met: (v) => v <= 1, bound: '<= 1' },
+  {
+    what: 'at 1,000 clients (1 filter set) our p99 no worse than the plain ws broadcast',
+    names: () => ['ws.ratio_p99_1000'],
+    met: (v) => v <= 1,
+    bound: '<= 1',
+  },
   { what: 'at 100 clients our p99 under 10 ms', names: () => ['ws.p99_ms_100'], met: (v) => v < 10, bound: '< 10 ms' },
   {
     what: '10 filter sets within 1.25x of one (our p99)',
@@ -35,7 +40,10 @@ export function verdict(results: readonly BenchResult[]): string {
     for (const n of names) {
       const r = results.find((x) => x.name === n);
       if (!r || !Number.isFinite(r.value)) lines.push(`  not measured  ${t.what} (${n})`);
-      else lines.push(`  ${t.met(r.value) ? 'MET   ' : 'MISSED'}        ${t.what}: ${n} = ${r.value.toFixed(3)} (target ${t.bound})${r.spread !== undefined ? `, spread ${(r.spread * 100).toFixed(0)}%` : ''}`);
+      else
+        lines.push(
+          `  ${t.met(r.value) ? 'MET   ' : 'MISSED'}        ${t.what}: ${n} = ${r.value.toFixed(3)} (target ${t.bound})${r.spread !== undefined ? `, spread ${(r.spread * 100).toFixed(0)}%` : ''}`,
+        );
     }
   }
   return lines.join('\n');

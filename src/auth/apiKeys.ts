@@ -48,9 +48,7 @@ export interface ApiKeyInfo {
 export type ApiKeyFailure = 'malformed_api_key' | 'invalid_api_key' | 'api_key_revoked';
 
 /** The outcome of {@link ApiKeyStore.verify}. */
-export type ApiKeyVerifyResult =
-  | { ok: true; key: { id: string; name: string; role: Role } }
-  | { ok: false; reason: ApiKeyFailure };
+export type ApiKeyVerifyResult = { ok: true; key: { id: string; name: string; role: Role } } | { ok: false; reason: ApiKeyFailure };
 
 /** CSIPOSE_API_KEYS is malformed; the message names the entry but never shows the key. */
 export class ApiKeyConfigError extends Error {
@@ -111,9 +109,7 @@ export function parseEnvApiKeys(value: string | undefined): Array<{ key: string;
       throw new ApiKeyConfigError(`CSIPOSE_API_KEYS entry ${n}: unknown role "${role.slice(0, 20)}" (${ROLES.join(', ')})`);
     }
     if (key.length < MIN_ENV_KEY_LENGTH) {
-      throw new ApiKeyConfigError(
-        `CSIPOSE_API_KEYS entry ${n}: the key has ${key.length} characters; use a random key of at least ${MIN_ENV_KEY_LENGTH}`,
-      );
+      throw new ApiKeyConfigError(`CSIPOSE_API_KEYS entry ${n}: the key has ${key.length} characters; use a random key of at least ${MIN_ENV_KEY_LENGTH}`);
     }
     if (key.length > MAX_KEY_LENGTH) {
       throw new ApiKeyConfigError(`CSIPOSE_API_KEYS entry ${n}: the key is longer than ${MAX_KEY_LENGTH} characters`);

@@ -91,9 +91,7 @@ function looksLikeJwt(s: string): boolean {
  * const r = auth.authenticate({ authorization: `Bearer ${pair!.accessToken}` });
  */
 export class Authenticator {
-  private state:
-    | { users: UserStore; keys: ApiKeyStore; tokens: TokenService; dummyHash: string }
-    | undefined;
+  private state: { users: UserStore; keys: ApiKeyStore; tokens: TokenService; dummyHash: string } | undefined;
   private readonly failures: Partial<Record<AuthFailure, number>> = {};
 
   /**
@@ -131,10 +129,7 @@ export class Authenticator {
     keys.load();
     // A login for a missing user still runs one scrypt, against this, so that response time
     // does not tell which user names exist.
-    const [dummyHash, boot] = await Promise.all([
-      hashPassword(randomBytes(16).toString('base64url')),
-      users.bootstrapAdmin(env.CSIPOSE_ADMIN_PASSWORD),
-    ]);
+    const [dummyHash, boot] = await Promise.all([hashPassword(randomBytes(16).toString('base64url')), users.bootstrapAdmin(env.CSIPOSE_ADMIN_PASSWORD)]);
     this.state?.keys.close();
     this.state = { users, keys, tokens, dummyHash };
     return boot.generatedPassword ? { generatedAdminPassword: boot.generatedPassword } : {};

@@ -25,7 +25,9 @@ function parse(path: string, raw: unknown): Buffer {
   }
   const bytes = Buffer.from(secret, 'base64url');
   if (bytes.length < SECRET_BYTES) {
-    throw new StoreFileError(`${path}: the secret is ${bytes.length} bytes, at least ${SECRET_BYTES} are needed; fix or remove it (removing it signs everyone out)`);
+    throw new StoreFileError(
+      `${path}: the secret is ${bytes.length} bytes, at least ${SECRET_BYTES} are needed; fix or remove it (removing it signs everyone out)`,
+    );
   }
   return bytes;
 }

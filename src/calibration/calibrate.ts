@@ -45,7 +45,17 @@ import type { LossParts } from './loss.js';
 import type { Mlp } from './mlp.js';
 import { bar, formatSeconds, Progress, type ProgressStream } from './progress.js';
 import { MAX_PERSONS, N_ACTIVITIES, OUT, OUTPUT_DIM } from './targets.js';
-import { fitNormalizer, fromPoseWeights, standardise, toPoseWeights, train, type Normalizer, type Objective, type RowSource, type TrainSettings } from './trainer.js';
+import {
+  fitNormalizer,
+  fromPoseWeights,
+  standardise,
+  toPoseWeights,
+  train,
+  type Normalizer,
+  type Objective,
+  type RowSource,
+  type TrainSettings,
+} from './trainer.js';
 
 const { onnx } = onnxProto;
 
@@ -236,7 +246,7 @@ function calibrationObjective(camera: Camera, receiver: { x: number; y: number }
     let m = -Infinity;
     for (let i = 0; i < k; i++) m = Math.max(m, y[at + i]!);
     let s = 0;
-    for (let i = 0; i < k; i++) s += (out[i] = Math.exp(y[at + i]! - m));
+    for (let i = 0; i < k; i++) s += out[i] = Math.exp(y[at + i]! - m);
     for (let i = 0; i < k; i++) out[i] = out[i]! / s;
   };
   return {
@@ -329,7 +339,11 @@ function calibrationObjective(camera: Camera, receiver: { x: number; y: number }
 }
 
 /** Rows of one or more sessions as the trainer reads them. */
-function calibrationRows(sessions: SessionRows[], pick: (s: number, i: number) => boolean, site: Float32Array): { src: RowSource; refs: Array<[number, number]> } {
+function calibrationRows(
+  sessions: SessionRows[],
+  pick: (s: number, i: number) => boolean,
+  site: Float32Array,
+): { src: RowSource; refs: Array<[number, number]> } {
   const refs: Array<[number, number]> = [];
   sessions.forEach((s, si) => {
     for (let i = 0; i < s.n; i++) if (pick(si, i)) refs.push([si, i]);
@@ -469,7 +483,8 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateResult
   const progress = new Progress(opts.progress ?? process.stderr);
   const bytes = await readFile(opts.model);
   const props = new Map((onnx.ModelProto.decode(bytes).metadataProps ?? []).map((p) => [p.key ?? '', p.value ?? '']));
-  if (props.get('csipose_contract') !== CONTRACT_V2) throw new Error(`${opts.model} is not a ${CONTRACT_V2} model (csipose_contract ${props.get('csipose_contract') ?? 'missing'}); calibration needs one`);
+  if (props.get('csipose_contract') !== CONTRACT_V2)
+    throw new Error(`${opts.model} is not a ${CONTRACT_V2} model (csipose_contract ${props.get('csipose_contract') ?? 'missing'}); calibration needs one`);
   const baseWeights = readPoseWeightsV2(bytes);
   const camera = viewCamera(opts.view);
   const receiver = { x: opts.site.receiver.x, y: opts.site.receiver.y };
@@ -481,7 +496,8 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateResult
     progress.update(`reading session ${i + 1}/${opts.sessions.length}: ${basename(s.csi)}`);
     const labels = parseLabels(await readFile(s.keypoints, 'utf8'), s.keypoints);
     const rows = await sessionRows(s, labels);
-    if (rows.n === 0) throw new Error(`${s.csi}: no window has a label within ${LABEL_TOLERANCE_S} s (${rows.frames} frames, ${labels.length} labels): check the label times`);
+    if (rows.n === 0)
+      throw new Error(`${s.csi}: no window has a label within ${LABEL_TOLERANCE_S} s (${rows.frames} frames, ${labels.length} labels): check the label times`);
     sessions.push(rows);
   }
   const windows = sessions.reduce((a, s) => a + s.n, 0);
@@ -542,7 +558,14 @@ export async function calibrate(opts: CalibrateOptions): Promise<CalibrateResult
     history_stride_frames: HISTORY_STRIDE_FRAMES,
     fall_window_s: Number(props.get('fall_window_s')) || FALL_WINDOW_S,
   };
-  const shape = { featureDim: FEATURE_DIM, historySteps: HISTORY_STEPS, historyDim: HISTORY_DIM, siteDim: SITE_DIM, maxPersons: P, activities: MODEL_ACTIVITIES.length };
+  const shape = {
+    featureDim: FEATURE_DIM,
+    historySteps: HISTORY_STEPS,
+    historyDim: HISTORY_DIM,
+    siteDim: SITE_DIM,
+    maxPersons: P,
+    activities: MODEL_ACTIVITIES.length,
+  };
   await writeFile(opts.out, buildPoseModelV2(weights, shape, metadata));
   const reportPath = opts.out.replace(/\.onnx$/i, '') + '.json';
   const seconds = (performance.now() - t0) / 1000;

@@ -229,8 +229,7 @@ export class OnnxGraphBuilder {
   addInitializer(name: string, data: Float32Array, dims: readonly number[]): string {
     checkDims(`initializer ${name}`, dims);
     const size = dims.reduce((a, b) => a * b, 1);
-    if (data.length !== size)
-      throw new RangeError(`initializer ${name}: ${data.length} values for shape [${dims.join(', ')}] (${size})`);
+    if (data.length !== size) throw new RangeError(`initializer ${name}: ${data.length} values for shape [${dims.join(', ')}] (${size})`);
     this.define(name, 'initializer');
     this.initializers.push({ name, dims: [...dims], dataType: ElemType.FLOAT, rawData: rawBytes(data) });
     return name;
@@ -246,8 +245,7 @@ export class OnnxGraphBuilder {
   addInt64Initializer(name: string, values: readonly number[], dims: readonly number[] = [values.length]): string {
     checkDims(`initializer ${name}`, dims);
     const size = dims.reduce((a, b) => a * b, 1);
-    if (values.length !== size)
-      throw new RangeError(`initializer ${name}: ${values.length} values for shape [${dims.join(', ')}] (${size})`);
+    if (values.length !== size) throw new RangeError(`initializer ${name}: ${values.length} values for shape [${dims.join(', ')}] (${size})`);
     for (const v of values) if (!Number.isSafeInteger(v)) throw new RangeError(`initializer ${name}: ${v} is not an integer`);
     this.define(name, 'initializer');
     const data = BigInt64Array.from(values, (v) => BigInt(v));
@@ -270,8 +268,7 @@ export class OnnxGraphBuilder {
     attributes: Readonly<Record<string, AttributeValue>> = {},
     name?: string,
   ): void {
-    for (const i of inputs)
-      if (i !== '' && !this.defined.has(i)) throw new RangeError(`${opType} node: input "${i}" is not defined yet`);
+    for (const i of inputs) if (i !== '' && !this.defined.has(i)) throw new RangeError(`${opType} node: input "${i}" is not defined yet`);
     if (outputs.length === 0) throw new RangeError(`${opType} node: no outputs`);
     for (const o of outputs) this.define(o, `${opType} node`);
     this.nodes.push({
@@ -366,14 +363,7 @@ export class OnnxGraphBuilder {
    * `Slice` with constant starts, ends, axes and steps (opset >= 10 takes them as inputs).
    * @returns the output name
    */
-  slice(
-    x: string,
-    starts: readonly number[],
-    ends: readonly number[],
-    axes?: readonly number[],
-    steps?: readonly number[],
-    output?: string,
-  ): string {
+  slice(x: string, starts: readonly number[], ends: readonly number[], axes?: readonly number[], steps?: readonly number[], output?: string): string {
     const y = output ?? this.fresh('slice');
     const inputs = [x, this.addInt64Initializer(this.fresh('starts'), starts), this.addInt64Initializer(this.fresh('ends'), ends)];
     if (axes || steps) inputs.push(axes ? this.addInt64Initializer(this.fresh('axes'), axes) : '');
@@ -399,8 +389,7 @@ export class OnnxGraphBuilder {
    */
   toModelProto(opts: ModelOptions = {}): IModelProto {
     if (this.outputs.length === 0) throw new RangeError('model has no outputs');
-    for (const o of this.declaredOutputs)
-      if (!this.defined.has(o)) throw new RangeError(`output "${o}" is declared but nothing produces it`);
+    for (const o of this.declaredOutputs) if (!this.defined.has(o)) throw new RangeError(`output "${o}" is declared but nothing produces it`);
     return {
       irVersion: IR_VERSION,
       opsetImport: [{ domain: '', version: OPSET_VERSION }],
@@ -617,7 +606,8 @@ export interface V2Shape {
  */
 export function buildPoseModelV2(weights: PoseWeightsV2, shape: V2Shape, meta: ModelMetadata): Uint8Array {
   const { featureDim: F, historySteps: K, historyDim: S, siteDim: G, maxPersons: P, activities: A } = shape;
-  for (const [k, v] of Object.entries(shape)) if (!Number.isInteger(v) || v < (k === 'siteDim' ? 0 : 1)) throw new RangeError(`${k} must be a positive integer, got ${v}`);
+  for (const [k, v] of Object.entries(shape))
+    if (!Number.isInteger(v) || v < (k === 'siteDim' ? 0 : 1)) throw new RangeError(`${k} must be a positive integer, got ${v}`);
   if (meta.feature_dim !== F || meta.max_persons !== P) throw new RangeError('metadata feature_dim / max_persons do not match the shape');
   const g = new OnnxGraphBuilder('csipose_pose_v2');
   g.addInput(INPUT_FEATURES, [BATCH_DIM, F]);

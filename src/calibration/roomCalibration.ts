@@ -223,7 +223,8 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   const checked = await PoseModel.load(bytes, { thread: 'inline' });
   const contract = checked.metadata.csipose_contract;
   await checked.release();
-  if (checked.contract !== 3) throw new Error(`${o.model} is a ${contract || `contract v${checked.contract}`} model: room calibration of the front end needs a ${CONTRACT_V3} refiner`);
+  if (checked.contract !== 3)
+    throw new Error(`${o.model} is a ${contract || `contract v${checked.contract}`} model: room calibration of the front end needs a ${CONTRACT_V3} refiner`);
   const camera = viewCamera(o.view);
   const links = siteLinks(o.radios);
   if (links.length === 0) throw new Error('the site has no link (its radios need one tx and at least one rx)');
@@ -248,7 +249,8 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   // 2. The chain phases, from the first 70 % of each session's labels; 3. checked on the next 15 %, reported on the last.
   const fits = new Map<string, ChainPhaseFit>();
   const grid = floorGrid({ x0: 0, x1: o.room.width, y0: 0, y1: o.room.depth });
-  const inRoom = (p: { x: number; y: number } | null): p is { x: number; y: number } => p !== null && p.x >= 0 && p.y >= 0 && p.x <= o.room.width && p.y <= o.room.depth;
+  const inRoom = (p: { x: number; y: number } | null): p is { x: number; y: number } =>
+    p !== null && p.x >= 0 && p.y >= 0 && p.x <= o.room.width && p.y <= o.room.depth;
   const labelled = new Map<string, { labels: Label[] }>();
   for (const s of o.sessions) labelled.set(s.keypoints, { labels: parseLabels(await readFile(s.keypoints, 'utf8'), s.keypoints) });
 
@@ -303,7 +305,9 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
     const fit = fits.get(link.id);
     if (!fit) continue;
     if (fit.windows < MIN_WINDOWS)
-      throw new Error(`link ${link.id}: only ${fit.windows} windows in which the camera saw exactly one person (at least ${MIN_WINDOWS}): record more minutes with one person walking through the room`);
+      throw new Error(
+        `link ${link.id}: only ${fit.windows} windows in which the camera saw exactly one person (at least ${MIN_WINDOWS}): record more minutes with one person walking through the room`,
+      );
     const r = fit.fit();
     const g = fit.geometry;
     calLinks.push({
@@ -320,8 +324,12 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
     reports.push({ id: link.id, emptyPackets: emptyPackets.get(link.id) ?? 0, windows: fit.windows, focusBefore: r.focusBefore, focusAfter: r.focusAfter });
   }
   if (calLinks.length === 0)
-    throw new Error(`no window in which the camera saw exactly one person on the site's links (${links.map((l) => l.id).join(', ')}): check the labels' times and the links of the recordings`);
-  progress.done(`chain phases: ${reports.map((r) => `${r.id} ${r.windows} windows, focus ${r.focusBefore.toFixed(3)} -> ${r.focusAfter.toFixed(3)}`).join('; ')}`);
+    throw new Error(
+      `no window in which the camera saw exactly one person on the site's links (${links.map((l) => l.id).join(', ')}): check the labels' times and the links of the recordings`,
+    );
+  progress.done(
+    `chain phases: ${reports.map((r) => `${r.id} ${r.windows} windows, focus ${r.focusBefore.toFixed(3)} -> ${r.focusAfter.toFixed(3)}`).join('; ')}`,
+  );
 
   const factors = new Map(calLinks.map((c) => [c.id, chainFactors(c.chainPhases)]));
   const beamformers = new Map<string, { bf: FloorBeamformer; map: Float32Array }>();
@@ -356,20 +364,26 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   const check = { windows: dist.check.before.length, before: median(dist.check.before), after: median(dist.check.after), applied: false };
   // Kept only when they bring the peak closer on the check part (no check windows: kept, as fitted).
   check.applied = check.windows === 0 || check.after < check.before;
-  if (!check.applied) for (let i = 0; i < calLinks.length; i++) calLinks[i] = { ...calLinks[i]!, chainPhases: new Float64Array(calLinks[i]!.chainPhases.length) };
+  if (!check.applied)
+    for (let i = 0; i < calLinks.length; i++) calLinks[i] = { ...calLinks[i]!, chainPhases: new Float64Array(calLinks[i]!.chainPhases.length) };
   progress.done(
     `check windows: ${check.windows}, first candidate ${check.before.toFixed(2)} -> ${check.after.toFixed(2)} m with the fitted chain phases: ${check.applied ? 'kept' : 'not kept (the chains are taken as right)'}`,
   );
   const held = dist.held;
   const heldOut = { windows: held.before.length, before: median(held.before), after: median(check.applied ? held.after : held.before) };
-  progress.done(`held-out windows: ${heldOut.windows}, first candidate ${heldOut.before.toFixed(2)} -> ${heldOut.after.toFixed(2)} m from the labelled person (median)`);
+  progress.done(
+    `held-out windows: ${heldOut.windows}, first candidate ${heldOut.before.toFixed(2)} -> ${heldOut.after.toFixed(2)} m from the labelled person (median)`,
+  );
 
   // 4. The room model: the refiner's bytes with the calibration in its metadata.
   const calibration: RoomCalibration = { version: CALIBRATION_VERSION, created: new Date().toISOString(), links: calLinks };
   const model = onnx.ModelProto.decode(bytes);
   const props = (model.metadataProps ?? []).filter((p) => p.key !== ROOM_CALIBRATION_KEY && p.key !== 'model_version');
   const version = (model.metadataProps ?? []).find((p) => p.key === 'model_version')?.value ?? '';
-  props.push({ key: 'model_version', value: `${version.replace(/\+room$/, '')}+room` }, { key: ROOM_CALIBRATION_KEY, value: roomCalibrationToJson(calibration) });
+  props.push(
+    { key: 'model_version', value: `${version.replace(/\+room$/, '')}+room` },
+    { key: ROOM_CALIBRATION_KEY, value: roomCalibrationToJson(calibration) },
+  );
   model.metadataProps = props.map((p) => onnx.StringStringEntryProto.create(p));
   const outBytes = onnx.ModelProto.encode(model).finish();
   await writeFile(o.out, outBytes);

@@ -51,8 +51,7 @@ export function buildPipeline(input: string, registry: Registry, opts: { require
     try {
       sink = { spec, params: resolveParams(spec.params, last.params) };
     } catch (e) {
-      if (e instanceof ParamError)
-        throw new PipelineError(`"${last.name}": ${e.message}`, stages.length, input, last.column, last.text.length);
+      if (e instanceof ParamError) throw new PipelineError(`"${last.name}": ${e.message}`, stages.length, input, last.column, last.text.length);
       throw e;
     }
     middle = middle.slice(0, -1);

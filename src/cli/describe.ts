@@ -3,8 +3,7 @@ import { SINKS } from './sinks/index.js';
 import type { ParamSpec } from '../engine/spec.js';
 
 function paramLine(p: ParamSpec): string {
-  const range =
-    p.type === 'enum' ? ` one of ${p.values?.join('|')}` : p.min !== undefined || p.max !== undefined ? ` [${p.min ?? ''}..${p.max ?? ''}]` : '';
+  const range = p.type === 'enum' ? ` one of ${p.values?.join('|')}` : p.min !== undefined || p.max !== undefined ? ` [${p.min ?? ''}..${p.max ?? ''}]` : '';
   return `    ${p.name}=${String(p.default)}  (${p.type}${range}) ${p.description}\n`;
 }
 
@@ -47,9 +46,7 @@ export function describePipelines(registry: Registry, json: boolean): string {
   if (json) return JSON.stringify(list, null, 2) + '\n';
   let s = '';
   for (const p of list) {
-    const stages = p.stages
-      .map(([n, params]) => [n, ...Object.entries(params ?? {}).map(([k, v]) => `${k}=${String(v)}`)].join(' '))
-      .join(' | ');
+    const stages = p.stages.map(([n, params]) => [n, ...Object.entries(params ?? {}).map(([k, v]) => `${k}=${String(v)}`)].join(' ')).join(' | ');
     s += `${p.name}  ${p.summary}\n    ${stages}\n`;
   }
   return s;

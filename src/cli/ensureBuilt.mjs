@@ -35,10 +35,7 @@ export const PARTS = [
     name: 'the service (tsc)',
     commands: ['tsc -p tsconfig.json'],
     output: 'dist/src/cli/main.js',
-    sources: (root) => [
-      ...tree(root, ['src', 'operators', 'pipelines'], (f) => f.endsWith('.ts')),
-      ...existing(root, ['tsconfig.json', 'package-lock.json']),
-    ],
+    sources: (root) => [...tree(root, ['src', 'operators', 'pipelines'], (f) => f.endsWith('.ts')), ...existing(root, ['tsconfig.json', 'package-lock.json'])],
   },
   {
     name: 'the dashboard (typecheck, bundle)',

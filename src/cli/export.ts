@@ -128,14 +128,19 @@ export async function runExport(o: ExportFlags, io: AnalystIo): Promise<number> 
  */
 export function exportCommand(io: AnalystIo = processIo()): Command {
   return new Command('export')
-    .description('write the store\'s time tables to Parquet or CSV files, one per table, through the running service when it holds the file')
+    .description("write the store's time tables to Parquet or CSV files, one per table, through the running service when it holds the file")
     .addOption(dataDirOption(io))
     .addOption(new Option('--format <format>', 'parquet | csv').choices(EXPORT_FORMATS).makeOptionMandatory())
     .addOption(new Option('--from <time>', 'first time, ISO 8601 (inclusive)').argParser(isoTime))
     .addOption(new Option('--to <time>', 'last time, ISO 8601 (inclusive)').argParser(isoTime))
-    .addOption(new Option('--table <name>', `a table (repeatable, or comma-separated): ${EXPORT_TABLES.join(', ')}; default all`).argParser(collect).default([]))
     .addOption(
-      new Option('--out <dir>', "folder for the files (created when missing); default DATA_DIR/exports, the store's export folder, which queries through the running service can read"),
+      new Option('--table <name>', `a table (repeatable, or comma-separated): ${EXPORT_TABLES.join(', ')}; default all`).argParser(collect).default([]),
+    )
+    .addOption(
+      new Option(
+        '--out <dir>',
+        "folder for the files (created when missing); default DATA_DIR/exports, the store's export folder, which queries through the running service can read",
+      ),
     )
     .exitOverride(usageExit)
     .action(async (o: ExportFlags) => {

@@ -44,8 +44,7 @@ function table(keys: Array<Omit<ApiKeyInfo, 'source'>>): string {
  * @returns the `keys` command, to register with `program.addCommand(keysCommand())`
  */
 export function keysCommand(io: KeysIo = defaultIo()): Command {
-  const dataDir = () =>
-    new Option('--data-dir <dir>', 'data directory (env CSIPOSE_DATA_DIR)').default(io.env.CSIPOSE_DATA_DIR || './data');
+  const dataDir = () => new Option('--data-dir <dir>', 'data directory (env CSIPOSE_DATA_DIR)').default(io.env.CSIPOSE_DATA_DIR || './data');
   const open = (dir: string) => {
     const store = new ApiKeyStore(dir);
     store.load();

@@ -92,9 +92,7 @@ async function execute(text: string, flags: RunFlags): Promise<number> {
 
 /** Builds the `csipose` command line. Exported for tests. */
 export function program(): Command {
-  const cli = new Command('csipose')
-    .description('WiFi CSI to human pose: decode captures, compose and run streaming pipelines')
-    .version(pkg.version);
+  const cli = new Command('csipose').description('WiFi CSI to human pose: decode captures, compose and run streaming pipelines').version(pkg.version);
 
   cli.addCommand(decodeCommand());
 
@@ -110,7 +108,7 @@ export function program(): Command {
       .option('--env <id>', 'environment id stamped into frames')
       .option(
         '--site',
-        "sources see the default site (environment.site: a router and three receivers) and view, as `serve` lends them: sim simulates every link, each frame with its link_id; file and udp URIs may name their link=RX",
+        'sources see the default site (environment.site: a router and three receivers) and view, as `serve` lends them: sim simulates every link, each frame with its link_id; file and udp URIs may name their link=RX',
       )
       .addHelpText(
         'after',
@@ -119,7 +117,10 @@ export function program(): Command {
           'run cleanly: the sink writes out what it holds, every line is whole, and the exit status is 0.\n' +
           'Exit status 1 on a stream or write error, 2 on a pipeline that cannot be built.\n' +
           'Sources: sim[?seed=N&people=N&truth=1...], file:PATH[?format=F&loop=K&speed=N],\n' +
-          `udp://HOST:PORT?format=F, mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=${formatList('|', mqttFormats().map((e) => e.name))} (mqtts:// too),\n` +
+          `udp://HOST:PORT?format=F, mqtt://[USER:PASS@]HOST[:PORT]/TOPIC?format=${formatList(
+            '|',
+            mqttFormats().map((e) => e.name),
+          )} (mqtts:// too),\n` +
           'stdin[?format=F] or -. Sinks: ndjson [path=FILE|-], stats [interval=S], null,\n' +
           'capture path=FILE|- [labels=FILE] [label_hz=N] [link=ID] (see `csipose operators`).',
       );
@@ -128,11 +129,7 @@ export function program(): Command {
     cli
       .command('run')
       .description('run a named pipeline from a source into a sink')
-      .option(
-        '-s, --source <uri>',
-        'sim[?seed=..], file:PATH[?format=F], udp://HOST:PORT?format=F, mqtt://HOST[:PORT]/TOPIC?format=F, stdin[?format=F]',
-        'sim',
-      )
+      .option('-s, --source <uri>', 'sim[?seed=..], file:PATH[?format=F], udp://HOST:PORT?format=F, mqtt://HOST[:PORT]/TOPIC?format=F, stdin[?format=F]', 'sim')
       .option('-p, --pipeline <name>', 'a pipeline (see `csipose pipelines`) or inline stages "a | b k=v"', 'sense')
       .option('-k, --sink <sink>', 'ndjson | stats | null | capture, with params: "ndjson path=out.ndjson"', 'ndjson'),
   ).action(async (o: RunFlags & { source: string; pipeline: string; sink: string }) => {

@@ -205,7 +205,10 @@ export function formatResult(r: Pick<SqlResult, 'columns' | 'rows'>, format: Que
   const widths = names.map((n, c) => Math.max(n.length, ...cells.map((row) => row[c]!.length)));
   const right = r.columns.map((c) => NUMERIC.test(c.type));
   const line = (row: string[], header: boolean) =>
-    row.map((s, c) => (right[c] && !header ? s.padStart(widths[c]!) : c === row.length - 1 ? s : s.padEnd(widths[c]!))).join(' | ').trimEnd();
+    row
+      .map((s, c) => (right[c] && !header ? s.padStart(widths[c]!) : c === row.length - 1 ? s : s.padEnd(widths[c]!)))
+      .join(' | ')
+      .trimEnd();
   const out = [line(names, true), widths.map((w) => '-'.repeat(w)).join('-+-'), ...cells.map((row) => line(row, false))];
   out.push(`(${r.rows.length} row${r.rows.length === 1 ? '' : 's'})`);
   return out.join('\n') + '\n';

@@ -22,69 +22,90 @@ export function serveCommand(): Command {
     .addOption(new Option('--port <port>', 'port; 0 picks a free one').env('CSIPOSE_PORT').default(8000).argParser(port))
     .addOption(new Option('--data-dir <dir>', 'DuckDB, config, users and keys').env('CSIPOSE_DATA_DIR').default('./data'))
     .addOption(new Option('--config <file>', 'JSON configuration overlay').env('CSIPOSE_CONFIG'))
-    .addOption(new Option('--source <uri>', 'sim[?...], udp://HOST:PORT?format=F, mqtt://HOST[:PORT]/TOPIC?format=F, file:PATH (overrides config hardware.source)').env('CSIPOSE_SOURCE'))
+    .addOption(
+      new Option('--source <uri>', 'sim[?...], udp://HOST:PORT?format=F, mqtt://HOST[:PORT]/TOPIC?format=F, file:PATH (overrides config hardware.source)').env(
+        'CSIPOSE_SOURCE',
+      ),
+    )
     .addOption(new Option('--form <form>', 'default response form').choices(['a', 'b']).env('CSIPOSE_FORM'))
     .addOption(new Option('--no-autostart', 'do not start the system at launch').env('CSIPOSE_NO_AUTOSTART'))
     .addOption(new Option('--no-dashboard', 'do not serve the web dashboard at /').env('CSIPOSE_NO_DASHBOARD'))
-    .addOption(new Option('--log-level <level>', 'error | warn | info | debug').choices([...LEVELS]).env('CSIPOSE_LOG_LEVEL').default('info'))
     .addOption(
-      new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale),
+      new Option('--log-level <level>', 'error | warn | info | debug')
+        .choices([...LEVELS])
+        .env('CSIPOSE_LOG_LEVEL')
+        .default('info'),
     )
+    .addOption(new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale))
     .addOption(new Option('--http <transport>', 'HTTP transport (node only for the benchmark)').choices(['uws', 'node']).default('uws').hideHelp())
-    .action(async (o: { http: 'uws' | 'node'; host: string; port: number; dataDir: string; config?: string; source?: string; form?: 'a' | 'b'; autostart: boolean; dashboard: boolean; logLevel: Level; rateLimitScale: number }) => {
-      const rank = LEVELS.indexOf(o.logLevel);
-      const log = (level: 'info' | 'warn' | 'error', msg: string) => {
-        if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
-      };
-      let app: App;
-      try {
-        app = await startApp({
-          host: o.host,
-          port: o.port,
-          dataDir: o.dataDir,
-          ...(o.config ? { configFile: o.config } : {}),
-          ...(o.source ? { source: o.source } : {}),
-          ...(o.form ? { form: o.form } : {}),
-          autostart: o.autostart,
-          dashboard: o.dashboard,
-          rateLimitScale: o.rateLimitScale,
-          transport: o.http,
-          log,
-        });
-      } catch (e) {
-        process.stderr.write(`csipose serve: ${(e as Error).message}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      if (app.svc.generatedAdminPassword) {
-        process.stdout.write(`admin password (generated, shown once): ${app.svc.generatedAdminPassword}\n`);
-      }
-      process.stdout.write(`pose stream on ws://${o.host}:${app.server.port}/ws/pose\n`);
-      if (app.server.dashboard) {
-        // An address a browser on this machine can open, also when bound to every interface.
-        const host = o.host === '0.0.0.0' || o.host === '' ? '127.0.0.1' : o.host === '::' ? '[::1]' : o.host.includes(':') ? `[${o.host}]` : o.host;
-        const who = app.svc.generatedAdminPassword ? 'as admin with the password above' : 'as admin or with an API key';
-        process.stdout.write(`dashboard on http://${host}:${app.server.port}/ (sign in ${who})\n`);
-      }
-      // Last, as DECISIONS has it: scripts wait for this line.
-      process.stdout.write(`listening on http://${o.host}:${app.server.port}\n`);
-      let stopping = false;
-      const stop = (sig: string) => {
-        if (stopping) return;
-        stopping = true;
-        log('info', `${sig}: shutting down`);
-        app.close().then(
-          () => {
-            log('info', 'stopped');
-            process.exit(0);
-          },
-          (e: unknown) => {
-            log('error', `shutdown: ${(e as Error).message}`);
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGINT', () => stop('SIGINT'));
-      process.on('SIGTERM', () => stop('SIGTERM'));
-    });
+    .action(
+      async (o: {
+        http: 'uws' | 'node';
+        host: string;
+        port: number;
+        dataDir: string;
+        config?: string;
+        source?: string;
+        form?: 'a' | 'b';
+        autostart: boolean;
+        dashboard: boolean;
+        logLevel: Level;
+        rateLimitScale: number;
+      }) => {
+        const rank = LEVELS.indexOf(o.logLevel);
+        const log = (level: 'info' | 'warn' | 'error', msg: string) => {
+          if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
+        };
+        let app: App;
+        try {
+          app = await startApp({
+            host: o.host,
+            port: o.port,
+            dataDir: o.dataDir,
+            ...(o.config ? { configFile: o.config } : {}),
+            ...(o.source ? { source: o.source } : {}),
+            ...(o.form ? { form: o.form } : {}),
+            autostart: o.autostart,
+            dashboard: o.dashboard,
+            rateLimitScale: o.rateLimitScale,
+            transport: o.http,
+            log,
+          });
+        } catch (e) {
+          process.stderr.write(`csipose serve: ${(e as Error).message}\n`);
+          process.exitCode = 1;
+          return;
+        }
+        if (app.svc.generatedAdminPassword) {
+          process.stdout.write(`admin password (generated, shown once): ${app.svc.generatedAdminPassword}\n`);
+        }
+        process.stdout.write(`pose stream on ws://${o.host}:${app.server.port}/ws/pose\n`);
+        if (app.server.dashboard) {
+          // An address a browser on this machine can open, also when bound to every interface.
+          const host = o.host === '0.0.0.0' || o.host === '' ? '127.0.0.1' : o.host === '::' ? '[::1]' : o.host.includes(':') ? `[${o.host}]` : o.host;
+          const who = app.svc.generatedAdminPassword ? 'as admin with the password above' : 'as admin or with an API key';
+          process.stdout.write(`dashboard on http://${host}:${app.server.port}/ (sign in ${who})\n`);
+        }
+        // Last, as DECISIONS has it: scripts wait for this line.
+        process.stdout.write(`listening on http://${o.host}:${app.server.port}\n`);
+        let stopping = false;
+        const stop = (sig: string) => {
+          if (stopping) return;
+          stopping = true;
+          log('info', `${sig}: shutting down`);
+          app.close().then(
+            () => {
+              log('info', 'stopped');
+              process.exit(0);
+            },
+            (e: unknown) => {
+              log('error', `shutdown: ${(e as Error).message}`);
+              process.exit(1);
+            },
+          );
+        };
+        process.on('SIGINT', () => stop('SIGINT'));
+        process.on('SIGTERM', () => stop('SIGTERM'));
+      },
+    );
 }

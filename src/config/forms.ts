@@ -141,7 +141,13 @@ function copy(v: unknown): unknown {
   return v !== null && typeof v === 'object' ? structuredClone(v) : v;
 }
 
-function build(config: Config, fields: readonly FormField[], extras: readonly string[], strict: boolean, readOnly: (name: string) => unknown): Record<string, unknown> {
+function build(
+  config: Config,
+  fields: readonly FormField[],
+  extras: readonly string[],
+  strict: boolean,
+  readOnly: (name: string) => unknown,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of fields) {
     if (!f.canonical) {
@@ -259,8 +265,7 @@ function knownUnder(prefix: string): string[] {
   const node = nodeAt(prefix);
   if (node && isGroup(node)) for (const k of Object.keys(node.children)) names.add(k);
   const lead = prefix ? `${prefix}.` : '';
-  for (const n of [...ALIASES.map((a) => a.name), ...Object.keys(READ_ONLY)])
-    if (n.startsWith(lead)) names.add(n.slice(lead.length).split('.')[0]!);
+  for (const n of [...ALIASES.map((a) => a.name), ...Object.keys(READ_ONLY)]) if (n.startsWith(lead)) names.add(n.slice(lead.length).split('.')[0]!);
   if (prefix === '') for (const g of Object.keys(GROUP_ALIASES)) names.add(g);
   return [...names];
 }

@@ -135,14 +135,7 @@ export const DOMAINS: readonly Domain[] = ['healthcare', 'retail', 'security', '
 
 /** The rate-limit categories of the Form B table (DECISIONS "Rate limits"). */
 export type RateLimitCategory = 'authentication' | 'pose_data' | 'pose_processing' | 'configuration' | 'analytics' | 'health';
-export const RATE_LIMIT_CATEGORIES: readonly RateLimitCategory[] = [
-  'authentication',
-  'pose_data',
-  'pose_processing',
-  'configuration',
-  'analytics',
-  'health',
-];
+export const RATE_LIMIT_CATEGORIES: readonly RateLimitCategory[] = ['authentication', 'pose_data', 'pose_processing', 'configuration', 'analytics', 'health'];
 
 export const ZONE_SEVERITIES: readonly AlertSeverity[] = ['low', 'medium', 'high', 'critical'];
 
@@ -223,11 +216,7 @@ export interface ServiceConfig {
 }
 
 /** Read-only view of a value, all the way down. */
-export type DeepReadonly<T> = T extends (infer U)[]
-  ? ReadonlyArray<DeepReadonly<U>>
-  : T extends object
-    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
-    : T;
+export type DeepReadonly<T> = T extends (infer U)[] ? ReadonlyArray<DeepReadonly<U>> : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
 
 function group(description: string, children: Record<string, ConfigNode>): GroupDef {
   return { group: true, description, children };
@@ -325,7 +314,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
     view: group(
       'Reference view: keypoints and bounding boxes are pixels of this image, the 3-D skeleton projected ' +
         'through a pinhole camera (no roll; u right, v down from the top-left corner). The camera stands in ' +
-        "room coordinates, metres in the frame of environment.site and the zones: x across the room from its left " +
+        'room coordinates, metres in the frame of environment.site and the zones: x across the room from its left ' +
         "wall as seen from the receiver's (front) wall, y in depth away from that wall, z above the floor. " +
         "yaw_deg 0 looks straight into the room (+y), positive turns towards +x (the view's right); pitch_deg " +
         "negative looks down. The defaults are centred on the receiver's wall of the default room at 1.6 m, looking " +
@@ -377,7 +366,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       restart: false,
     },
     site: group(
-      "Which room, and where its radios hang (DECISIONS \"Sites with several radios\"). Metres, in the floor plan " +
+      'Which room, and where its radios hang (DECISIONS "Sites with several radios"). Metres, in the floor plan ' +
         "of the model's `floor` output and of the zones: x across the room from its left wall as seen from the " +
         "front wall, y in depth away from that wall, z above the floor. The defaults are the simulator's default " +
         'room (DEFAULT_ROOM in src/sim/scenario.ts, 6 x 5 m) with a router on the back wall and three receivers ' +
@@ -433,7 +422,8 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       default: 0.5,
       minimum: 0,
       maximum: 1,
-      description: 'Persons whose confidence is below this are dropped (contract v2 models: the k-th person\'s confidence is the probability that at least k people are there)',
+      description:
+        "Persons whose confidence is below this are dropped (contract v2 models: the k-th person's confidence is the probability that at least k people are there)",
       restart: false,
     },
     max_persons: {
@@ -443,7 +433,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       maximum: 10,
       description:
         'At most this many persons per frame; the model contract fixes its own person slots (4 for the ' +
-        "shipped model, metadata max_persons), so the effective limit is the smaller of the two",
+        'shipped model, metadata max_persons), so the effective limit is the smaller of the two',
       restart: false,
     },
     tracking_enabled: {
@@ -733,8 +723,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
     mqtt_homeassistant: {
       type: 'boolean',
       default: false,
-      description:
-        'Also publish Home Assistant MQTT discovery: each environment as a device with person count, occupancy, fall alert and system status',
+      description: 'Also publish Home Assistant MQTT discovery: each environment as a device with person count, occupancy, fall alert and system status',
       restart: false,
     },
     mqtt_homeassistant_prefix: {

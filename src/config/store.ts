@@ -29,18 +29,7 @@ import { join, resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
 import { ApiError } from '../errors.js';
 import { parseUpdate } from './forms.js';
-import {
-  FIELDS,
-  cloneValue,
-  deepEqual,
-  deepFreeze,
-  defaults,
-  fieldAt,
-  getPath,
-  setPath,
-  type DeepReadonly,
-  type ServiceConfig,
-} from './schema.js';
+import { FIELDS, cloneValue, deepEqual, deepFreeze, defaults, fieldAt, getPath, setPath, type DeepReadonly, type ServiceConfig } from './schema.js';
 import { validateChange, validateConfig, validateUpdate, type ConfigChange, type FieldError } from './validate.js';
 import { SECRET_PATHS, maskErrors, maskUrlPassword, restoreMasked } from './secrets.js';
 
@@ -387,7 +376,8 @@ async function loadSaved(file: string, now: () => number, warnings: string[]): P
     const settings = enveloped ? d.settings : d;
     let version = 0;
     if (enveloped) {
-      if (typeof d.version !== 'number' || !Number.isSafeInteger(d.version) || d.version < 0) return `its version ${JSON.stringify(d.version)} is not a non-negative integer`;
+      if (typeof d.version !== 'number' || !Number.isSafeInteger(d.version) || d.version < 0)
+        return `its version ${JSON.stringify(d.version)} is not a non-negative integer`;
       version = d.version;
     }
     const r = validateUpdate(settings);

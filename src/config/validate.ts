@@ -159,12 +159,17 @@ function checkString(def: StringField, path: string, v: unknown): Checked {
   if (def.format === 'date-time') {
     const t = parseIsoTimestamp(v);
     if (!Number.isFinite(t))
-      return fail(path, `${path} must be an ISO 8601 timestamp with a time zone (e.g. 2026-01-31T12:00:00Z)${def.nullable ? ' or null' : ''}, got ${describeValue(v)}`, v);
+      return fail(
+        path,
+        `${path} must be an ISO 8601 timestamp with a time zone (e.g. 2026-01-31T12:00:00Z)${def.nullable ? ' or null' : ''}, got ${describeValue(v)}`,
+        v,
+      );
     return { ok: true, value: new Date(t).toISOString() };
   }
   if (def.minLength !== undefined && v.length < def.minLength)
     return fail(path, def.minLength === 1 ? `${path} must not be empty` : `${path} must be at least ${def.minLength} characters long`, v);
-  if (def.maxLength !== undefined && v.length > def.maxLength) return fail(path, `${path} must be at most ${def.maxLength} characters long, got ${v.length}`, v);
+  if (def.maxLength !== undefined && v.length > def.maxLength)
+    return fail(path, `${path} must be at most ${def.maxLength} characters long, got ${v.length}`, v);
   if (def.pattern !== undefined && !new RegExp(def.pattern).test(v))
     return fail(path, `${path} must be ${def.patternHint ?? `a string matching ${def.pattern}`}, got ${describeValue(v)}`, v);
   return { ok: true, value: v };
@@ -195,7 +200,8 @@ function checkZones(def: ZonesField, path: string, v: unknown): Checked {
       zone.id = z.id;
     }
     if (z.name !== undefined) {
-      if (typeof z.name !== 'string' || z.name.length > 200) err(`${at}.name`, `${at}.name must be a string of at most 200 characters, got ${describeValue(z.name)}`, z.name);
+      if (typeof z.name !== 'string' || z.name.length > 200)
+        err(`${at}.name`, `${at}.name must be a string of at most 200 characters, got ${describeValue(z.name)}`, z.name);
       else zone.name = z.name;
     } else if (typeof zone.id === 'string') {
       // Stored zones always carry a name (ZoneConfig requires one); it defaults to the id.
@@ -212,7 +218,8 @@ function checkZones(def: ZonesField, path: string, v: unknown): Checked {
       const vertices: Array<[number, number]> = [];
       poly.forEach((p, j) => {
         const ok = Array.isArray(p) && p.length === 2 && typeof p[0] === 'number' && typeof p[1] === 'number' && Number.isFinite(p[0]) && Number.isFinite(p[1]);
-        if (!ok) err(`${at}.polygon[${j}]`, `${at}.polygon[${j}] must be [x, y] with two finite numbers (metres), got ${JSON.stringify(p) ?? describeValue(p)}`, p);
+        if (!ok)
+          err(`${at}.polygon[${j}]`, `${at}.polygon[${j}] must be [x, y] with two finite numbers (metres), got ${JSON.stringify(p) ?? describeValue(p)}`, p);
         else vertices.push([p[0], p[1]]);
       });
       zone.polygon = vertices;
@@ -258,7 +265,8 @@ function checkRadios(def: RadiosField, path: string, v: unknown): Checked {
   if (!Array.isArray(v)) return wrongType(def, path, v);
   const errors: FieldError[] = [];
   const err = (field: string, message: string, received: unknown): void => void errors.push({ field, message, received_value: received });
-  if (v.length > def.maxReceivers + 1) return fail(path, `${path} must hold at most ${def.maxReceivers + 1} radios (1 tx and up to ${def.maxReceivers} rx), got ${v.length}`, v.length);
+  if (v.length > def.maxReceivers + 1)
+    return fail(path, `${path} must hold at most ${def.maxReceivers + 1} radios (1 tx and up to ${def.maxReceivers} rx), got ${v.length}`, v.length);
   const seen = new Set<string>();
   const out: unknown[] = [];
   let tx = 0;
@@ -266,7 +274,8 @@ function checkRadios(def: RadiosField, path: string, v: unknown): Checked {
   v.forEach((r, i) => {
     const at = `${path}[${i}]`;
     if (!isPlainObject(r)) return err(at, `${at} must be a radio object {${RADIO_KEYS.join(', ')}}, got ${describeValue(r)}`, r);
-    for (const k of Object.keys(r)) if (!(RADIO_KEYS as readonly string[]).includes(k)) err(`${at}.${k}`, `${at}.${k} is not a radio field (fields: ${RADIO_KEYS.join(', ')})`, r[k]);
+    for (const k of Object.keys(r))
+      if (!(RADIO_KEYS as readonly string[]).includes(k)) err(`${at}.${k}`, `${at}.${k} is not a radio field (fields: ${RADIO_KEYS.join(', ')})`, r[k]);
     const radio: Record<string, unknown> = {};
     if (typeof r.id !== 'string' || !RADIO_ID.test(r.id)) err(`${at}.id`, `${at}.id must be 1-32 letters, digits or "_", got ${describeValue(r.id)}`, r.id);
     else if (seen.has(r.id)) err(`${at}.id`, `${at}.id ${JSON.stringify(r.id)} is used by an earlier radio; radio ids must be unique`, r.id);
@@ -288,7 +297,11 @@ function checkRadios(def: RadiosField, path: string, v: unknown): Checked {
       if (typeof value !== 'number' || !Number.isFinite(value) || value < minimum || !below(value) || (integer && !Number.isInteger(value))) {
         const what = integer ? 'an integer' : 'a number';
         const range = k === 'yaw_deg' ? `from ${minimum} up to (not including) ${maximum}` : `between ${minimum} and ${maximum}`;
-        err(`${at}.${k}`, value === undefined ? `${at}.${k} is required: ${what} ${range}` : `${at}.${k} must be ${what} ${range}, got ${describeValue(value)}`, value);
+        err(
+          `${at}.${k}`,
+          value === undefined ? `${at}.${k} is required: ${what} ${range}` : `${at}.${k} must be ${what} ${range}, got ${describeValue(value)}`,
+          value,
+        );
       } else radio[k] = value;
     }
     const format = r.format === undefined ? RADIO_OPTIONAL.format : r.format;
@@ -319,8 +332,7 @@ export function checkField(def: FieldDef, path: string, v: unknown): Checked {
       return checkNumber(def, path, v);
     case 'boolean':
       if (typeof v !== 'boolean') return wrongType(def, path, v);
-      if (def.enum && !def.enum.includes(v))
-        return fail(path, `${path} must be ${def.enum.join(' or ')}${def.enumReason ? `: ${def.enumReason}` : ''}`, v);
+      if (def.enum && !def.enum.includes(v)) return fail(path, `${path} must be ${def.enum.join(' or ')}${def.enumReason ? `: ${def.enumReason}` : ''}`, v);
       return { ok: true, value: v };
     case 'string':
       return checkString(def, path, v);
@@ -413,7 +425,10 @@ function walk(node: GroupDef, obj: Record<string, unknown>, prefix: string, chan
  */
 export function validateUpdate(partial: unknown): ValidationResult {
   if (!isPlainObject(partial))
-    return { ok: false, errors: [{ field: '', message: `the configuration update must be a JSON object, got ${describeValue(partial)}`, received_value: partial }] };
+    return {
+      ok: false,
+      errors: [{ field: '', message: `the configuration update must be a JSON object, got ${describeValue(partial)}`, received_value: partial }],
+    };
   const changes: ConfigChange[] = [];
   const errors: FieldError[] = [];
   walk(CONFIG_SCHEMA, partial, '', changes, errors);

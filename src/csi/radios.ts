@@ -120,7 +120,12 @@ export function antennaAxis(yawDeg: number): { x: number; y: number; z: number }
  * @throws RangeError for a zero axis
  * @example linePositions({ x: 3, y: 0.2, z: 1.2 }, { x: 1, y: 0, z: 0 }, 3, 0.029) // x 2.971, 3, 3.029
  */
-export function linePositions(position: { x: number; y: number; z: number }, axis: { x: number; y: number; z: number }, n: number, spacing: number): Float64Array {
+export function linePositions(
+  position: { x: number; y: number; z: number },
+  axis: { x: number; y: number; z: number },
+  n: number,
+  spacing: number,
+): Float64Array {
   const norm = Math.hypot(axis.x, axis.y, axis.z);
   if (!(norm > 0)) throw new RangeError('array axis must be a non-zero vector');
   const out = new Float64Array(3 * n);

@@ -325,8 +325,7 @@ export class AtherosDecoder extends RecordStreamDecoder implements CsiDecoder {
       nRx: nr,
       nTx: nc,
       nSub: tones,
-      subcarriers:
-        tones === 56 ? ATHEROS_SUBCARRIERS_20 : tones === 114 ? ATHEROS_SUBCARRIERS_40 : sequentialIndices(tones),
+      subcarriers: tones === 56 ? ATHEROS_SUBCARRIERS_20 : tones === 114 ? ATHEROS_SUBCARRIERS_40 : sequentialIndices(tones),
       csi,
       meta: {
         timestamp,

@@ -152,14 +152,7 @@ export class Intel5300Decoder extends RecordStreamDecoder implements CsiDecoder 
     const nRx = b[h + 8]!;
     const nTx = b[h + 9]!;
     const len = b[h + 16]! | (b[h + 17]! << 8);
-    if (
-      nRx < 1 ||
-      nRx > 3 ||
-      nTx < 1 ||
-      nTx > 3 ||
-      len !== intel5300PayloadLen(nRx, nTx) ||
-      fieldLen - 1 < BFEE_HEADER + len
-    ) {
+    if (nRx < 1 || nRx > 3 || nTx < 1 || nTx > 3 || len !== intel5300PayloadLen(nRx, nTx) || fieldLen - 1 < BFEE_HEADER + len) {
       return this.skip(total, avail);
     }
     if (avail < total) {

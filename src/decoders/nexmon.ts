@@ -129,15 +129,7 @@ export interface NexmonPacketContext {
  * const out = new Float32Array(2 * 64);
  * unpackFloatAcphy(new DataView(words.buffer), 0, 64, 9, 5, out, new Int8Array(64));
  */
-export function unpackFloatAcphy(
-  view: DataView,
-  byteOffset: number,
-  nfft: number,
-  nman: number,
-  nexp: number,
-  out: Float32Array,
-  exps: Int8Array,
-): void {
+export function unpackFloatAcphy(view: DataView, byteOffset: number, nfft: number, nman: number, nexp: number, out: Float32Array, exps: Int8Array): void {
   const iqMask = (1 << (nman - 1)) - 1;
   const eMask = (1 << nexp) - 1;
   const eP = 1 << (nexp - 1);
@@ -217,11 +209,7 @@ const sharedExps = new Int8Array(512);
  * const r = decodeNexmonPayload(datagram, { sourceId: 'udp://0.0.0.0:5500' });
  * if (typeof r !== 'string') emit(r);
  */
-export function decodeNexmonPayload(
-  payload: Uint8Array,
-  opts: NexmonOptions = {},
-  ctx?: NexmonPacketContext,
-): CsiFrame | NexmonSkipReason {
+export function decodeNexmonPayload(payload: Uint8Array, opts: NexmonOptions = {}, ctx?: NexmonPacketContext): CsiFrame | NexmonSkipReason {
   if (payload.length < NEXMON_HEADER_LEN || payload[0] !== 0x11 || payload[1] !== 0x11) return 'not-nexmon';
   const v = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const chanspec = v.getUint16(14, true);
@@ -250,8 +238,7 @@ export function decodeNexmonPayload(
 
   const oldMagic = payload[2] === 0x11 && payload[3] === 0x11;
   const mac =
-    HEX[payload[4]!]! + ':' + HEX[payload[5]!]! + ':' + HEX[payload[6]!]! + ':' +
-    HEX[payload[7]!]! + ':' + HEX[payload[8]!]! + ':' + HEX[payload[9]!]!;
+    HEX[payload[4]!]! + ':' + HEX[payload[5]!]! + ':' + HEX[payload[6]!]! + ':' + HEX[payload[7]!]! + ':' + HEX[payload[8]!]! + ':' + HEX[payload[9]!]!;
   const seqCnt = v.getUint16(10, true);
   const csiconf = v.getUint16(12, true);
   const meta: Record<string, unknown> = {
@@ -352,9 +339,7 @@ export class NexmonPcapDecoder extends NexmonDecoderBase implements CsiDecoder {
   /** @param opts Encoding choice plus source/environment ids. */
   constructor(opts: NexmonOptions = {}) {
     super(opts);
-    this.reader = new PcapReader((pkt, sec, fracUs, origLen, index, offset) =>
-      this.onPacket(pkt, sec, fracUs, origLen, index, offset),
-    );
+    this.reader = new PcapReader((pkt, sec, fracUs, origLen, index, offset) => this.onPacket(pkt, sec, fracUs, origLen, index, offset));
   }
 
   /** The pcap global header, once read. */

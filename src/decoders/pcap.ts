@@ -58,14 +58,7 @@ export interface PcapGlobalHeader {
  * @param index Zero-based packet index in the file.
  * @param offset File offset of the packet's 16-byte record header.
  */
-export type PcapPacketHandler = (
-  packet: Uint8Array,
-  tsSec: number,
-  tsFracUs: number,
-  origLen: number,
-  index: number,
-  offset: number,
-) => void;
+export type PcapPacketHandler = (packet: Uint8Array, tsSec: number, tsFracUs: number, origLen: number, index: number, offset: number) => void;
 
 /**
  * Incremental classic-pcap reader. Push chunks of any size; each complete packet is handed to the
@@ -179,10 +172,7 @@ export class PcapReader {
   end(): void {
     if (this.failure) throw this.failure;
     if (!this.header) {
-      throw new DecodeError(
-        this.globalLen === 0 ? 'empty input: no pcap global header' : `truncated pcap global header (${this.globalLen} of 24 bytes)`,
-        0,
-      );
+      throw new DecodeError(this.globalLen === 0 ? 'empty input: no pcap global header' : `truncated pcap global header (${this.globalLen} of 24 bytes)`, 0);
     }
     if (this.pendingLen > 0) {
       const what =
@@ -249,14 +239,7 @@ export class PcapReader {
       this.pendingLen = 0;
       this.pendingIncl = -1;
       this.recordOffset += total;
-      this.onPacket(
-        this.pending.subarray(RECORD_HEADER_LEN, total),
-        tsSec,
-        this.header!.nanosecond ? tsFrac / 1000 : tsFrac,
-        orig,
-        this.packets++,
-        offset,
-      );
+      this.onPacket(this.pending.subarray(RECORD_HEADER_LEN, total), tsSec, this.header!.nanosecond ? tsFrac / 1000 : tsFrac, orig, this.packets++, offset);
     }
     return p;
   }

@@ -178,8 +178,7 @@ export function formatFromFileName(path: string): CaptureFormat | undefined {
   const p = path.toLowerCase();
   let best: { format: string; strength: number } | undefined;
   for (const e of DECODERS.values())
-    for (const h of e.fileHints)
-      if ((best === undefined || h.strength > best.strength) && h.pattern.test(p)) best = { format: e.name, strength: h.strength };
+    for (const h of e.fileHints) if ((best === undefined || h.strength > best.strength) && h.pattern.test(p)) best = { format: e.name, strength: h.strength };
   return best?.format as CaptureFormat | undefined;
 }
 

@@ -21,13 +21,7 @@ function range(from: number, to: number, step: number): number[] {
  * Intel 5300, 20 MHz: the 30 groups of 802.11n grouping Ng = 2 (IEEE 802.11n-2009 table 7-25f):
  * every other subcarrier from -28, plus -1 and +1 around DC, up to +28.
  */
-export const INTEL5300_SUBCARRIERS_20: Int16Array = build([
-  ...range(-28, -2, 2),
-  -1,
-  1,
-  ...range(3, 27, 2),
-  28,
-]);
+export const INTEL5300_SUBCARRIERS_20: Int16Array = build([...range(-28, -2, 2), -1, 1, ...range(3, 27, 2), 28]);
 
 /** Intel 5300, 40 MHz: the 30 groups of grouping Ng = 2 at 40 MHz, -58 to +58 in steps of 4 (no DC). */
 export const INTEL5300_SUBCARRIERS_40: Int16Array = build([...range(-58, -2, 4), ...range(2, 58, 4)]);

@@ -148,10 +148,8 @@ function checkEncodable(frame: CsiFrame): void {
   const { nRx, nTx, nSub } = frame;
   const what = `intel5300 encoder: frame ${frame.index}`;
   if (nSub !== N_GROUPS) throw new RangeError(`${what} has ${nSub} subcarriers; an Intel 5300 record holds exactly 30 groups`);
-  if (!(Number.isInteger(nRx) && nRx >= 1 && nRx <= 3))
-    throw new RangeError(`${what} has nRx ${nRx}; an Intel 5300 record holds 1 to 3 receive antennas`);
-  if (!(Number.isInteger(nTx) && nTx >= 1 && nTx <= 3))
-    throw new RangeError(`${what} has nTx ${nTx}; an Intel 5300 record holds 1 to 3 transmit antennas`);
+  if (!(Number.isInteger(nRx) && nRx >= 1 && nRx <= 3)) throw new RangeError(`${what} has nRx ${nRx}; an Intel 5300 record holds 1 to 3 receive antennas`);
+  if (!(Number.isInteger(nTx) && nTx >= 1 && nTx <= 3)) throw new RangeError(`${what} has nTx ${nTx}; an Intel 5300 record holds 1 to 3 transmit antennas`);
   if (frame.csi.length !== nSub * nRx * nTx * 2)
     throw new RangeError(`${what} has ${frame.csi.length} csi values, expected ${nSub * nRx * nTx * 2} for ${nRx}x${nTx}x${nSub}`);
   const ht40 = frame.bandwidthMhz === 40;

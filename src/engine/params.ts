@@ -25,8 +25,7 @@ export function coerceParam(spec: ParamSpec, raw: unknown): number | string | bo
     case 'number': {
       const v = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
       if (!Number.isFinite(v)) throw new ParamError(spec.name, `${where} must be a number, got ${JSON.stringify(raw)}`);
-      if (spec.type === 'int' && !Number.isInteger(v))
-        throw new ParamError(spec.name, `${where} must be an integer, got ${JSON.stringify(raw)}`);
+      if (spec.type === 'int' && !Number.isInteger(v)) throw new ParamError(spec.name, `${where} must be an integer, got ${JSON.stringify(raw)}`);
       if (spec.min !== undefined && v < spec.min) throw new ParamError(spec.name, `${where} must be >= ${spec.min}, got ${v}`);
       if (spec.max !== undefined && v > spec.max) throw new ParamError(spec.name, `${where} must be <= ${spec.max}, got ${v}`);
       return v;
@@ -39,8 +38,7 @@ export function coerceParam(spec: ParamSpec, raw: unknown): number | string | bo
     }
     case 'enum': {
       const s = String(raw);
-      if (!spec.values?.includes(s))
-        throw new ParamError(spec.name, `${where} must be one of ${spec.values?.join(', ')}, got ${JSON.stringify(raw)}`);
+      if (!spec.values?.includes(s)) throw new ParamError(spec.name, `${where} must be one of ${spec.values?.join(', ')}, got ${JSON.stringify(raw)}`);
       return s;
     }
     case 'string':

@@ -69,8 +69,7 @@ export function splitStages(input: string): StageText[] {
         const at = text.indexOf(tok, col - column) + column;
         col = at + tok.length;
         const eq = tok.indexOf('=');
-        if (eq <= 0 || eq === tok.length - 1)
-          throw new PipelineError(`expected key=value, got "${tok}"`, out.length + 1, input, at, tok.length);
+        if (eq <= 0 || eq === tok.length - 1) throw new PipelineError(`expected key=value, got "${tok}"`, out.length + 1, input, at, tok.length);
         params[tok.slice(0, eq)] = tok.slice(eq + 1);
       }
       out.push({ name: name!, params, text, column });

@@ -286,8 +286,17 @@ export interface TrainedLayouts {
  * of the shipped model and of every model trained by it (model_version `csipose-pose-...`).
  */
 export const RECIPE_LAYOUTS: TrainedLayouts = Object.freeze({
-  antennas: Object.freeze([[3, 3], [2, 2], [3, 1], [1, 1]] as const),
-  subcarriers: Object.freeze([[30, 20], [56, 20], [114, 40]] as const),
+  antennas: Object.freeze([
+    [3, 3],
+    [2, 2],
+    [3, 1],
+    [1, 1],
+  ] as const),
+  subcarriers: Object.freeze([
+    [30, 20],
+    [56, 20],
+    [114, 40],
+  ] as const),
   bands: Object.freeze(['5'] as const),
 });
 
@@ -358,7 +367,13 @@ export function parseLayouts(text: string): TrainedLayouts {
   for (const part of text.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0) throw new RangeError(`trained_layouts: "${part}" is not NAME=VALUES`);
-    parts.set(part.slice(0, eq).trim(), part.slice(eq + 1).split(',').map((v) => v.trim()));
+    parts.set(
+      part.slice(0, eq).trim(),
+      part
+        .slice(eq + 1)
+        .split(',')
+        .map((v) => v.trim()),
+    );
   }
   const list = (name: string) => {
     const v = parts.get(name);

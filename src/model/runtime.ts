@@ -255,8 +255,7 @@ function sessionWorkerUrl(): URL {
   const builtAt = statSync(built).mtimeMs;
   for (const source of ['./sessionWorker.ts', './sessionProtocol.ts']) {
     const path = fileURLToPath(new URL(source, import.meta.url));
-    if (existsSync(path) && statSync(path).mtimeMs > builtAt)
-      throw new ModelError(`the inference worker is stale: ${path} is newer than ${built}; ${rebuild}`);
+    if (existsSync(path) && statSync(path).mtimeMs > builtAt) throw new ModelError(`the inference worker is stale: ${path} is newer than ${built}; ${rebuild}`);
   }
   return pathToFileURL(built);
 }
@@ -356,7 +355,10 @@ class WorkerSession implements SessionLike {
       if (this.pending.size === 1) this.worker.ref();
       try {
         const run: ToWorker = { type: 'run', id, feeds: sent };
-        this.worker.postMessage(run, sent.map((f) => f.data.buffer as ArrayBuffer));
+        this.worker.postMessage(
+          run,
+          sent.map((f) => f.data.buffer as ArrayBuffer),
+        );
       } catch (e) {
         this.pending.delete(id);
         if (this.pending.size === 0) this.worker.unref();
@@ -492,7 +494,8 @@ function validateContract(
     throw fail(
       `model contract is ${JSON.stringify(contract)}, this service implements ${JSON.stringify(CONTRACT_VERSION)}, ${JSON.stringify(CONTRACT_V2)} and ${JSON.stringify(CONTRACT_V3)}`,
     );
-  if (contract === CONTRACT_V3 || (contract === undefined && inputs.some((i) => i.name === INPUT_CANDIDATES))) return validateV3(inputs, outputs, props, fail, contract);
+  if (contract === CONTRACT_V3 || (contract === undefined && inputs.some((i) => i.name === INPUT_CANDIDATES)))
+    return validateV3(inputs, outputs, props, fail, contract);
   if (contract === CONTRACT_V2 || (contract === undefined && inputs.some((i) => i.name === INPUT_HISTORY)))
     return validateV2(inputs, outputs, props, expectFeatureDim, fail, contract);
 
@@ -516,11 +519,9 @@ function validateContract(
       throw fail(`model metadata site_dim ${metaSiteDim}, this service builds site rows of ${SITE_DIM}`);
   } else if (metaSiteDim !== undefined && metaSiteDim > 0) throw fail(`model metadata site_dim is ${metaSiteDim} but the model has no '${INPUT_SITE}' input`);
   const siteDim = site ? SITE_DIM : 0;
-  if (!input.isTensor || input.type !== 'float32')
-    throw fail(`model input '${INPUT_FEATURES}' is ${input.type ?? 'not a tensor'}, expected float32`);
+  if (!input.isTensor || input.type !== 'float32') throw fail(`model input '${INPUT_FEATURES}' is ${input.type ?? 'not a tensor'}, expected float32`);
   const ishape = input.shape ?? [];
-  if (ishape.length !== 2)
-    throw fail(`model input '${INPUT_FEATURES}' has shape ${shapeText(ishape)}, expected [N, feature_dim]`);
+  if (ishape.length !== 2) throw fail(`model input '${INPUT_FEATURES}' has shape ${shapeText(ishape)}, expected [N, feature_dim]`);
   if (typeof ishape[0] === 'number' && ishape[0] !== 0)
     throw fail(`model input '${INPUT_FEATURES}' has a fixed batch size ${ishape[0]}, expected a symbolic batch dimension`);
   const metaFeatureDim = metadataNumber(props, 'feature_dim', fail);
@@ -528,8 +529,7 @@ function validateContract(
   if (metaFeatureDim !== undefined && shapeFeatureDim !== undefined && metaFeatureDim !== shapeFeatureDim)
     throw fail(`model metadata feature_dim ${metaFeatureDim} does not match its input shape ${shapeText(ishape)}`);
   const featureDim = shapeFeatureDim ?? metaFeatureDim;
-  if (featureDim === undefined || featureDim < 1)
-    throw fail(`model feature_dim is unknown: input shape ${shapeText(ishape)} and no feature_dim metadata`);
+  if (featureDim === undefined || featureDim < 1) throw fail(`model feature_dim is unknown: input shape ${shapeText(ishape)} and no feature_dim metadata`);
   if (expectFeatureDim !== undefined && featureDim !== expectFeatureDim)
     throw fail(`model expects feature_dim ${featureDim}, the features have ${expectFeatureDim}`);
 
@@ -538,8 +538,7 @@ function validateContract(
   let personSource = 'metadata max_persons';
   for (const name of MODEL_OUTPUTS) {
     const o = byName.get(name);
-    if (!o)
-      throw fail(`model has no output '${name}' (outputs: ${outputs.map((x) => `'${x.name}'`).join(', ') || 'none'})`);
+    if (!o) throw fail(`model has no output '${name}' (outputs: ${outputs.map((x) => `'${x.name}'`).join(', ') || 'none'})`);
     if (!o.isTensor || o.type !== 'float32') throw fail(`model output '${name}' is ${o.type ?? 'not a tensor'}, expected float32`);
     const shape = o.shape ?? [];
     // A model may leave output shapes undeclared; `run` checks the actual shapes.
@@ -553,9 +552,7 @@ function validateContract(
         maxPersons = shape[1];
         personSource = `'${name}' has`;
       } else if (shape[1] !== maxPersons)
-        throw fail(
-          `model output '${name}' has shape ${shapeText(shape)}: ${shape[1]} person slots, but ${personSource} ${maxPersons}`,
-        );
+        throw fail(`model output '${name}' has shape ${shapeText(shape)}: ${shape[1]} person slots, but ${personSource} ${maxPersons}`);
     }
   }
   if (maxPersons === undefined || maxPersons < 1)
@@ -579,7 +576,11 @@ function checkInput(i: ValueInfo, rest: readonly number[], fail: (msg: string) =
   const shape = i.shape ?? [];
   if (!i.isTensor || i.type !== 'float32') throw fail(`model input '${i.name}' is ${i.type ?? 'not a tensor'}, expected float32`);
   const expected = `[N${rest.map((d) => `, ${d}`).join('')}]`;
-  if (shape.length !== 1 + rest.length || (typeof shape[0] === 'number' && shape[0] !== 0) || rest.some((d, k) => typeof shape[k + 1] === 'number' && shape[k + 1] !== d))
+  if (
+    shape.length !== 1 + rest.length ||
+    (typeof shape[0] === 'number' && shape[0] !== 0) ||
+    rest.some((d, k) => typeof shape[k + 1] === 'number' && shape[k + 1] !== d)
+  )
     throw fail(`model input '${i.name}' has shape ${shapeText(shape)}, expected ${expected}`);
 }
 
@@ -599,7 +600,8 @@ function validateV2(
   if (!features || !history || inputs.some((i) => !allowed.has(i.name)))
     throw fail(`a ${CONTRACT_V2} model takes '${INPUT_FEATURES}', '${INPUT_HISTORY}' and optionally '${INPUT_SITE}'; it has ${names || 'none'}`);
   const featureDim = typeof features.shape?.[1] === 'number' ? features.shape[1] : metadataNumber(props, 'feature_dim', fail);
-  if (featureDim === undefined || featureDim < 1) throw fail(`model feature_dim is unknown: input shape ${shapeText(features.shape)} and no feature_dim metadata`);
+  if (featureDim === undefined || featureDim < 1)
+    throw fail(`model feature_dim is unknown: input shape ${shapeText(features.shape)} and no feature_dim metadata`);
   checkInput(features, [featureDim], fail);
   if (expectFeatureDim !== undefined && featureDim !== expectFeatureDim)
     throw fail(`model expects feature_dim ${featureDim}, the features have ${expectFeatureDim}`);
@@ -624,14 +626,17 @@ function validateV2(
     const shape = o.shape ?? [];
     if (shape.length === 0) continue;
     if (shape.length !== 2 + spec.trailing.length || spec.trailing.some((d, k) => typeof shape[2 + k] === 'number' && shape[2 + k] !== d))
-      throw fail(`model output '${name}' has shape ${shapeText(shape)}, expected ${shapeText(['N', spec.perPerson ? (spec.extra ? 'P + 1' : 'P') : spec.extra, ...spec.trailing])}`);
+      throw fail(
+        `model output '${name}' has shape ${shapeText(shape)}, expected ${shapeText(['N', spec.perPerson ? (spec.extra ? 'P + 1' : 'P') : spec.extra, ...spec.trailing])}`,
+      );
     if (spec.perPerson && typeof shape[1] === 'number') {
       const p = shape[1] - spec.extra;
       if (maxPersons === undefined) maxPersons = p;
       else if (p !== maxPersons) throw fail(`model output '${name}' has shape ${shapeText(shape)}: ${p} person slots, expected ${maxPersons}`);
     }
   }
-  if (maxPersons === undefined || maxPersons < 1) throw fail('model max_persons is unknown: output shapes give no person dimension and no max_persons metadata');
+  if (maxPersons === undefined || maxPersons < 1)
+    throw fail('model max_persons is unknown: output shapes give no person dimension and no max_persons metadata');
   const fallWindow = Number(props.get('fall_window_s'));
   const metadata: ModelMetadata = {
     ...commonMetadata(props, contract, featureDim, maxPersons, site ? SITE_DIM : 0, fail),
@@ -673,7 +678,9 @@ function validateV3(
   }
   const featureNames = props.get('feature_names');
   if (featureNames !== undefined && featureNames !== REFINER_FEATURES.join(','))
-    throw fail(`model metadata feature_names differ from this service's front end (${REFINER_FEATURE_DIM} features: ${REFINER_FEATURES.slice(0, 4).join(', ')}, ...)`);
+    throw fail(
+      `model metadata feature_names differ from this service's front end (${REFINER_FEATURE_DIM} features: ${REFINER_FEATURES.slice(0, 4).join(', ')}, ...)`,
+    );
   const byName = new Map(outputs.map((o) => [o.name, o]));
   for (const name of MODEL_V3_OUTPUTS) {
     const o = byName.get(name);
@@ -806,8 +813,7 @@ export class PoseModel implements PoseRunner {
    */
   async run(features: Float32Array, n: number, opts: RunOptions = {}): Promise<ModelOutputs> {
     if (!Number.isInteger(n) || n < 1) throw new RangeError(`run: n must be a positive integer, got ${n}`);
-    if (features.length !== n * this.featureDim)
-      throw new RangeError(`run: ${features.length} values for ${n} rows of ${this.featureDim}`);
+    if (features.length !== n * this.featureDim) throw new RangeError(`run: ${features.length} values for ${n} rows of ${this.featureDim}`);
     if (this.released) throw new ModelError(`model released (${this.source})`);
     let raw: Record<string, RawOutput>;
     try {
@@ -835,8 +841,7 @@ export class PoseModel implements PoseRunner {
     const P = this.maxPersons;
     const take = (name: string, dims: readonly number[]): Float32Array => {
       const o = raw[name];
-      if (!o || !(o.data instanceof Float32Array))
-        throw new ModelError(`model output '${name}' is missing or not float32 (${this.source})`);
+      if (!o || !(o.data instanceof Float32Array)) throw new ModelError(`model output '${name}' is missing or not float32 (${this.source})`);
       if (o.dims.length !== dims.length || o.dims.some((d, i) => d !== dims[i]))
         throw new ModelError(`model output '${name}' has shape ${shapeText(o.dims)}, expected ${shapeText(dims)} (${this.source})`);
       return o.data;
@@ -1004,7 +1009,10 @@ function decodeV2(outputs: ModelOutputsV2, row: number, opts: DecodeOptions): Pe
   const A = MODEL_ACTIVITIES.length;
   const base = row * P;
   const presence = outputs.presence;
-  const rule = opts.count !== undefined ? Math.max(0, Math.min(P, Math.floor(opts.count))) : countFromProbabilities(outputs.count, row * (P + 1), P, opts.confidenceThreshold);
+  const rule =
+    opts.count !== undefined
+      ? Math.max(0, Math.min(P, Math.floor(opts.count)))
+      : countFromProbabilities(outputs.count, row * (P + 1), P, opts.confidenceThreshold);
   const n = Math.min(rule, Math.max(0, Math.floor(opts.maxPersons)));
   const order: number[] = [];
   for (let p = 0; p < P; p++) if (!Number.isNaN(presence[base + p]!)) order.push(p);

@@ -33,9 +33,7 @@ export interface WireFeed {
 }
 
 /** Main thread to worker. */
-export type ToWorker =
-  | { type: 'load'; bytes: Uint8Array; options: InferenceSession.SessionOptions }
-  | { type: 'run'; id: number; feeds: WireFeed[] };
+export type ToWorker = { type: 'load'; bytes: Uint8Array; options: InferenceSession.SessionOptions } | { type: 'run'; id: number; feeds: WireFeed[] };
 
 /** Worker to main thread. */
 export type FromWorker =

@@ -69,7 +69,13 @@ function objectId(s: string): string {
  * @example haDiscovery('homeassistant', 'default', 'Living room', topics, '0.1.0')[0].topic
  * // 'homeassistant/sensor/csipose_default/person_count/config'
  */
-export function haDiscovery(prefix: string, environmentId: string, name: string, topics: EnvironmentTopics, version: string): Array<{ topic: string; payload: string }> {
+export function haDiscovery(
+  prefix: string,
+  environmentId: string,
+  name: string,
+  topics: EnvironmentTopics,
+  version: string,
+): Array<{ topic: string; payload: string }> {
   const node = `csipose_${objectId(environmentId)}`;
   const device = { identifiers: [node], name: `${name} (csipose)`, manufacturer: 'csipose', model: 'WiFi CSI pose service', sw_version: version };
   // The status topic carries the system_status message; the last will and a clean shutdown put {"status":"offline"} there.

@@ -189,7 +189,8 @@ export class MqttOutlet implements Outlet {
       // An empty retained config removes the entity from Home Assistant.
       if (removeDiscoveryOf)
         for (const id of this.environments.keys())
-          for (const m of haDiscovery(removeDiscoveryOf.haPrefix, id, '', this.topics(id), this.version)) sends.push(client.publishAsync(m.topic, '', { qos: 1, retain: true }));
+          for (const m of haDiscovery(removeDiscoveryOf.haPrefix, id, '', this.topics(id), this.version))
+            sends.push(client.publishAsync(m.topic, '', { qos: 1, retain: true }));
       await Promise.race([Promise.allSettled(sends), new Promise((r) => setTimeout(r, 2000))]);
     }
     await client.endAsync(false).catch(() => client.end(true));

@@ -42,7 +42,6 @@
  * clean one within 0.48 ns (30) / 0.27 ns (114) of delay, against a median 25 ns raw.
  */
 
-
 /** How {@link PacketAligner} normalises the gain: see the module comment. */
 export type GainMode = 'median' | 'rms';
 

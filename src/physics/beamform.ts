@@ -622,7 +622,14 @@ export class FloorBeamformer {
           let sb = (g * nPair + q) * nodes * block;
           for (let jo = 0; jo < nodes * ORDERS; jo++) {
             const eb = 2 * jo * nSub;
-            let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+            let a0r = 0,
+              a0i = 0,
+              a1r = 0,
+              a1i = 0,
+              a2r = 0,
+              a2i = 0,
+              a3r = 0,
+              a3i = 0;
             for (let k = 0; k < nSub; k++) {
               const er = E[eb + 2 * k]!;
               const ei = E[eb + 2 * k + 1]!;
@@ -672,7 +679,14 @@ export class FloorBeamformer {
       const m = Math.min(4, r - 4 * g);
       for (let t = 0; t < n; t++) {
         const p = points === null ? t : points[t]!;
-        let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+        let a0r = 0,
+          a0i = 0,
+          a1r = 0,
+          a1i = 0,
+          a2r = 0,
+          a2i = 0,
+          a3r = 0,
+          a3i = 0;
         const q0 = p * nPair;
         for (let q = q0; q < q0 + nPair; q++) {
           const d = P[3 * q]!;
@@ -735,12 +749,26 @@ export class FloorBeamformer {
         const p = points === null ? t : points[t]!;
         let f = p * pointStride;
         let v = 0;
-        let s0r = 0, s0i = 0, s1r = 0, s1i = 0, s2r = 0, s2i = 0, s3r = 0, s3i = 0;
+        let s0r = 0,
+          s0i = 0,
+          s1r = 0,
+          s1i = 0,
+          s2r = 0,
+          s2i = 0,
+          s3r = 0,
+          s3i = 0;
         for (let k = 0; k < nSub; k++) {
           const fr = f + tx2;
           for (let m = 0; m < nRx; m++) {
             // Transmit antennas first: u = sum_n conj(T[k,n]) h[k,m,n], for the four vectors.
-            let u0r = 0, u0i = 0, u1r = 0, u1i = 0, u2r = 0, u2i = 0, u3r = 0, u3i = 0;
+            let u0r = 0,
+              u0i = 0,
+              u1r = 0,
+              u1i = 0,
+              u2r = 0,
+              u2i = 0,
+              u3r = 0,
+              u3i = 0;
             for (let n = 0; n < tx2; n += 2) {
               const tr = F[f + n]!;
               const ti = F[f + n + 1]!;
@@ -795,7 +823,14 @@ function timesQ(data: Float32Array, Q: Float64Array, Y: Float64Array, W: number,
     const q2 = q1 + 2 * W;
     const q3 = q2 + 2 * W;
     for (let c = 0; c < D2; c += 2) {
-      let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+      let a0r = 0,
+        a0i = 0,
+        a1r = 0,
+        a1i = 0,
+        a2r = 0,
+        a2i = 0,
+        a3r = 0,
+        a3i = 0;
       let h = c;
       for (let s2 = 0; s2 < 2 * W; s2 += 2) {
         const hr = data[h]!;
@@ -854,7 +889,14 @@ function adjointTimes(data: Float32Array, Y: Float64Array, Z: Float64Array, W: n
     const y3 = y2 + D2;
     for (let s = 0; s < W; s++) {
       const hs = s * D2;
-      let a0r = 0, a0i = 0, a1r = 0, a1i = 0, a2r = 0, a2i = 0, a3r = 0, a3i = 0;
+      let a0r = 0,
+        a0i = 0,
+        a1r = 0,
+        a1i = 0,
+        a2r = 0,
+        a2i = 0,
+        a3r = 0,
+        a3i = 0;
       for (let c = 0; c < D2; c += 2) {
         const hr = data[hs + c]!;
         const hi = data[hs + c + 1]!;

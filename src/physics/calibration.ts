@@ -144,7 +144,8 @@ export class ChainPhaseFit {
     const { nRx, nTx, frequencies: fr, txPositions: tp, rxPositions: rp } = this.geometry;
     const P = this.pairs;
     const K = this.nSub;
-    if (w.nRx !== nRx || w.nTx !== nTx || w.nSub !== K) throw new RangeError(`ChainPhaseFit: a ${w.nSub} x ${w.nRx} x ${w.nTx} window for a ${K} x ${nRx} x ${nTx} link`);
+    if (w.nRx !== nRx || w.nTx !== nTx || w.nSub !== K)
+      throw new RangeError(`ChainPhaseFit: a ${w.nSub} x ${w.nRx} x ${w.nTx} window for a ${K} x ${nRx} x ${nTx} link`);
     const z0 = this.height;
     const st = this.steer;
     for (let m = 0; m < nRx; m++) {
@@ -320,7 +321,9 @@ export function parseRoomCalibration(text: string): RoomCalibration {
       bad(`${at}.subcarriers must be 1-2048 subcarrier indices`);
     const nSub = (subs as number[]).length;
     const finite = (x: unknown, n: number, name: string): number[] =>
-      Array.isArray(x) && x.length === n && x.every((e) => typeof e === 'number' && Number.isFinite(e)) ? (x as number[]) : bad(`${at}.${name} must be ${n} finite numbers`);
+      Array.isArray(x) && x.length === n && x.every((e) => typeof e === 'number' && Number.isFinite(e))
+        ? (x as number[])
+        : bad(`${at}.${name} must be ${n} finite numbers`);
     const phases = finite(l.chain_phases_rad, nRx * nTx, 'chain_phases_rad');
     const stat = l.static_channel === null ? null : finite(l.static_channel, nSub * nRx * nTx * 2, 'static_channel');
     const windows = int(l.windows, 0, Number.MAX_SAFE_INTEGER, 'windows');

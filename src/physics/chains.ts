@@ -38,7 +38,8 @@ const FIT_ITERATIONS = 10;
 export function chainCorrection(channel: Float32Array, geometry: LinkGeometry): Float32Array {
   const { nRx, nTx, frequencies, txPositions: tp, rxPositions: rp } = geometry;
   const nSub = frequencies.length;
-  if (channel.length !== nSub * nRx * nTx * 2) throw new RangeError(`chainCorrection: the channel has ${channel.length} values, the geometry needs ${nSub * nRx * nTx * 2}`);
+  if (channel.length !== nSub * nRx * nTx * 2)
+    throw new RangeError(`chainCorrection: the channel has ${channel.length} values, the geometry needs ${nSub * nRx * nTx * 2}`);
   const c = new Float64Array(nRx * nTx * 2);
   for (let m = 0; m < nRx; m++) {
     for (let n = 0; n < nTx; n++) {

@@ -401,7 +401,14 @@ export class DopplerSteerer {
       const m = Math.min(4, np - 4 * g);
       for (let s = 0; s < count; s++) {
         const base = 2 * (first + s) * D;
-        let s0r = 0, s0i = 0, s1r = 0, s1i = 0, s2r = 0, s2i = 0, s3r = 0, s3i = 0;
+        let s0r = 0,
+          s0i = 0,
+          s1r = 0,
+          s1i = 0,
+          s2r = 0,
+          s2i = 0,
+          s3r = 0,
+          s3i = 0;
         for (let c = 0; c < D2; c += 2) {
           const hr = data[base + c]!;
           const hi = data[base + c + 1]!;

@@ -30,7 +30,6 @@ export interface LinkGeometry {
   readonly centreHz: number;
 }
 
-
 /**
  * The geometry of one link: both arrays' antenna positions and every subcarrier's frequency.
  * @param tx the transmitter

@@ -165,7 +165,8 @@ export class RefinerInput {
    * @throws RangeError for a count outside 1..64
    */
   constructor(readonly maxCandidates: number) {
-    if (!(Number.isInteger(maxCandidates) && maxCandidates >= 1 && maxCandidates <= 64)) throw new RangeError('RefinerInput: maxCandidates must be an integer in [1, 64]');
+    if (!(Number.isInteger(maxCandidates) && maxCandidates >= 1 && maxCandidates <= 64))
+      throw new RangeError('RefinerInput: maxCandidates must be an integer in [1, 64]');
     this.features = new Float32Array(maxCandidates * REFINER_STEPS * REFINER_FEATURE_DIM);
     this.positions = new Float32Array(maxCandidates * 3);
     this.assigned = new Int32Array(maxCandidates);

@@ -226,7 +226,15 @@ export class MovingWindows {
  * of `sub` (Float32Array: the static channel; Float64Array: the window mean), so that each stays
  * monomorphic.
  */
-function subtractRows(ring: Float32Array, first: number, snapshots: number, capacity: number, size: number, sub: Float32Array | Float64Array, out: Float32Array): void {
+function subtractRows(
+  ring: Float32Array,
+  first: number,
+  snapshots: number,
+  capacity: number,
+  size: number,
+  sub: Float32Array | Float64Array,
+  out: Float32Array,
+): void {
   if (sub instanceof Float32Array) {
     for (let s = 0; s < snapshots; s++) {
       const base = ((first + s) % capacity) * size;

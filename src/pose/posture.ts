@@ -249,11 +249,7 @@ export function torsoAngle(kp: ArrayLike<number>): number {
  * const est = estimatePosture(person.keypoints, person.bbox);
  * if (est.valid) console.log(est.posture, est.confidence);
  */
-export function estimatePosture(
-  kp: ArrayLike<number>,
-  bbox: ArrayLike<number> | undefined,
-  out: PostureEstimate = createPostureEstimate(),
-): PostureEstimate {
+export function estimatePosture(kp: ArrayLike<number>, bbox: ArrayLike<number> | undefined, out: PostureEstimate = createPostureEstimate()): PostureEstimate {
   const T = POSTURE_THRESHOLDS;
   out.valid = false;
   out.confidence = 0;
@@ -728,9 +724,7 @@ export function priorDrop(h: PoseHistory, k: number, spanMs: number, ref: number
     const jx = h.floorX(j);
     const jy = h.floorY(j);
     const here =
-      floor && Number.isFinite(jx) && Number.isFinite(jy)
-        ? Math.hypot(jx - fx, jy - fy) <= SAME_PLACE_M
-        : Math.abs(h.centreX(j) - cx) <= SAME_PLACE_BOX * ref;
+      floor && Number.isFinite(jx) && Number.isFinite(jy) ? Math.hypot(jx - fx, jy - fy) <= SAME_PLACE_M : Math.abs(h.centreX(j) - cx) <= SAME_PLACE_BOX * ref;
     if (!here || !(h.inclination(j) <= POSTURE_THRESHOLDS.uprightMaxDeg)) continue;
     const y = h.headY(j);
     if (y - highest > drop) drop = y - highest;

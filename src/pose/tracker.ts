@@ -941,8 +941,7 @@ export class MultiPersonTracker {
         t.motion?.setNoise(next.motionNoise);
       }
     }
-    if (next.trajectoryLimit !== prev.trajectoryLimit)
-      for (const t of this.live) t.record.trajectory.setLimit(next.trajectoryLimit);
+    if (next.trajectoryLimit !== prev.trajectoryLimit) for (const t of this.live) t.record.trajectory.setLimit(next.trajectoryLimit);
     if (next.endedLimit !== prev.endedLimit) this.trimEnded();
   }
 }

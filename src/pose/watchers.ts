@@ -472,7 +472,18 @@ export class FallWatcher extends TrackWatcher<FallTrack, FallSettings> {
     if (a === 'standing' || a === 'walking' || a === 'sitting') {
       ep.metrics ??= measureFall(st.trace, ep.onset, t);
       if (ep.alerted > 0) {
-        recordEvent(sink, frame, 'fall_recovery', 'low', st.id, ep.confidence, ep.location, { ...fallMetadata(ep, true, false, t), alert_id: ep.firstAlertId }, 'fall_recovery', []);
+        recordEvent(
+          sink,
+          frame,
+          'fall_recovery',
+          'low',
+          st.id,
+          ep.confidence,
+          ep.location,
+          { ...fallMetadata(ep, true, false, t), alert_id: ep.firstAlertId },
+          'fall_recovery',
+          [],
+        );
       } else if (ep.confidence >= cfg.required) {
         recordEvent(sink, frame, 'fall_detection', 'medium', st.id, ep.confidence, ep.location, fallMetadata(ep, true, false, t), 'fall', []);
       }

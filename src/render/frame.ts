@@ -16,7 +16,6 @@ export interface PersonRenderOptions {
   includeDensePose: boolean;
 }
 
-
 function keypoints(p: PersonPose): Array<Record<string, unknown>> {
   const k = p.keypoints;
   // An anonymised person (privacy.anonymize_data) carries no keypoints.
@@ -238,5 +237,10 @@ export function frameBody(f: PoseFrame, form: Form, o: Pick<FrameRenderOptions, 
 
 /** A pose frame (latest pose) in the request's form. */
 export function renderFrame(f: PoseFrame, form: Form, o: FrameRenderOptions): Record<string, unknown> {
-  return frameBody(f, form, o, f.persons.filter((p) => selected(p, o)).map((p) => renderPerson(p, form, o)));
+  return frameBody(
+    f,
+    form,
+    o,
+    f.persons.filter((p) => selected(p, o)).map((p) => renderPerson(p, form, o)),
+  );
 }

@@ -57,7 +57,9 @@ export class PoseFrameView {
    */
   render(s: FrameShape): Record<string, unknown> {
     const all = this.rendered(s.form, s.includeKeypoints, s.includeDensePose);
-    const o: Pick<FrameRenderOptions, 'minConfidence' | 'personIds'> = s.personIds ? { minConfidence: s.minConfidence, personIds: s.personIds } : { minConfidence: s.minConfidence };
+    const o: Pick<FrameRenderOptions, 'minConfidence' | 'personIds'> = s.personIds
+      ? { minConfidence: s.minConfidence, personIds: s.personIds }
+      : { minConfidence: s.minConfidence };
     const persons = all.filter((_, i) => selected(this.frame.persons[i]!, o));
     return frameBody(this.frame, s.form, { routerCount: this.routerCount, pipeline: this.pipeline }, persons);
   }

@@ -256,10 +256,7 @@ export class HttpCore {
    * The route for a method and path, with its parameters still percent-encoded (decoded in
    * `answer`, inside its error handling: the transport calls this before any request runs).
    */
-  private match(
-    method: string,
-    path: string,
-  ): { route: Route; params: Record<string, string> } | { allow: string[] } | undefined {
+  private match(method: string, path: string): { route: Route; params: Record<string, string> } | { allow: string[] } | undefined {
     const parts = path.split('/');
     const allow: string[] = [];
     for (const c of this.compiled) {

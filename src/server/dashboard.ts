@@ -172,12 +172,7 @@ export class Dashboard {
     const accepted = acceptedCodings(acceptEncoding);
     const coding = (['br', 'gzip'] as const).find((c) => a.encoded[c] && accepted.has(c));
     const etag = `"${a.hash}${coding ? ETAG_SUFFIX[coding] : ''}"`;
-    const headers: Array<[string, string]> = [
-      ['Cache-Control', a.cacheControl],
-      ['ETag', etag],
-      ['X-Content-Type-Options', 'nosniff'],
-      ...a.headers,
-    ];
+    const headers: Array<[string, string]> = [['Cache-Control', a.cacheControl], ['ETag', etag], ['X-Content-Type-Options', 'nosniff'], ...a.headers];
     if (a.encoded.br || a.encoded.gzip) headers.push(['Vary', 'Accept-Encoding']);
     if (matches(ifNoneMatch, a)) return { status: 304, headers, body: undefined };
     headers.push(['Content-Type', a.type]);

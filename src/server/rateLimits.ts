@@ -39,7 +39,10 @@ export interface LimitState {
 export class RateLimits {
   private limiters = new Map<Category, { limiter: RateLimiterMemory; limit: number; window: number }>();
 
-  constructor(limits: Partial<Record<Category, Limit>> = {}, private scale = 1) {
+  constructor(
+    limits: Partial<Record<Category, Limit>> = {},
+    private scale = 1,
+  ) {
     this.configure(limits);
   }
 

@@ -64,12 +64,7 @@ function write(res: uWS.HttpResponse, out: RawResponse, close = false): void {
  * @param port 0 picks a free port
  * @param configure optional extra routes (the WebSocket) added before the catch-all
  */
-export function listenUws(
-  core: HttpCore,
-  host: string,
-  port: number,
-  configure?: (app: uWS.TemplatedApp) => void,
-): Promise<UwsServer> {
+export function listenUws(core: HttpCore, host: string, port: number, configure?: (app: uWS.TemplatedApp) => void): Promise<UwsServer> {
   const app = uWS.App();
   configure?.(app);
   app.any('/*', (res, req) => {

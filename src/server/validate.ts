@@ -107,8 +107,7 @@ export class Checker {
   /** Rejects keys of `obj` that are not in `known`. */
   only(obj: Record<string, unknown> | undefined, prefix: string, known: readonly string[]): void {
     if (!obj) return;
-    for (const k of Object.keys(obj))
-      if (!known.includes(k)) this.bad(prefix ? `${prefix}.${k}` : k, `unknown field ${prefix ? `${prefix}.${k}` : k}`, obj[k]);
+    for (const k of Object.keys(obj)) if (!known.includes(k)) this.bad(prefix ? `${prefix}.${k}` : k, `unknown field ${prefix ? `${prefix}.${k}` : k}`, obj[k]);
   }
 
   /** Throws a 422 listing every collected error. */

@@ -12,7 +12,10 @@ export class RateMeter {
   total = 0;
 
   /** @param capacity events remembered (the rate covers at most this many) */
-  constructor(capacity = 4096, private readonly windowMs = 5000) {
+  constructor(
+    capacity = 4096,
+    private readonly windowMs = 5000,
+  ) {
     this.times = new Float64Array(capacity);
   }
 

@@ -108,7 +108,11 @@ export function renderSystemStatus(s: ServiceSnapshot, form: Form): Record<strin
         disk_usage: s.resources.diskPercent,
       },
       // The receivers heard from: links of the site in the `live` state.
-      network: { connected_routers: s.csi.links.filter((l) => l.state === 'live').length, signal_strength: r2(s.csi.quality), interference_level: r2(1 - s.csi.quality) },
+      network: {
+        connected_routers: s.csi.links.filter((l) => l.state === 'live').length,
+        signal_strength: r2(s.csi.quality),
+        interference_level: r2(1 - s.csi.quality),
+      },
       session_id: s.system.sessionId,
       steps: s.system.steps,
       ...err,

@@ -214,7 +214,10 @@ export class SystemController {
   /** Puts the system in `error` (MODEL_ERROR for model faults, SYSTEM_ERROR otherwise) and stops the pipeline. */
   private fault(e: unknown): void {
     const code = (e as { code?: string })?.code === 'MODEL_ERROR' ? 'MODEL_ERROR' : ((e as { code?: string })?.code ?? 'SYSTEM_ERROR');
-    this.failure = Object.freeze({ code: code === 'MODEL_ERROR' || code === 'HARDWARE_ERROR' ? code : 'SYSTEM_ERROR', message: (e as Error)?.message ?? String(e) });
+    this.failure = Object.freeze({
+      code: code === 'MODEL_ERROR' || code === 'HARDWARE_ERROR' ? code : 'SYSTEM_ERROR',
+      message: (e as Error)?.message ?? String(e),
+    });
     this.pipeline?.unsubscribe();
     this.pipeline = undefined;
     this.setState('error');
@@ -258,8 +261,7 @@ export class SystemController {
 
   /** Stops (if needed) and starts again under a new session id. */
   restart(): Transition & { previous_session_id: string | undefined } {
-    if (this.current === 'starting' || this.current === 'stopping' || this.current === 'restarting')
-      throw new StateConflict(this.current, 'restart');
+    if (this.current === 'starting' || this.current === 'stopping' || this.current === 'restarting') throw new StateConflict(this.current, 'restart');
     const previous = this.session;
     const wasRunning = this.current === 'running';
     this.session = randomUUID();

@@ -59,7 +59,11 @@ export function elementPattern(kind: AntennaPatternKind, x: number, y: number, z
  */
 function cosHalfPi(x: number): number {
   const z = 2.4674011002723395 * x * x; // (pi/2 x)^2
-  return 1 + z * (-1 / 2 + z * (1 / 24 + z * (-1 / 720 + z * (1 / 40320 + z * (-1 / 3628800 + z * (1 / 479001600 + z * (-1 / 87178291200 + z * (1 / 20922789888000))))))));
+  return (
+    1 +
+    z *
+      (-1 / 2 + z * (1 / 24 + z * (-1 / 720 + z * (1 / 40320 + z * (-1 / 3628800 + z * (1 / 479001600 + z * (-1 / 87178291200 + z * (1 / 20922789888000))))))))
+  );
 }
 
 /**

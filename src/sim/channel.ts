@@ -489,16 +489,7 @@ export class ChannelModel {
  * The step angle is tiny (0.0066 rad per metre for 312.5 kHz), so its series to the r^11 / r^10
  * terms is exact to double precision below 0.2 rad (legs up to 30 m); longer legs use Math.sin/cos.
  */
-function legPhasor(
-  d: number,
-  f0c: number,
-  dfc: number,
-  br: Float64Array,
-  bi: Float64Array,
-  sr: Float64Array,
-  si: Float64Array,
-  i: number,
-): void {
+function legPhasor(d: number, f0c: number, dfc: number, br: Float64Array, bi: Float64Array, sr: Float64Array, si: Float64Array, i: number): void {
   const cycles = d * f0c;
   const frac = cycles - Math.floor(cycles);
   const q = Math.round(frac * 4); // quadrant 0..4

@@ -160,15 +160,7 @@ export class Impairments {
    * @param refPower mean |H|^2 the SNR refers to (the empty-room channel); must be > 0 when noise
    *   or quantisation is on
    */
-  constructor(
-    settings: ImpairmentSettings,
-    rng: Rng,
-    lossRng: Rng,
-    subcarriers: Int16Array,
-    nRx: number,
-    nTx: number,
-    refPower: number,
-  ) {
+  constructor(settings: ImpairmentSettings, rng: Rng, lossRng: Rng, subcarriers: Int16Array, nRx: number, nTx: number, refPower: number) {
     this.settings = settings;
     this.rng = rng;
     this.lossRng = lossRng;

@@ -133,7 +133,8 @@ export function resolveRealism(o: RealismPreset | RealismOptions | undefined): R
   };
   const within = (k: keyof RealismSettings, lo: number, hi: number, integer = false): void => {
     const v = s[k] as number;
-    if (!(typeof v === 'number' && v >= lo && v <= hi && (!integer || Number.isInteger(v)))) bad(`${k} must be ${integer ? 'an integer' : 'a number'} in ${lo}..${hi}`);
+    if (!(typeof v === 'number' && v >= lo && v <= hi && (!integer || Number.isInteger(v))))
+      bad(`${k} must be ${integer ? 'an integer' : 'a number'} in ${lo}..${hi}`);
   };
   if (s.reflectionOrder !== 1 && s.reflectionOrder !== 2) bad('reflectionOrder must be 1 or 2');
   within('furniture', 0, 24, true);

@@ -124,7 +124,11 @@ function centre(a: Float64Array): Float64Array {
  * @param los include the line of sight
  * @returns the images with a non-zero reflection product
  */
-export function boxImages(room: { width: number; depth: number; height: number; wall: number; floor: number; ceiling: number }, order: number, los: boolean): Image[] {
+export function boxImages(
+  room: { width: number; depth: number; height: number; wall: number; floor: number; ceiling: number },
+  order: number,
+  los: boolean,
+): Image[] {
   // Surfaces as (axis, plane coordinate, reflection coefficient).
   const surfaces: Array<[number, number, number]> = [
     [0, 0, room.wall],
@@ -321,7 +325,14 @@ export class RoomScene {
     this.rxC = centre(rx);
     this.base = new Float64Array(this.size);
     const room = a.scenario.room;
-    const box = { width: room.width, depth: room.depth, height: room.height, wall: room.wallReflection, floor: room.floorReflection, ceiling: room.ceilingReflection };
+    const box = {
+      width: room.width,
+      depth: room.depth,
+      height: room.height,
+      wall: room.wallReflection,
+      floor: room.floorReflection,
+      ceiling: room.ceilingReflection,
+    };
 
     // Surface paths.
     this.images = boxImages(box, s.reflectionOrder, a.lineOfSight);
@@ -397,7 +408,10 @@ export class RoomScene {
       return { x: W - off, y: lay.uniform(end, D - end) };
     };
     const logUniform = (r: readonly [number, number]): number => Math.exp(lay.uniform(Math.log(r[0]), Math.log(r[1])));
-    for (const [kind, n] of [['furniture', s.furniture], ['clutter', s.clutter]] as const) {
+    for (const [kind, n] of [
+      ['furniture', s.furniture],
+      ['clutter', s.clutter],
+    ] as const) {
       for (let i = 0; i < n; i++) {
         let p = { x: 0, y: 0 };
         for (let tries = 0; tries < 50; tries++) {
@@ -758,7 +772,13 @@ export class RoomScene {
       const c = Math.cos(angle);
       const s = Math.sin(angle);
       for (const [fr, z] of DOOR_POINTS) {
-        this.ch.addScatterer(d.hx + fr * DOOR_WIDTH * (c * d.ux + s * d.vx), d.hy + fr * DOOR_WIDTH * (c * d.uy + s * d.vy), z, this.amp0 * this.doorW, this.doorVec);
+        this.ch.addScatterer(
+          d.hx + fr * DOOR_WIDTH * (c * d.ux + s * d.vx),
+          d.hy + fr * DOOR_WIDTH * (c * d.uy + s * d.vy),
+          z,
+          this.amp0 * this.doorW,
+          this.doorVec,
+        );
       }
       this.doorVecAngle = angle;
     }

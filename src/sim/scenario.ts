@@ -25,17 +25,7 @@ import { linePositions } from '../csi/radios.js';
 import { Camera, DEFAULT_VIEW, viewSpec, type CameraSpec, type Vec3 } from '../pose/camera.js';
 import type { RoomSurfaces } from './channel.js';
 import { deriveSeed, Rng } from './rng.js';
-import {
-  Body,
-  fallTravel,
-  KP,
-  lyingReach,
-  MAX_HEIGHT,
-  MIN_HEIGHT,
-  SCATTERERS_PER_BODY,
-  wrapAngle,
-  type FallDirection,
-} from './skeleton.js';
+import { Body, fallTravel, KP, lyingReach, MAX_HEIGHT, MIN_HEIGHT, SCATTERERS_PER_BODY, wrapAngle, type FallDirection } from './skeleton.js';
 
 /** Activity labels (DECISIONS "Data"). */
 export type Activity = 'standing' | 'sitting' | 'lying' | 'walking' | 'falling';
@@ -350,7 +340,8 @@ export class Scenario {
       if (!(Math.abs(room[k]) <= 1)) throw new RangeError(`scenario: ${k} must be in -1..1`);
     }
     const margin = opts.margin ?? 0.4;
-    if (!(margin >= 0.2 && 2 * margin < Math.min(room.width, room.depth) - 0.5)) throw new RangeError('scenario: margin must be >= 0.2 m and leave room to move');
+    if (!(margin >= 0.2 && 2 * margin < Math.min(room.width, room.depth) - 0.5))
+      throw new RangeError('scenario: margin must be >= 0.2 m and leave room to move');
     const activities = new Set(opts.activities ?? ACTIVITIES);
     for (const a of activities) if (!ACTIVITIES.includes(a)) throw new RangeError(`scenario: unknown activity ${String(a)}`);
     if (activities.size === 0) throw new RangeError('scenario: activities must not be empty');
@@ -360,7 +351,7 @@ export class Scenario {
     if (!(getUpProbability >= 0 && getUpProbability <= 1)) throw new RangeError('scenario: getUpProbability must be in 0..1');
     const entry = opts.entry ?? { x: room.width - 1, y: room.depth - margin };
     if (!(entry.x >= margin && entry.x <= room.width - margin && entry.y >= margin && entry.y <= room.depth - margin)) {
-      throw new RangeError('scenario: entry must be inside the walls\' margin');
+      throw new RangeError("scenario: entry must be inside the walls' margin");
     }
     this.room = room;
     this.settings = { room, activities, fallProbability, getUpProbability, margin, entry };
@@ -372,7 +363,8 @@ export class Scenario {
     };
     const tx = opts.tx ?? { position: { x: room.width / 2, y: room.depth - 0.2, z: 1.2 } };
     const rx = opts.rx ?? { position: { x: room.width / 2, y: 0.2, z: 1.2 } };
-    for (const a of [tx, rx]) if (a.spacing !== undefined && !(a.spacing > 0 && a.spacing <= 1)) throw new RangeError('scenario: array spacing must be in (0, 1] m');
+    for (const a of [tx, rx])
+      if (a.spacing !== undefined && !(a.spacing > 0 && a.spacing <= 1)) throw new RangeError('scenario: array spacing must be in (0, 1] m');
     this.txPositions = arrayPositions(tx, nTx, tx.spacing ?? lambda / 2);
     this.rxPositions = arrayPositions(rx, nRx, rx.spacing ?? lambda / 2);
     for (let i = 0; i < nTx; i++) inside({ x: this.txPositions[3 * i]!, y: this.txPositions[3 * i + 1]!, z: this.txPositions[3 * i + 2]! }, 'every tx antenna');
@@ -524,13 +516,18 @@ export class Scenario {
       if (s.action === 'walk' && !(s.to.x > 0 && s.to.x < room.width && s.to.y > 0 && s.to.y < room.depth)) {
         throw new RangeError(`scenario: person ${id} walks to a point outside the room`);
       }
-      if (s.action === 'walk' && s.speed !== undefined && !(s.speed > 0 && s.speed <= 3)) throw new RangeError(`scenario: person ${id} walking speed must be in (0, 3] m/s`);
-      if (s.action === 'fall' && s.duration !== undefined && !(s.duration >= 0.2 && s.duration <= 3)) throw new RangeError(`scenario: person ${id} fall duration must be 0.2..3 s`);
-      if (s.action === 'bend' && s.duration !== undefined && !(s.duration >= 1.5 && s.duration <= 10)) throw new RangeError(`scenario: person ${id} bend duration must be 1.5..10 s`);
-      if (s.action === 'bend' && s.angle !== undefined && !(s.angle >= 30 && s.angle <= 90)) throw new RangeError(`scenario: person ${id} bend angle must be 30..90 degrees`);
+      if (s.action === 'walk' && s.speed !== undefined && !(s.speed > 0 && s.speed <= 3))
+        throw new RangeError(`scenario: person ${id} walking speed must be in (0, 3] m/s`);
+      if (s.action === 'fall' && s.duration !== undefined && !(s.duration >= 0.2 && s.duration <= 3))
+        throw new RangeError(`scenario: person ${id} fall duration must be 0.2..3 s`);
+      if (s.action === 'bend' && s.duration !== undefined && !(s.duration >= 1.5 && s.duration <= 10))
+        throw new RangeError(`scenario: person ${id} bend duration must be 1.5..10 s`);
+      if (s.action === 'bend' && s.angle !== undefined && !(s.angle >= 30 && s.angle <= 90))
+        throw new RangeError(`scenario: person ${id} bend angle must be 30..90 degrees`);
     }
     const { enterAt, leaveAt } = spec;
-    if (enterAt !== undefined && !(enterAt >= 0 && Number.isFinite(enterAt))) throw new RangeError(`scenario: person ${id} enterAt must be a number of seconds >= 0`);
+    if (enterAt !== undefined && !(enterAt >= 0 && Number.isFinite(enterAt)))
+      throw new RangeError(`scenario: person ${id} enterAt must be a number of seconds >= 0`);
     if (leaveAt !== undefined && !(leaveAt >= 0 && Number.isFinite(leaveAt) && leaveAt > (enterAt ?? -Infinity))) {
       throw new RangeError(`scenario: person ${id} leaveAt must be a number of seconds >= 0, after enterAt`);
     }

@@ -116,8 +116,18 @@ function nearPoint(ax: number, ay: number, az: number, bx: number, by: number, b
  * Detection, 5.1.9), allocation-free.
  */
 export function segmentDistance2(
-  p0x: number, p0y: number, p0z: number, p1x: number, p1y: number, p1z: number,
-  q0x: number, q0y: number, q0z: number, q1x: number, q1y: number, q1z: number,
+  p0x: number,
+  p0y: number,
+  p0z: number,
+  p1x: number,
+  p1y: number,
+  p1z: number,
+  q0x: number,
+  q0y: number,
+  q0z: number,
+  q1x: number,
+  q1y: number,
+  q1z: number,
 ): number {
   const d1x = p1x - p0x;
   const d1y = p1y - p0y;
@@ -195,8 +205,14 @@ export function capsuleLossDb(rho: number, r: number, lmax: number): number {
  * @returns the loss, dB (0 when the segment misses the body's bounding sphere)
  */
 export function segmentBodyLossDb(
-  bodies: Float64Array, o: number,
-  ax: number, ay: number, az: number, bx: number, by: number, bz: number,
+  bodies: Float64Array,
+  o: number,
+  ax: number,
+  ay: number,
+  az: number,
+  bx: number,
+  by: number,
+  bz: number,
   lmax: number,
 ): number {
   // Most segments pass well clear of a body, or of one capsule: distances to bounding spheres'

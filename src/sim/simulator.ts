@@ -55,13 +55,7 @@ import type { RadioConfig } from '../csi/radios.js';
 import { SUBCARRIERS, type SubcarrierLayout } from '../csi/subcarriers.js';
 import { elementPattern, type ElementPattern } from './antenna.js';
 import { ChannelModel, SPEED_OF_LIGHT } from './channel.js';
-import {
-  IMPAIRMENT_DEFAULTS,
-  Impairments,
-  resolveImpairments,
-  type ImpairmentOptions,
-  type ImpairmentSettings,
-} from './impairments.js';
+import { IMPAIRMENT_DEFAULTS, Impairments, resolveImpairments, type ImpairmentOptions, type ImpairmentSettings } from './impairments.js';
 import { isIdeal, resolveRealism, type RealismOptions, type RealismPreset, type RealismSettings } from './realism.js';
 import { deriveSeed, linkStreamTag, Rng } from './rng.js';
 import { arrayPatterns, DOOR_SCATTERERS, RoomScene } from './room.js';
@@ -304,7 +298,10 @@ export class CsiSimulator {
     if (!(rateHz > 0 && rateHz <= 10_000)) throw new RangeError('sim: rateHz must be in (0, 10000]');
     if (band !== '2.4' && band !== '5') throw new RangeError("sim: band must be '2.4' or '5'");
     if (!(nSub in SUBCARRIERS)) throw new RangeError('sim: nSub must be 30, 56 or 114');
-    for (const [k, v] of [['nRx', nRx], ['nTx', nTx]] as const) {
+    for (const [k, v] of [
+      ['nRx', nRx],
+      ['nTx', nTx],
+    ] as const) {
       if (!(Number.isInteger(v) && v >= 1 && v <= MAX_SIM_ANTENNAS)) throw new RangeError(`sim: ${k} must be an integer 1..${MAX_SIM_ANTENNAS}`);
     }
     const bandwidthMhz = nSub === 114 ? 40 : 20;
@@ -345,10 +342,16 @@ export class CsiSimulator {
     const los = options.lineOfSight ?? true;
     const room = this.scenario.room;
     // Every link's scene keeps the whole site's arrays clear, so that all links see one layout.
-    const keepClear = site !== null && site.links.length > 1 ? site.links.map((l) => ({ x: l.rx.x, y: l.rx.y })).concat({ x: site.tx.x, y: site.tx.y }) : undefined;
+    const keepClear =
+      site !== null && site.links.length > 1 ? site.links.map((l) => ({ x: l.rx.x, y: l.rx.y })).concat({ x: site.tx.x, y: site.tx.y }) : undefined;
     const linkDefs =
       site !== null
-        ? site.links.map((l, i) => ({ id: l.id as string | undefined, rx: l.rx, nRx: l.rx.antennas, rxPos: i === 0 ? this.scenario.rxPositions : arrayPositions(radioArray(l.rx), l.rx.antennas, l.rx.spacing_m) }))
+        ? site.links.map((l, i) => ({
+            id: l.id as string | undefined,
+            rx: l.rx,
+            nRx: l.rx.antennas,
+            rxPos: i === 0 ? this.scenario.rxPositions : arrayPositions(radioArray(l.rx), l.rx.antennas, l.rx.spacing_m),
+          }))
         : [{ id: undefined as string | undefined, rx: undefined, nRx, rxPos: this.scenario.rxPositions }];
     this.linkStates = linkDefs.map((d, i) => {
       const txPos = this.scenario.txPositions;

@@ -39,7 +39,8 @@ export function resolveSimSite(radios: readonly RadioConfig[]): SimSite {
     ids.add(r.id);
     if (r.role !== 'tx' && r.role !== 'rx') bad(`radio ${r.id}: role must be tx or rx`);
     for (const k of ['x', 'y', 'z', 'yaw_deg'] as const) if (!Number.isFinite(r[k])) bad(`radio ${r.id}: ${k} must be a finite number`);
-    if (!(Number.isInteger(r.antennas) && r.antennas >= 1 && r.antennas <= MAX_SIM_ANTENNAS)) bad(`radio ${r.id}: antennas must be an integer 1..${MAX_SIM_ANTENNAS}`);
+    if (!(Number.isInteger(r.antennas) && r.antennas >= 1 && r.antennas <= MAX_SIM_ANTENNAS))
+      bad(`radio ${r.id}: antennas must be an integer 1..${MAX_SIM_ANTENNAS}`);
     if (!(r.spacing_m > 0 && r.spacing_m <= 1)) bad(`radio ${r.id}: spacing_m must be in (0, 1] m`);
   }
   const txs = radios.filter((r) => r.role === 'tx');

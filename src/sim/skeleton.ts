@@ -236,16 +236,7 @@ export function forwardKinematics(d: BodyDims, p: Float64Array, out: Float64Arra
   };
 
   // A limb direction from flexion a (forward swing from -u) and abduction b (out to side s).
-  const limb = (
-    ox: number,
-    oy: number,
-    oz: number,
-    a: number,
-    b: number,
-    side: number,
-    len: number,
-    i: number,
-  ): void => {
+  const limb = (ox: number, oy: number, oz: number, a: number, b: number, side: number, len: number, i: number): void => {
     const ca = Math.cos(a);
     const sa = Math.sin(a);
     const cb = Math.cos(b);
@@ -480,15 +471,7 @@ export function kneelingPose(d: BodyDims, out: Float64Array, x: number, y: numbe
  * @param surface height of what the body lies on, metres
  * @param posture on the back, front or a side
  */
-export function lyingPose(
-  d: BodyDims,
-  out: Float64Array,
-  x: number,
-  y: number,
-  heading: number,
-  surface: number,
-  posture: Posture,
-): void {
+export function lyingPose(d: BodyDims, out: Float64Array, x: number, y: number, heading: number, surface: number, posture: Posture): void {
   out[P.X] = x;
   out[P.Y] = y;
   out[P.HEADING] = heading;
@@ -747,7 +730,7 @@ export class Body {
    */
   walk(x: number, y: number, heading: number, speed: number, dt: number): void {
     this.segs.length = 0;
-    this.gaitPhase += (0.5 * stepFrequency(this.dims, speed) * dt) * (speed > 0 ? 1 : 0);
+    this.gaitPhase += 0.5 * stepFrequency(this.dims, speed) * dt * (speed > 0 ? 1 : 0);
     this.gaitPhase -= Math.floor(this.gaitPhase);
     gaitPose(this.dims, this.pose, x, y, heading, speed, this.gaitPhase);
     this.resolve('feet');

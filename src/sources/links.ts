@@ -45,8 +45,7 @@ export type LinkParam =
  * @throws SourceError when it is not 1-65 of a-z, 0-9, `_`, `-`
  */
 export function checkLinkName(name: string, where: string): string {
-  if (!LINK_NAME.test(name))
-    throw new SourceError(`link "${name}" in ${where} must be a receiver id (1-65 of a-z, 0-9, _ and -), e.g. link=rx1`);
+  if (!LINK_NAME.test(name)) throw new SourceError(`link "${name}" in ${where} must be a receiver id (1-65 of a-z, 0-9, _ and -), e.g. link=rx1`);
   return name;
 }
 

@@ -15,7 +15,10 @@ export type MqttFormat = MessageFormat;
 
 /** `esp32|nexmon`: the formats an MQTT message can carry, for usage lines. */
 function mqttFormatChoices(sep: string): string {
-  return formatList(sep, mqttFormats().map((e) => e.name));
+  return formatList(
+    sep,
+    mqttFormats().map((e) => e.name),
+  );
 }
 
 /** Subscription QoS levels the source asks for (QoS 2 buys nothing for CSI that QoS 1 does not). */
@@ -23,7 +26,6 @@ export type MqttQos = 0 | 1;
 
 /** Distinct topics whose decoders are kept; past this the least recently used one is dropped. */
 export const MAX_TOPIC_DECODERS = 1024;
-
 
 /**
  * CONNACK return codes (MQTT 3.1.1) that say the broker cannot serve us now rather than that the
@@ -102,9 +104,7 @@ export function newMqttStats(): MqttSourceStats {
 export function isTopicFilter(topic: string): boolean {
   if (topic.length === 0) return false;
   const levels = topic.split('/');
-  return levels.every((l, i) =>
-    l === '+' || (l === '#' && i === levels.length - 1) || (!l.includes('+') && !l.includes('#')),
-  );
+  return levels.every((l, i) => l === '+' || (l === '#' && i === levels.length - 1) || (!l.includes('+') && !l.includes('#')));
 }
 
 /**
@@ -138,8 +138,7 @@ export function parseMqttUri(uri: string, env: NodeJS.ProcessEnv = process.env):
   const at = authority.lastIndexOf('@');
   const { host, port } = hostPort(at < 0 ? authority : authority.slice(at + 1), scheme === 'mqtts' ? 8883 : 1883, usage);
   if (!topic) throw new SourceError(`mqtt source needs a topic: ${usage}`);
-  if (!isTopicFilter(topic))
-    throw new SourceError(`mqtt topic "${topic}" is not a valid filter: + and # must each be a whole level, # only the last`);
+  if (!isTopicFilter(topic)) throw new SourceError(`mqtt topic "${topic}" is not a valid filter: + and # must each be a whole level, # only the last`);
   const format = mqttFormat(q.get('format'));
   const qos = qosParam(q.get('qos'));
   const clientId = q.get('client_id');
@@ -177,8 +176,7 @@ function hostPort(hp: string, defaultPort: number, usage: string): { host: strin
   const portText = m[3];
   if (portText === undefined) return { host, port: defaultPort };
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port < 1 || port > 65535)
-    throw new SourceError(`mqtt port must be 1..65535, got "${portText}": ${usage}`);
+  if (!/^\d+$/.test(portText) || port < 1 || port > 65535) throw new SourceError(`mqtt port must be 1..65535, got "${portText}": ${usage}`);
   return { host, port };
 }
 
@@ -186,7 +184,9 @@ function mqttFormat(f: string | null): MqttFormat {
   if (f === null) throw new SourceError(`mqtt source needs ?format=${mqttFormatChoices('|')}`);
   if (!isCaptureFormat(f)) throw new SourceError(`unknown format "${f}" (mqtt formats: ${mqttFormatChoices(', ')})`);
   if (!isMqttFormat(f)) {
-    const holds = mqttFormats().map((e) => `one ${e.name} ${e.message}`).join(' or ');
+    const holds = mqttFormats()
+      .map((e) => `one ${e.name} ${e.message}`)
+      .join(' or ');
     throw new SourceError(`format "${f}" cannot come over mqtt: a message holds ${holds}`);
   }
   return f;

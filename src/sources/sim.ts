@@ -128,7 +128,8 @@ function withSite(o: SimOptions, radios: readonly RadioConfig[] | undefined, lin
   if (radios === undefined) return o;
   const { nRx, nTx, ...rest } = o;
   const rxs = radios.filter((r) => r.role === 'rx');
-  if (links !== undefined && links > rxs.length) throw new SourceError(`sim: links=${links} but the site has ${rxs.length} receiver${rxs.length === 1 ? '' : 's'}`);
+  if (links !== undefined && links > rxs.length)
+    throw new SourceError(`sim: links=${links} but the site has ${rxs.length} receiver${rxs.length === 1 ? '' : 's'}`);
   const keep = new Set(rxs.slice(0, links ?? rxs.length));
   const site = radios
     .filter((r) => r.role !== 'rx' || keep.has(r))

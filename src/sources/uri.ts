@@ -43,7 +43,6 @@ export interface SourceDef {
   open(kind: 'bytes' | 'frame', ctx: SourceContext): Observable<unknown>;
 }
 
-
 function query(uri: string): { base: string; q: URLSearchParams } {
   const i = uri.indexOf('?');
   return i < 0 ? { base: uri, q: new URLSearchParams() } : { base: uri.slice(0, i), q: new URLSearchParams(uri.slice(i + 1)) };
@@ -121,13 +120,17 @@ function parseOne(uri: string): SourceDef {
     return {
       uri,
       emits: ['frame'],
-      open: (_k, ctx) => simSource({ ...simParams, environmentId: ctx.environmentId ?? simParams.environmentId }, {
-        speed: speed ?? ctx.speed ?? 1,
-        ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
-        ...(ctx.view ? { view: ctx.view } : {}),
-        ...(ctx.demand ? { demand: ctx.demand } : {}),
-        ...(ctx.radios ? { radios: ctx.radios } : {}),
-      }),
+      open: (_k, ctx) =>
+        simSource(
+          { ...simParams, environmentId: ctx.environmentId ?? simParams.environmentId },
+          {
+            speed: speed ?? ctx.speed ?? 1,
+            ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),
+            ...(ctx.view ? { view: ctx.view } : {}),
+            ...(ctx.demand ? { demand: ctx.demand } : {}),
+            ...(ctx.radios ? { radios: ctx.radios } : {}),
+          },
+        ),
     };
   }
   if (base.startsWith('file:')) {
@@ -168,8 +171,7 @@ function parseOne(uri: string): SourceDef {
     const colon = hp.lastIndexOf(':');
     const host = colon > 0 ? hp.slice(0, colon).replace(/^\[|\]$/g, '') : '';
     const port = Number(hp.slice(colon + 1));
-    if (!host || !Number.isInteger(port) || port < 0 || port > 65535)
-      throw new SourceError(`udp source must be udp://HOST:PORT?format=F, got ${uri}`);
+    if (!host || !Number.isInteger(port) || port < 0 || port > 65535) throw new SourceError(`udp source must be udp://HOST:PORT?format=F, got ${uri}`);
     const format = formatParam(q, uri);
     if (!format) throw new SourceError(`udp source needs ?format=${formatList('|')}`);
     const link = parseLinkParam(q, uri, { senders: true });
@@ -181,9 +183,7 @@ function parseOne(uri: string): SourceDef {
           const resolver = new LinkResolver(ctx.radios?.());
           const linkId = fixedLink(link, uri, ctx);
           const senders =
-            link.kind === 'senders'
-              ? link.senders.map((s) => ({ address: s.address, name: s.name, linkId: resolver.resolve(s.name, uri) }))
-              : undefined;
+            link.kind === 'senders' ? link.senders.map((s) => ({ address: s.address, name: s.name, linkId: resolver.resolve(s.name, uri) })) : undefined;
           return udpSource({
             host,
             port,
@@ -229,9 +229,7 @@ function parseOne(uri: string): SourceDef {
         const bytes = stdinBytes(ctx.demand);
         if (kind === 'bytes') return bytes;
         const opts = { sourceId: 'stdin', environmentId: ctx.environmentId ?? 'default' };
-        return bytes.pipe(
-          decode(() => createStreamDecoder(format!, opts), ctx.onDecodeStats ? { onStats: ctx.onDecodeStats } : {}),
-        );
+        return bytes.pipe(decode(() => createStreamDecoder(format!, opts), ctx.onDecodeStats ? { onStats: ctx.onDecodeStats } : {}));
       },
     };
   }
@@ -264,7 +262,10 @@ const NEXT_SOURCE = /\s+(?=file:|udp:\/\/|mqtts?:\/\/|sim(?:[?:]|\s|$)|stdin(?:\
 
 /** The URIs of a source list; one element for a single URI. */
 function splitSources(uri: string): string[] {
-  return uri.trim().split(NEXT_SOURCE).filter((u) => u.length > 0);
+  return uri
+    .trim()
+    .split(NEXT_SOURCE)
+    .filter((u) => u.length > 0);
 }
 
 /** A URI as messages may show it: without the credentials of an mqtt:// URI. */
@@ -276,15 +277,16 @@ function shown(uri: string): string {
 function parseList(uri: string, uris: readonly string[]): SourceDef {
   const parsed = uris.map((u) => {
     if (/^(sim|stdin|-)([?:]|$)/.test(u))
-      throw new SourceError(`${u.startsWith('sim') ? 'sim' : 'stdin'} cannot be listed with other sources: the simulator brings its site's links itself, stdin is one stream`);
+      throw new SourceError(
+        `${u.startsWith('sim') ? 'sim' : 'stdin'} cannot be listed with other sources: the simulator brings its site's links itself, stdin is one stream`,
+      );
     const def = parseOne(u);
     return { uri: u, def, parts: PARTS.get(def)! };
   });
   const byLink = new Map<string, string>();
   const byKey = new Map<string, string>();
   for (const p of parsed) {
-    if (p.parts.link.kind === 'none')
-      throw new SourceError(`each of several sources names its link: add &link=RX (a receiver id) to ${shown(p.uri)}`);
+    if (p.parts.link.kind === 'none') throw new SourceError(`each of several sources names its link: add &link=RX (a receiver id) to ${shown(p.uri)}`);
     for (const name of linkNames(p.parts.link)) {
       const other = byLink.get(name);
       if (other !== undefined) throw new SourceError(`link "${name}" is given by two sources: ${other} and ${shown(p.uri)}`);
@@ -297,8 +299,7 @@ function parseList(uri: string, uris: readonly string[]): SourceDef {
     }
   }
   const files = parsed.filter((p) => p.parts.kind === 'file');
-  if (files.length > 0 && files.length < parsed.length)
-    throw new SourceError('file replays and live sources (udp, mqtt) cannot be listed together');
+  if (files.length > 0 && files.length < parsed.length) throw new SourceError('file replays and live sources (udp, mqtt) cannot be listed together');
   if (files.length === 0) {
     return {
       uri,

@@ -103,7 +103,10 @@ export function storeDirectories(dataDir: string, parquetDir: string): string[] 
  * @throws ExportUsageError for an unknown name
  */
 export function exportTables(names?: readonly string[]): TimeTable[] {
-  const list = (names ?? []).flatMap((n) => n.split(',')).map((n) => n.trim()).filter((n) => n.length > 0);
+  const list = (names ?? [])
+    .flatMap((n) => n.split(','))
+    .map((n) => n.trim())
+    .filter((n) => n.length > 0);
   if (list.length === 0) return [...EXPORT_TABLES];
   const out: TimeTable[] = [];
   for (const n of list) {

@@ -133,7 +133,12 @@ export interface StoredFrame {
  * @param limit frames to return
  * @returns the frames, whether more follow, and the total that matches
  */
-export async function framePage(store: Store, f: HistoryFilter, afterSeq: number, limit: number): Promise<{ total: number; frames: StoredFrame[]; hasMore: boolean }> {
+export async function framePage(
+  store: Store,
+  f: HistoryFilter,
+  afterSeq: number,
+  limit: number,
+): Promise<{ total: number; frames: StoredFrame[]; hasMore: boolean }> {
   const params = personParams(f);
   const byPerson = f.personId !== undefined || f.trackId !== undefined;
   // Frames of the range, or only those holding a matching person.
@@ -420,7 +425,13 @@ export async function trackRecord(store: Store, environmentId: string, trackId: 
  * says where they were) without a box centre.
  * @returns the points oldest first and how many the track has in the range
  */
-export async function trajectory(store: Store, environmentId: string, trackId: number, range: TimeRange, max: number): Promise<{ total: number; points: TrajectoryPoint[] }> {
+export async function trajectory(
+  store: Store,
+  environmentId: string,
+  trackId: number,
+  range: TimeRange,
+  max: number,
+): Promise<{ total: number; points: TrajectoryPoint[] }> {
   const rows = await store.query(
     `WITH p AS (
        SELECT ts, confidence, floor_x, floor_y, bbox_x + bbox_w / 2 AS cx, bbox_y + bbox_h / 2 AS cy,

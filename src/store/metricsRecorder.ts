@@ -106,7 +106,13 @@ export class MetricsRecorder {
         const lost = this.pending.length > this.maxPending ? this.pending.splice(0, this.pending.length - this.maxPending) : [];
         this.onError(new StoreError(err.reason, `metrics sample not written, ${this.pending.length} kept for retry: ${err.message}`, { cause: err }));
         if (lost.length > 0) {
-          this.giveUp(lost.length, new StoreError('io', `${lost.length} metrics sample(s) from ${new Date(lost[0]!.time).toISOString()} given up: ${this.maxPending} already wait for the database`));
+          this.giveUp(
+            lost.length,
+            new StoreError(
+              'io',
+              `${lost.length} metrics sample(s) from ${new Date(lost[0]!.time).toISOString()} given up: ${this.maxPending} already wait for the database`,
+            ),
+          );
         }
         return;
       }

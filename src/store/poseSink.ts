@@ -237,7 +237,19 @@ class PersonColumns {
   shift(k: number): void {
     if (k === 0) return;
     const n = this.n;
-    for (const a of [this.ts, this.seq, this.frameId, this.slot, this.personId, this.trackId, this.trackAge, this.confidence, this.activityConf, this.kpLength, this.hasDense]) {
+    for (const a of [
+      this.ts,
+      this.seq,
+      this.frameId,
+      this.slot,
+      this.personId,
+      this.trackId,
+      this.trackAge,
+      this.confidence,
+      this.activityConf,
+      this.kpLength,
+      this.hasDense,
+    ]) {
       a.copyWithin(0, k, n);
     }
     this.bbox.copyWithin(0, k * 4, n * 4);
@@ -291,8 +303,27 @@ async function openAppender(conn: DuckDBConnection, table: string, columns: read
 const T = DuckDBTypeId;
 const FRAME_TYPES = [T.TIMESTAMP, T.VARCHAR, T.VARCHAR, T.BIGINT, T.INTEGER, T.FLOAT, T.VARCHAR, T.FLOAT, T.FLOAT, T.FLOAT, T.BIGINT] as const;
 const PERSON_TYPES = [
-  T.TIMESTAMP, T.VARCHAR, T.BIGINT, T.INTEGER, T.INTEGER, T.INTEGER, T.INTEGER, T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT,
-  T.FLOAT, T.FLOAT, T.FLOAT, T.FLOAT, T.VARCHAR, T.FLOAT, T.BLOB, T.BLOB, T.BIGINT,
+  T.TIMESTAMP,
+  T.VARCHAR,
+  T.BIGINT,
+  T.INTEGER,
+  T.INTEGER,
+  T.INTEGER,
+  T.INTEGER,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.FLOAT,
+  T.VARCHAR,
+  T.FLOAT,
+  T.BLOB,
+  T.BLOB,
+  T.BIGINT,
 ] as const;
 const EVENT_COLUMNS = 12;
 const ALERT_COLUMNS = 13;
@@ -436,19 +467,28 @@ export class PoseSink {
     const alerts: readonly PoseAlert[] = Array.isArray(frame?.alerts) ? frame.alerts : [];
     const rows = 1 + persons.length + events.length + alerts.length;
     if (this.isClosed) {
-      this.drop(rows, new StoreError('closed', `pose sink is closed: ${rows} row(s) of frame ${String(frame?.frameId)} dropped (${this.s.dropped + rows} so far)`));
+      this.drop(
+        rows,
+        new StoreError('closed', `pose sink is closed: ${rows} row(s) of frame ${String(frame?.frameId)} dropped (${this.s.dropped + rows} so far)`),
+      );
       return false;
     }
     const ts = epochMs(frame?.time);
     const frameId = typeof frame?.frameId === 'number' && Number.isSafeInteger(frame.frameId) ? frame.frameId : NaN;
     if (Number.isNaN(ts) || Number.isNaN(frameId)) {
-      this.drop(rows, new StoreError('invalid', `pose frame without a valid time or frameId dropped (time ${String(frame?.time)}, frameId ${String(frame?.frameId)})`));
+      this.drop(
+        rows,
+        new StoreError('invalid', `pose frame without a valid time or frameId dropped (time ${String(frame?.time)}, frameId ${String(frame?.frameId)})`),
+      );
       return false;
     }
     if (this.pendingRows() + rows > this.maxPending) {
       this.drop(
         rows,
-        new StoreError('io', `pose sink buffer full (${this.pendingRows()} rows waiting for the database): frame ${frameId} dropped, ${this.s.dropped + rows} row(s) dropped so far`),
+        new StoreError(
+          'io',
+          `pose sink buffer full (${this.pendingRows()} rows waiting for the database): frame ${frameId} dropped, ${this.s.dropped + rows} row(s) dropped so far`,
+        ),
       );
       return false;
     }
@@ -485,7 +525,13 @@ export class PoseSink {
     for (const p of persons) {
       // Keypoints are 51 floats, or none for an anonymised person (stored as an empty BLOB).
       const anonymous = p?.keypoints?.length === 0;
-      if (!p || (!anonymous && !isFloatArray(p.keypoints, KEYPOINT_FLOATS)) || !p.bbox || p.bbox.length < 4 || (p.densePose !== undefined && !isFloatArray(p.densePose, DENSE_POSE_FLOATS))) {
+      if (
+        !p ||
+        (!anonymous && !isFloatArray(p.keypoints, KEYPOINT_FLOATS)) ||
+        !p.bbox ||
+        p.bbox.length < 4 ||
+        (p.densePose !== undefined && !isFloatArray(p.densePose, DENSE_POSE_FLOATS))
+      ) {
         invalid++;
         continue;
       }
@@ -562,14 +608,7 @@ export class PoseSink {
     if (badMeta > 0) this.onError(new StoreError('invalid', `frame ${frameId}: ${badMeta} event/alert metadata could not be serialised; stored as null`));
   }
 
-  private notice(
-    n: ActivityEvent | PoseAlert,
-    id: unknown,
-    actions: unknown,
-    zone: unknown,
-    frameTs: number,
-    frameEnv: string,
-  ): NoticeRow {
+  private notice(n: ActivityEvent | PoseAlert, id: unknown, actions: unknown, zone: unknown, frameTs: number, frameEnv: string): NoticeRow {
     const t = epochMs(n?.time);
     return {
       ts: Number.isNaN(t) ? frameTs : t,
@@ -668,9 +707,7 @@ export class PoseSink {
       this.failing = true;
       const err = e instanceof StoreError ? e : new StoreError('io', (e as Error)?.message ?? String(e), { cause: e });
       this.lastFailure = err.message;
-      this.onError(
-        new StoreError(err.reason, `pose batch of ${nF + nP + nE + nA} row(s) not written, kept for retry: ${err.message}`, { cause: err }),
-      );
+      this.onError(new StoreError(err.reason, `pose batch of ${nF + nP + nE + nA} row(s) not written, kept for retry: ${err.message}`, { cause: err }));
       return;
     }
     this.frames.shift(nF);
@@ -736,7 +773,17 @@ export class PoseSink {
       const chunk = DuckDBDataChunk.create(t.types, m);
       const v = Array.from({ length: t.types.length }, (_, k) => chunk.getColumnVector(k));
       const [ts, env, src, fid, pc, pms, model, q, avg, max, seq] = v as [
-        DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
       ];
       for (let r = 0; r < m; r++) {
         const i = off + r;
@@ -767,8 +814,26 @@ export class PoseSink {
       const chunk = DuckDBDataChunk.create(t.types, m);
       const v = Array.from({ length: t.types.length }, (_, k) => chunk.getColumnVector(k));
       const [ts, env, fid, slot, pid, tid, tage, conf, bx, by, bw, bh, fx, fy, vx, vy, act, actConf, kp, dp, seq] = v as DuckDBVector[] as [
-        DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector,
-        DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector, DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
+        DuckDBVector,
         DuckDBVector,
       ];
       for (let r = 0; r < m; r++) {
@@ -879,4 +944,3 @@ export class PoseSink {
     return this.closing;
   }
 }
-

@@ -270,9 +270,7 @@ export class SchemaError extends Error {
  * @example const from = await migrate(target); // 0 on first open, 1 afterwards
  */
 export async function migrate(db: MigrationTarget): Promise<number> {
-  const hasVersionTable = Number(
-    await db.scalar(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'schema_version'`),
-  );
+  const hasVersionTable = Number(await db.scalar(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'schema_version'`));
   let current = 0;
   if (hasVersionTable > 0) {
     const v = await db.scalar(`SELECT max(version) FROM schema_version`);

@@ -119,7 +119,10 @@ export function rewriteFilePaths(sql: string, resolvePath: PathResolver): string
       prev = "'";
     } else if (c === '"') {
       const end = closingQuote(sql, i + 1, '"');
-      prev = sql.slice(i + 1, end - 1).replace(/""/g, '"').toLowerCase();
+      prev = sql
+        .slice(i + 1, end - 1)
+        .replace(/""/g, '"')
+        .toLowerCase();
       i = end;
     } else if (c === '$') {
       const tag = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 66))?.[0];

@@ -288,11 +288,9 @@ function openError(path: string, e: unknown): StoreError {
   if (e instanceof SchemaError) return new StoreError('schema', `cannot use database ${path}: ${e.message}`, { cause: e });
   if (/could not set lock|conflicting lock/i.test(msg)) {
     const holder = /held in (.+?\(PID \d+\))/.exec(msg)?.[1];
-    return new StoreError(
-      'locked',
-      `database ${path} is locked by another process${holder ? ` (${holder})` : ''}: stop it or point --data-dir elsewhere`,
-      { cause: e },
-    );
+    return new StoreError('locked', `database ${path} is locked by another process${holder ? ` (${holder})` : ''}: stop it or point --data-dir elsewhere`, {
+      cause: e,
+    });
   }
   if (/not a valid duckdb database|corrupt|checksum|invalid.*(header|magic)|unsupported.*version|serializ/i.test(msg)) {
     return new StoreError('corrupt', `database ${path} is not a readable DuckDB file (damaged, or written by another program): ${msg}`, { cause: e });
@@ -621,7 +619,9 @@ export class Store {
       reader = await instance.connect();
       const w = writer;
       if (readOnly) {
-        const found = Number((await w.runAndReadAll(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'schema_version'`)).getRows()[0]?.[0]);
+        const found = Number(
+          (await w.runAndReadAll(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'schema_version'`)).getRows()[0]?.[0],
+        );
         if (found === 0) throw new SchemaError('the file has no schema_version table: it is not a csipose store');
       } else {
         await migrate({
@@ -631,7 +631,16 @@ export class Store {
       }
       // A file made by an earlier build (0644), and its WAL, become the owner's only too.
       if (key !== undefined && !readOnly) for (const f of [key, `${key}.wal`]) ownerOnlyFile(f);
-      return new Store(memory ? ':memory:' : path, key, instance, writer, reader, readOnly, base !== undefined ? dataDirPaths(base) : undefined, accessNote(options, allowed, base));
+      return new Store(
+        memory ? ':memory:' : path,
+        key,
+        instance,
+        writer,
+        reader,
+        readOnly,
+        base !== undefined ? dataDirPaths(base) : undefined,
+        accessNote(options, allowed, base),
+      );
     } catch (e) {
       for (const h of [reader, writer, instance]) {
         try {
@@ -803,10 +812,13 @@ export class Store {
         let timedOut = false;
         const timer =
           limits.timeoutMs !== undefined && Number.isFinite(limits.timeoutMs)
-            ? setTimeout(() => {
-                timedOut = true;
-                conn.interrupt();
-              }, Math.max(0, limits.timeoutMs))
+            ? setTimeout(
+                () => {
+                  timedOut = true;
+                  conn.interrupt();
+                },
+                Math.max(0, limits.timeoutMs),
+              )
             : undefined;
         const columns: SqlColumn[] = [];
         let rowCount = 0;

@@ -101,7 +101,11 @@ describe('ApiKeyStore', () => {
     expect(s.list()[0]!.lastUsedAt).toBe(new Date(clock.now()).toISOString());
     expect(s.flushUsage()).toBe(true);
     expect(s.stats().writes).toBe(writes + 1);
-    expect(open().list().find((k) => k.id === info.id)!.lastUsedAt).toBe(new Date(clock.now()).toISOString());
+    expect(
+      open()
+        .list()
+        .find((k) => k.id === info.id)!.lastUsedAt,
+    ).toBe(new Date(clock.now()).toISOString());
     // Nothing new: nothing to write.
     expect(s.flushUsage()).toBe(true);
     expect(s.stats().writes).toBe(writes + 1);
@@ -139,7 +143,11 @@ describe('ApiKeyStore', () => {
     expect(s.flushUsage()).toBe(true);
     expect(s.stats().writes).toBe(writes + 1);
     expect(existsSync(lock)).toBe(false);
-    expect(open().list().find((k) => k.id === info.id)!.lastUsedAt).not.toBeNull();
+    expect(
+      open()
+        .list()
+        .find((k) => k.id === info.id)!.lastUsedAt,
+    ).not.toBeNull();
   });
 
   it('keeps working on its last good keys when the file is edited into bad JSON', () => {

@@ -69,11 +69,28 @@ describe('roles', () => {
 
   it('covers every endpoint of the interface', () => {
     const spec = [
-      'POST /auth/token', 'GET /pose/latest', 'GET /pose/history', 'POST /pose/query', 'GET /pose/tracking/:track_id',
-      'POST /pose/process', 'GET /system/status', 'POST /system/start', 'POST /system/stop', 'POST /system/restart',
-      'GET /config', 'PUT /config', 'GET /config/schema', 'GET /analytics/healthcare', 'GET /analytics/retail',
-      'GET /analytics/security', 'GET /analytics/summary', 'GET /analytics/events', 'GET /analytics/occupancy',
-      'GET /health', 'GET /health/detailed', 'GET /metrics',
+      'POST /auth/token',
+      'GET /pose/latest',
+      'GET /pose/history',
+      'POST /pose/query',
+      'GET /pose/tracking/:track_id',
+      'POST /pose/process',
+      'GET /system/status',
+      'POST /system/start',
+      'POST /system/stop',
+      'POST /system/restart',
+      'GET /config',
+      'PUT /config',
+      'GET /config/schema',
+      'GET /analytics/healthcare',
+      'GET /analytics/retail',
+      'GET /analytics/security',
+      'GET /analytics/summary',
+      'GET /analytics/events',
+      'GET /analytics/occupancy',
+      'GET /health',
+      'GET /health/detailed',
+      'GET /metrics',
     ];
     const table = new Set(ENDPOINT_ACCESS.map((e) => `${e.method} ${e.pattern}`));
     for (const e of spec) expect(table.has(e), e).toBe(true);

@@ -175,163 +175,206 @@ describe('bench:accuracy', () => {
     }
   });
 
-  it('scores the model beside its baseline and the oracle in every setting: every third-round name, the oracle near perfect', async () => {
-    const { bytes, sidecar } = contractModelV2();
-    const path = tmp.file('contract-v2-third.onnx', bytes);
-    const meanPose = meanPoseOf(sidecar)!;
-    const model = await PoseModel.load(path, { featureDim: FEATURE_DIM });
-    let report: AccuracyReport;
-    try {
-      report = await runAccuracy(SMALL, model, { modelPath: path, meanPose, calibrationProgress: quiet, oracleModel: liveOracle() });
-    } finally {
-      await model.release();
-    }
-    const res = report.results;
-    const names = res.map((r) => r.name);
-    expect(new Set(names).size).toBe(names.length);
-    const settings = multiLinkSupport().ready ? ['unseen', 'unseen1', 'room'] : ['unseen1', 'room'];
-    if (!multiLinkSupport().ready) expect(report.skipped.unseen).toMatch(/three receivers need/);
-    else {
-      // Three links' frames, up to the packets each lost.
-      expect(report.unseen!.pose.csiFrames / report.unseen1!.pose.csiFrames).toBeGreaterThan(2.9);
-      expect(report.unseen!.pose.csiFrames / report.unseen1!.pose.csiFrames).toBeLessThan(3.1);
-      // The one-link model reads the primary link, which is the recipe's own link antenna for
-      // antenna: with three receivers it sees exactly what it sees with one.
-      for (const [n] of THIRD_ROUND) expect(value(res, `accuracy.unseen.${n}`), n).toEqual(value(res, `accuracy.unseen1.${n}`));
-    }
-    for (const s of settings) {
-      for (const who of ['', 'baseline.', 'oracle.']) {
-        for (const [n, unit] of THIRD_ROUND) {
-          const r = res.find((x) => x.name === `accuracy.${s}.${who}${n}`);
-          expect(r, `accuracy.${s}.${who}${n}`).toBeDefined();
-          expect(r!.unit).toBe(unit);
-          expect(Number.isInteger(r!.n)).toBe(true);
-          expect(r!.ci95).toHaveLength(2);
-          expect(r!.note).toMatch(/95 % interval/);
-        }
-      }
-      const v = (n: string) => value(res, `accuracy.${s}.${n}`);
-      // Ground truth through the pipeline: what the tracker, activity and alert rules make of perfect outputs.
-      expect(v('oracle.floor_median_m.one')).toBeLessThan(0.001);
-      expect(v('oracle.floor_p90_m')).toBeLessThan(0.001);
-      expect(v('oracle.mpjpe_mm.one')).toBeLessThan(1);
-      expect(v('oracle.mpjpe_mm.three')).toBeLessThan(1);
-      expect(v('oracle.mpjpe_rr_mm')).toBeLessThan(1);
-      expect(v('oracle.pck3d_rr')).toBeGreaterThan(0.97);
-      expect(v('oracle.pck2d')).toBeGreaterThan(0.97);
-      expect(v('oracle.count_exact')).toBeGreaterThan(0.97);
-      expect(v('oracle.occupied')).toBeGreaterThan(0.99);
-      expect(v('oracle.mota')).toBeGreaterThan(0.95);
-      // A new track is confirmed after 3 frames: those frames cost identity, not much else.
-      expect(v('oracle.idf1')).toBeGreaterThan(0.9);
-      expect(v('oracle.activity')).toBeGreaterThan(0.85);
-      // Scenario 0 is a walk and fall, scenario 1 a deliberate lie-down with a companion doing another hard negative.
-      expect(v('oracle.falls_n')).toBe(1);
-      expect(v('oracle.fall_recall')).toBe(1);
-      expect(v('oracle.fall_precision')).toBe(1);
-      expect(v('oracle.fall_delay_s')).toBeGreaterThanOrEqual(0.5);
-      expect(v('oracle.fall_delay_s')).toBeLessThanOrEqual(3);
-      expect(v('oracle.hard_negatives_n')).toBeGreaterThanOrEqual(2);
-      expect(v('oracle.hard_negative_alerts')).toBe(0);
-      // Wilson on 1 of 1.
-      expect(res.find((x) => x.name === `accuracy.${s}.oracle.fall_recall`)!.ci95![0]).toBeCloseTo(0.2065, 3);
-      // The baseline is told where everyone is and never says fall; it has no skeleton of the person.
-      expect(v('baseline.floor_median_m')).toBeLessThan(1e-5);
-      expect(v('baseline.count_exact')).toBe(1);
-      expect(v('baseline.idf1')).toBe(1);
-      expect(v('baseline.fall_recall')).toBe(0);
-      expect(v('baseline.fall_precision')).toBeNaN();
-      expect(v('baseline.mpjpe_rr_mm')).toBeGreaterThan(100);
-      expect(v('baseline.pck3d_rr')).toBeLessThan(0.5);
-      // n: scenarios for frame figures, events for fall figures.
-      expect(res.find((x) => x.name === `accuracy.${s}.count_exact`)!.n).toBe(2);
-      expect(res.find((x) => x.name === `accuracy.${s}.fall_recall`)!.n).toBe(1);
-    }
-    // The earlier rounds' names are still printed.
-    for (const s of settings) for (const n of ['pck3d.one', 'pck3d.three', 'count_exact', 'occupied', 'floor_median_m', 'fall_precision', 'fall_recall', 'activity', 'mota', 'baseline.pck3d.one']) expect(names).toContain(`accuracy.${s}.${n}`);
-    for (const n of ['accuracy.pck02.one', 'accuracy.pck02.three', 'accuracy.count_exact', 'accuracy.fall_precision', 'accuracy.fall_recall', 'accuracy.room.uncalibrated.pck3d.one']) expect(names).toContain(n);
-    expect(value(res, 'accuracy.count_exact')).toBe(value(res, `accuracy.${settings[0]}.count_exact`));
-    const md = markdown(report);
-    expect(md).toContain('Scores a user would recognise');
-    expect(md).toContain('target (issue 19)');
-    expect(md).not.toContain('ORACLE MISSES IT');
-    const doc = JSON.parse(json(report)) as { results: Array<{ name: string; value: number | null; ci95?: Array<number | null> }> };
-    expect(doc.results.find((r) => r.name === 'accuracy.room.baseline.fall_precision')!.value).toBeNull();
-  }, E2E_TIMEOUT_MS);
-
-  it('scores the oracle as the model under test (--oracle), the first-round names from the setting it ran', async () => {
-    const plan: AccuracyPlan = { ...SMALL, settings: ['unseen1'] };
-    const oracle = oracleRunner(plan);
-    const report = await runAccuracy(plan, oracle, { modelPath: 'oracle', meanPose: oracle.meanPose, oracle: true });
-    const res = report.results;
-    expect(value(res, 'accuracy.unseen1.pck3d.one')).toBeGreaterThan(0.97);
-    expect(value(res, 'accuracy.unseen1.oracle.count_exact')).toBe(value(res, 'accuracy.unseen1.count_exact'));
-    expect(value(res, 'accuracy.unseen1.fall_recall')).toBe(1);
-    expect(value(res, 'accuracy.unseen1.fall_precision')).toBe(1);
-    expect(value(res, 'accuracy.fall_recall')).toBe(value(res, 'accuracy.unseen1.fall_recall'));
-    expect(report.unseen!).toBeNull();
-    expect(report.room).toBeNull();
-    expect(markdown(report)).toContain('ORACLE');
-  }, E2E_TIMEOUT_MS);
-
-  it('prints the DECISIONS document identically twice from the same model and plan', async () => {
-    const { bytes, sidecar } = contractModelV2();
-    const path = tmp.file('contract-v2.onnx', bytes);
-    const meanPose = meanPoseOf(sidecar)!;
-    const small: AccuracyPlan = { ...PLAN, poseScenarios: 1, poseSeconds: 4, fallScenarios: 1, fallSeconds: 8, settings: ['unseen1'] };
-    const docs: string[] = [];
-    for (let i = 0; i < 2; i++) {
+  it(
+    'scores the model beside its baseline and the oracle in every setting: every third-round name, the oracle near perfect',
+    async () => {
+      const { bytes, sidecar } = contractModelV2();
+      const path = tmp.file('contract-v2-third.onnx', bytes);
+      const meanPose = meanPoseOf(sidecar)!;
       const model = await PoseModel.load(path, { featureDim: FEATURE_DIM });
+      let report: AccuracyReport;
       try {
-        const report = await runAccuracy(small, model, { modelPath: path, meanPose, oracleModel: liveOracle() });
-        expect(report.contractTestModel).toBe(true);
-        expect(markdown(report)).toContain('CONTRACT TEST MODEL');
-        docs.push(json(report));
+        report = await runAccuracy(SMALL, model, { modelPath: path, meanPose, calibrationProgress: quiet, oracleModel: liveOracle() });
       } finally {
         await model.release();
       }
-    }
-    expect(docs[1]).toBe(docs[0]);
-    const doc = JSON.parse(docs[0]!) as { node: string; cpu: string; results: Array<{ name: string; value: number | null; unit: string; n: number }> };
-    expect(Object.keys(doc).sort()).toEqual(['cpu', 'node', 'results']);
-    for (const r of doc.results) {
-      expect(typeof r.unit).toBe('string');
-      if (r.unit === 'fraction' && r.value !== null) {
-        expect(r.value).toBeGreaterThanOrEqual(0);
-        expect(r.value).toBeLessThanOrEqual(1);
+      const res = report.results;
+      const names = res.map((r) => r.name);
+      expect(new Set(names).size).toBe(names.length);
+      const settings = multiLinkSupport().ready ? ['unseen', 'unseen1', 'room'] : ['unseen1', 'room'];
+      if (!multiLinkSupport().ready) expect(report.skipped.unseen).toMatch(/three receivers need/);
+      else {
+        // Three links' frames, up to the packets each lost.
+        expect(report.unseen!.pose.csiFrames / report.unseen1!.pose.csiFrames).toBeGreaterThan(2.9);
+        expect(report.unseen!.pose.csiFrames / report.unseen1!.pose.csiFrames).toBeLessThan(3.1);
+        // The one-link model reads the primary link, which is the recipe's own link antenna for
+        // antenna: with three receivers it sees exactly what it sees with one.
+        for (const [n] of THIRD_ROUND) expect(value(res, `accuracy.unseen.${n}`), n).toEqual(value(res, `accuracy.unseen1.${n}`));
       }
-    }
-  }, E2E_TIMEOUT_MS);
+      for (const s of settings) {
+        for (const who of ['', 'baseline.', 'oracle.']) {
+          for (const [n, unit] of THIRD_ROUND) {
+            const r = res.find((x) => x.name === `accuracy.${s}.${who}${n}`);
+            expect(r, `accuracy.${s}.${who}${n}`).toBeDefined();
+            expect(r!.unit).toBe(unit);
+            expect(Number.isInteger(r!.n)).toBe(true);
+            expect(r!.ci95).toHaveLength(2);
+            expect(r!.note).toMatch(/95 % interval/);
+          }
+        }
+        const v = (n: string) => value(res, `accuracy.${s}.${n}`);
+        // Ground truth through the pipeline: what the tracker, activity and alert rules make of perfect outputs.
+        expect(v('oracle.floor_median_m.one')).toBeLessThan(0.001);
+        expect(v('oracle.floor_p90_m')).toBeLessThan(0.001);
+        expect(v('oracle.mpjpe_mm.one')).toBeLessThan(1);
+        expect(v('oracle.mpjpe_mm.three')).toBeLessThan(1);
+        expect(v('oracle.mpjpe_rr_mm')).toBeLessThan(1);
+        expect(v('oracle.pck3d_rr')).toBeGreaterThan(0.97);
+        expect(v('oracle.pck2d')).toBeGreaterThan(0.97);
+        expect(v('oracle.count_exact')).toBeGreaterThan(0.97);
+        expect(v('oracle.occupied')).toBeGreaterThan(0.99);
+        expect(v('oracle.mota')).toBeGreaterThan(0.95);
+        // A new track is confirmed after 3 frames: those frames cost identity, not much else.
+        expect(v('oracle.idf1')).toBeGreaterThan(0.9);
+        expect(v('oracle.activity')).toBeGreaterThan(0.85);
+        // Scenario 0 is a walk and fall, scenario 1 a deliberate lie-down with a companion doing another hard negative.
+        expect(v('oracle.falls_n')).toBe(1);
+        expect(v('oracle.fall_recall')).toBe(1);
+        expect(v('oracle.fall_precision')).toBe(1);
+        expect(v('oracle.fall_delay_s')).toBeGreaterThanOrEqual(0.5);
+        expect(v('oracle.fall_delay_s')).toBeLessThanOrEqual(3);
+        expect(v('oracle.hard_negatives_n')).toBeGreaterThanOrEqual(2);
+        expect(v('oracle.hard_negative_alerts')).toBe(0);
+        // Wilson on 1 of 1.
+        expect(res.find((x) => x.name === `accuracy.${s}.oracle.fall_recall`)!.ci95![0]).toBeCloseTo(0.2065, 3);
+        // The baseline is told where everyone is and never says fall; it has no skeleton of the person.
+        expect(v('baseline.floor_median_m')).toBeLessThan(1e-5);
+        expect(v('baseline.count_exact')).toBe(1);
+        expect(v('baseline.idf1')).toBe(1);
+        expect(v('baseline.fall_recall')).toBe(0);
+        expect(v('baseline.fall_precision')).toBeNaN();
+        expect(v('baseline.mpjpe_rr_mm')).toBeGreaterThan(100);
+        expect(v('baseline.pck3d_rr')).toBeLessThan(0.5);
+        // n: scenarios for frame figures, events for fall figures.
+        expect(res.find((x) => x.name === `accuracy.${s}.count_exact`)!.n).toBe(2);
+        expect(res.find((x) => x.name === `accuracy.${s}.fall_recall`)!.n).toBe(1);
+      }
+      // The earlier rounds' names are still printed.
+      for (const s of settings)
+        for (const n of [
+          'pck3d.one',
+          'pck3d.three',
+          'count_exact',
+          'occupied',
+          'floor_median_m',
+          'fall_precision',
+          'fall_recall',
+          'activity',
+          'mota',
+          'baseline.pck3d.one',
+        ])
+          expect(names).toContain(`accuracy.${s}.${n}`);
+      for (const n of [
+        'accuracy.pck02.one',
+        'accuracy.pck02.three',
+        'accuracy.count_exact',
+        'accuracy.fall_precision',
+        'accuracy.fall_recall',
+        'accuracy.room.uncalibrated.pck3d.one',
+      ])
+        expect(names).toContain(n);
+      expect(value(res, 'accuracy.count_exact')).toBe(value(res, `accuracy.${settings[0]}.count_exact`));
+      const md = markdown(report);
+      expect(md).toContain('Scores a user would recognise');
+      expect(md).toContain('target (issue 19)');
+      expect(md).not.toContain('ORACLE MISSES IT');
+      const doc = JSON.parse(json(report)) as { results: Array<{ name: string; value: number | null; ci95?: Array<number | null> }> };
+      expect(doc.results.find((r) => r.name === 'accuracy.room.baseline.fall_precision')!.value).toBeNull();
+    },
+    E2E_TIMEOUT_MS,
+  );
 
-  it('calibrates a model the training script made for the room, and scores the room model and the model as it came', async () => {
-    const out = join(tmp.dir, 'trained');
-    const trained = await runTraining({ quick: true, out, workers: 0, progress: quiet });
-    const meanPose = meanPoseOf(trained.report)!;
-    expect(meanPose).not.toBeNull();
-    const plan: AccuracyPlan = {
-      ...PLAN,
-      settings: ['room'],
-      room: { calibrationSeconds: 40, calibrationPeople: [1, 2], calibrationEpochs: 1, poseScenarios: 1, poseSeconds: 6, fallScenarios: 1, fallSeconds: 10 },
-    };
-    const model = await PoseModel.load(trained.onnxPath, { featureDim: FEATURE_DIM });
-    try {
-      const report = await runAccuracy(plan, model, { modelPath: trained.onnxPath, meanPose, calibrationProgress: quiet });
-      expect(report.unseen).toBeNull();
-      const cal = report.room!.calibration!;
-      expect(cal.sessions.map((s) => s.people)).toEqual([1, 2]);
-      expect(cal.result.rows.train).toBeGreaterThan(100);
-      expect(cal.result.metadata.model_version).toBe(`${trained.metadata.model_version}+room`);
-      // The room model and the captures lived in a temp dir that is gone.
-      expect(existsSync(cal.result.out)).toBe(false);
-      expect(report.room!.uncalibrated).not.toBeNull();
-      const names = report.results.map((r) => r.name);
-      for (const n of ['accuracy.room.pck3d.one', 'accuracy.room.uncalibrated.pck3d.one', 'accuracy.room.uncalibrated.count_exact', 'accuracy.room.uncalibrated.floor_median_m']) expect(names).toContain(n);
-      expect(names.some((n) => n.startsWith('accuracy.unseen.') || n === 'accuracy.count_exact')).toBe(false);
-      expect(markdown(report)).toContain('same room, uncalibrated');
-    } finally {
-      await model.release();
-    }
-  }, E2E_TIMEOUT_MS);
+  it(
+    'scores the oracle as the model under test (--oracle), the first-round names from the setting it ran',
+    async () => {
+      const plan: AccuracyPlan = { ...SMALL, settings: ['unseen1'] };
+      const oracle = oracleRunner(plan);
+      const report = await runAccuracy(plan, oracle, { modelPath: 'oracle', meanPose: oracle.meanPose, oracle: true });
+      const res = report.results;
+      expect(value(res, 'accuracy.unseen1.pck3d.one')).toBeGreaterThan(0.97);
+      expect(value(res, 'accuracy.unseen1.oracle.count_exact')).toBe(value(res, 'accuracy.unseen1.count_exact'));
+      expect(value(res, 'accuracy.unseen1.fall_recall')).toBe(1);
+      expect(value(res, 'accuracy.unseen1.fall_precision')).toBe(1);
+      expect(value(res, 'accuracy.fall_recall')).toBe(value(res, 'accuracy.unseen1.fall_recall'));
+      expect(report.unseen!).toBeNull();
+      expect(report.room).toBeNull();
+      expect(markdown(report)).toContain('ORACLE');
+    },
+    E2E_TIMEOUT_MS,
+  );
+
+  it(
+    'prints the DECISIONS document identically twice from the same model and plan',
+    async () => {
+      const { bytes, sidecar } = contractModelV2();
+      const path = tmp.file('contract-v2.onnx', bytes);
+      const meanPose = meanPoseOf(sidecar)!;
+      const small: AccuracyPlan = { ...PLAN, poseScenarios: 1, poseSeconds: 4, fallScenarios: 1, fallSeconds: 8, settings: ['unseen1'] };
+      const docs: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const model = await PoseModel.load(path, { featureDim: FEATURE_DIM });
+        try {
+          const report = await runAccuracy(small, model, { modelPath: path, meanPose, oracleModel: liveOracle() });
+          expect(report.contractTestModel).toBe(true);
+          expect(markdown(report)).toContain('CONTRACT TEST MODEL');
+          docs.push(json(report));
+        } finally {
+          await model.release();
+        }
+      }
+      expect(docs[1]).toBe(docs[0]);
+      const doc = JSON.parse(docs[0]!) as { node: string; cpu: string; results: Array<{ name: string; value: number | null; unit: string; n: number }> };
+      expect(Object.keys(doc).sort()).toEqual(['cpu', 'node', 'results']);
+      for (const r of doc.results) {
+        expect(typeof r.unit).toBe('string');
+        if (r.unit === 'fraction' && r.value !== null) {
+          expect(r.value).toBeGreaterThanOrEqual(0);
+          expect(r.value).toBeLessThanOrEqual(1);
+        }
+      }
+    },
+    E2E_TIMEOUT_MS,
+  );
+
+  it(
+    'calibrates a model the training script made for the room, and scores the room model and the model as it came',
+    async () => {
+      const out = join(tmp.dir, 'trained');
+      const trained = await runTraining({ quick: true, out, workers: 0, progress: quiet });
+      const meanPose = meanPoseOf(trained.report)!;
+      expect(meanPose).not.toBeNull();
+      const plan: AccuracyPlan = {
+        ...PLAN,
+        settings: ['room'],
+        room: { calibrationSeconds: 40, calibrationPeople: [1, 2], calibrationEpochs: 1, poseScenarios: 1, poseSeconds: 6, fallScenarios: 1, fallSeconds: 10 },
+      };
+      const model = await PoseModel.load(trained.onnxPath, { featureDim: FEATURE_DIM });
+      try {
+        const report = await runAccuracy(plan, model, { modelPath: trained.onnxPath, meanPose, calibrationProgress: quiet });
+        expect(report.unseen).toBeNull();
+        const cal = report.room!.calibration!;
+        expect(cal.sessions.map((s) => s.people)).toEqual([1, 2]);
+        expect(cal.result.rows.train).toBeGreaterThan(100);
+        expect(cal.result.metadata.model_version).toBe(`${trained.metadata.model_version}+room`);
+        // The room model and the captures lived in a temp dir that is gone.
+        expect(existsSync(cal.result.out)).toBe(false);
+        expect(report.room!.uncalibrated).not.toBeNull();
+        const names = report.results.map((r) => r.name);
+        for (const n of [
+          'accuracy.room.pck3d.one',
+          'accuracy.room.uncalibrated.pck3d.one',
+          'accuracy.room.uncalibrated.count_exact',
+          'accuracy.room.uncalibrated.floor_median_m',
+        ])
+          expect(names).toContain(n);
+        expect(names.some((n) => n.startsWith('accuracy.unseen.') || n === 'accuracy.count_exact')).toBe(false);
+        expect(markdown(report)).toContain('same room, uncalibrated');
+      } finally {
+        await model.release();
+      }
+    },
+    E2E_TIMEOUT_MS,
+  );
 });
 
 describe('bench:accuracy streams with the installation empty room (v3 refiners)', () => {
@@ -365,35 +408,43 @@ describe('bench:accuracy streams with the installation empty room (v3 refiners)'
     expect(x).toBeNull();
   });
 
-  it('a v3 refiner: records the room on its whole site, calibrates its front end, scores the room model and the refiner as it came', async () => {
-    const refiner = join(repoRoot, 'models/csipose-refiner.onnx');
-    const plan: AccuracyPlan = {
-      ...PLAN,
-      settings: ['room'],
-      room: { calibrationSeconds: 240, calibrationPeople: [0, 1], poseScenarios: 1, poseSeconds: 8, fallScenarios: 1, fallSeconds: 12 },
-    };
-    const model = await PoseModel.load(refiner);
-    try {
-      const report = await runAccuracy(plan, model, { modelPath: refiner, meanPose: { offsets: new Array(51).fill(0), pelvisZ: 1 }, calibrationProgress: quiet });
-      expect(report.skipped.room).toBeUndefined();
-      const cal = report.room!.calibration!;
-      expect(cal.kind).toBe('front-end');
-      if (cal.kind !== 'front-end') return;
-      expect(cal.sessions.map((s) => s.people)).toEqual([0, 1]);
-      // Every link of the 1 TX + 3 RX site: its recorded empty room and one-person windows.
-      expect(cal.result.links.map((l) => l.id)).toEqual(['tx-rx1', 'tx-rx2', 'tx-rx3']);
-      for (const l of cal.result.links) {
-        expect(l.emptyPackets).toBeGreaterThan(0.9 * 120 * 100);
-        expect(l.windows).toBeGreaterThanOrEqual(20);
+  it(
+    'a v3 refiner: records the room on its whole site, calibrates its front end, scores the room model and the refiner as it came',
+    async () => {
+      const refiner = join(repoRoot, 'models/csipose-refiner.onnx');
+      const plan: AccuracyPlan = {
+        ...PLAN,
+        settings: ['room'],
+        room: { calibrationSeconds: 240, calibrationPeople: [0, 1], poseScenarios: 1, poseSeconds: 8, fallScenarios: 1, fallSeconds: 12 },
+      };
+      const model = await PoseModel.load(refiner);
+      try {
+        const report = await runAccuracy(plan, model, {
+          modelPath: refiner,
+          meanPose: { offsets: new Array(51).fill(0), pelvisZ: 1 },
+          calibrationProgress: quiet,
+        });
+        expect(report.skipped.room).toBeUndefined();
+        const cal = report.room!.calibration!;
+        expect(cal.kind).toBe('front-end');
+        if (cal.kind !== 'front-end') return;
+        expect(cal.sessions.map((s) => s.people)).toEqual([0, 1]);
+        // Every link of the 1 TX + 3 RX site: its recorded empty room and one-person windows.
+        expect(cal.result.links.map((l) => l.id)).toEqual(['tx-rx1', 'tx-rx2', 'tx-rx3']);
+        for (const l of cal.result.links) {
+          expect(l.emptyPackets).toBeGreaterThan(0.9 * 120 * 100);
+          expect(l.windows).toBeGreaterThanOrEqual(20);
+        }
+        expect(cal.result.calibration.links.every((l) => l.staticChannel !== null)).toBe(true);
+        expect(existsSync(cal.result.out)).toBe(false);
+        expect(report.room!.uncalibrated).not.toBeNull();
+        const names = report.results.map((r) => r.name);
+        for (const n of ['accuracy.room.floor_median_m', 'accuracy.room.count_exact', 'accuracy.room.uncalibrated.floor_median_m']) expect(names).toContain(n);
+        expect(markdown(report)).toContain("Calibration of the refiner's front end");
+      } finally {
+        await model.release();
       }
-      expect(cal.result.calibration.links.every((l) => l.staticChannel !== null)).toBe(true);
-      expect(existsSync(cal.result.out)).toBe(false);
-      expect(report.room!.uncalibrated).not.toBeNull();
-      const names = report.results.map((r) => r.name);
-      for (const n of ['accuracy.room.floor_median_m', 'accuracy.room.count_exact', 'accuracy.room.uncalibrated.floor_median_m']) expect(names).toContain(n);
-      expect(markdown(report)).toContain("Calibration of the refiner's front end");
-    } finally {
-      await model.release();
-    }
-  }, E2E_TIMEOUT_MS);
+    },
+    E2E_TIMEOUT_MS,
+  );
 });

@@ -125,7 +125,13 @@ describe('IdentityF1', () => {
     const id = new IdentityF1(0.5);
     // Person 0 for 4 frames: track 1 twice, then track 2 twice; track 3 in frame 1 is nowhere near anyone;
     // in frame 4 track 2 is 0.6 m off (beyond the threshold).
-    id.update([{ id: 0, x: 0, y: 0 }], [{ id: 1, x: 0, y: 0 }, { id: 3, x: 4, y: 4 }]);
+    id.update(
+      [{ id: 0, x: 0, y: 0 }],
+      [
+        { id: 1, x: 0, y: 0 },
+        { id: 3, x: 4, y: 4 },
+      ],
+    );
     id.update([{ id: 0, x: 0, y: 0 }], [{ id: 1, x: 0.2, y: 0 }]);
     id.update([{ id: 0, x: 0, y: 0 }], [{ id: 2, x: 0, y: 0.3 }]);
     id.update([{ id: 0, x: 0, y: 0 }], [{ id: 2, x: 0.6, y: 0 }]);

@@ -100,7 +100,25 @@ describe('bench:room clock', () => {
     const poses = [3, 4, 5, 6, 8, 9, 10].map((k, i) => ({ t: start + media[k]!, id: i, persons: [] }));
     expect(replayStart(media, poses)).toBe(start);
     const seen = placeOnClock({ media, windows: media.length }, poses, [{ t: start + media[9]!, fallTime: start + media[6]! }]);
-    expect(seen.frames.map((f) => f !== undefined)).toEqual([false, false, false, true, true, true, true, false, true, true, true, false, false, false, false, false, false]);
+    expect(seen.frames.map((f) => f !== undefined)).toEqual([
+      false,
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+      false,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(seen.alerts).toEqual([{ window: 9, fallWindow: 6 }]);
     expect(seen.unmapped).toBe(0);
     expect(windowAt(media, media[5]! + 3)).toBe(-1);
@@ -114,7 +132,12 @@ describe('bench:room plan and report', () => {
     expect(s).toHaveLength(12);
     const pairs = new Set(s.map((x) => `${x.room.name}:${x.people}`));
     expect(pairs.size).toBe(12);
-    expect(s.slice(0, 3).map((x) => x.people).sort()).toEqual([1, 2, 3]);
+    expect(
+      s
+        .slice(0, 3)
+        .map((x) => x.people)
+        .sort(),
+    ).toEqual([1, 2, 3]);
     for (const x of s) expect((x.sim.people as unknown[]).length).toBe(x.people);
     const cfg = roomConfig(defaultRoomRecipe(1)) as { environment: { view: { x: number }; site: Record<string, unknown> } };
     expect(cfg.environment.view.x).toBe(3);
@@ -297,10 +320,28 @@ describe('bench:room --default-room (npm start\u2019s room in-process)', () => {
       { x: 1.5, y: 1 },
     ];
     expect(coveredPersons(p, [{ x: 1.2, y: 1 }], 0.6)).toBe(1); // one candidate covers one person only
-    expect(coveredPersons(p, [{ x: 1.2, y: 1 }, { x: 1.6, y: 1 }], 0.6)).toBe(2);
+    expect(
+      coveredPersons(
+        p,
+        [
+          { x: 1.2, y: 1 },
+          { x: 1.6, y: 1 },
+        ],
+        0.6,
+      ),
+    ).toBe(2);
     // Nearest pair first: (1.4, 1) goes to the second person (0.1 m), the first takes (0.55, 1);
     // taking persons in order would give the first (1.4, 1) at 0.4 m and leave the second uncovered.
-    expect(coveredPersons(p, [{ x: 1.4, y: 1 }, { x: 0.55, y: 1 }], 0.6)).toBe(2);
+    expect(
+      coveredPersons(
+        p,
+        [
+          { x: 1.4, y: 1 },
+          { x: 0.55, y: 1 },
+        ],
+        0.6,
+      ),
+    ).toBe(2);
     expect(coveredPersons(p, [{ x: 2.2, y: 1 }], 0.6)).toBe(0);
     expect(coveredPersons([{ x: 0, y: 0 }], [{ x: 0.6, y: 0 }], 0.6)).toBe(1); // at the radius counts
     expect(coveredPersons([{ x: 0, y: 0 }], [{ x: 0.6, y: 0 }], 0.5)).toBe(0);

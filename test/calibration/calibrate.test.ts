@@ -92,14 +92,32 @@ describe('csipose calibrate', () => {
 
   it('turns a labelled session into a room model the runtime loads', async () => {
     const r = await runCli(
-      ['calibrate', '--csi', f('s1.dat'), '--keypoints', f('s1.jsonl'), '--out', f('room.onnx'), '--model', f('csipose-pose.onnx'), '--data-dir', f('data'), '--epochs', '3'],
+      [
+        'calibrate',
+        '--csi',
+        f('s1.dat'),
+        '--keypoints',
+        f('s1.jsonl'),
+        '--out',
+        f('room.onnx'),
+        '--model',
+        f('csipose-pose.onnx'),
+        '--data-dir',
+        f('data'),
+        '--epochs',
+        '3',
+      ],
       { timeoutMs: 60_000 },
     );
     expect(r.stderr).toMatch(/read 1 session\(s\): \d+ labelled windows from 4000 CSI frames/);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/room model csipose-pose-2\.0\.0\+[0-9a-f]{10}\+room -> .*room\.onnx/);
     expect(r.stdout).toMatch(/re-projection [\d.]+ -> [\d.]+ px, floor [\d.]+ -> [\d.]+ m/);
-    const report = JSON.parse(readFileSync(f('room.json'), 'utf8')) as { rows: { train: number; held_out: number }; epochs: unknown[]; view: { hfov_deg: number } };
+    const report = JSON.parse(readFileSync(f('room.json'), 'utf8')) as {
+      rows: { train: number; held_out: number };
+      epochs: unknown[];
+      view: { hfov_deg: number };
+    };
     expect(report.rows.train).toBeGreaterThan(150);
     expect(report.rows.held_out).toBeGreaterThan(20);
     expect(report.epochs).toHaveLength(3);
@@ -137,16 +155,52 @@ describe('csipose calibrate', () => {
     expect(pair.stderr).toMatch(/2 --csi but 1 --keypoints/);
 
     writeFileSync(f('late.jsonl'), JSON.stringify({ t: 1000 + LABEL_TOLERANCE_S, people: [] }) + '\n');
-    const late = await runCli(['calibrate', '--csi', f('s1.dat'), '--keypoints', f('late.jsonl'), '--out', f('x.onnx'), '--model', f('csipose-pose.onnx'), '--data-dir', f('data')]);
+    const late = await runCli([
+      'calibrate',
+      '--csi',
+      f('s1.dat'),
+      '--keypoints',
+      f('late.jsonl'),
+      '--out',
+      f('x.onnx'),
+      '--model',
+      f('csipose-pose.onnx'),
+      '--data-dir',
+      f('data'),
+    ]);
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/no window has a label within 0.1 s .*check the label times/);
 
     writeFileSync(f('v1.onnx'), contractModel(FEATURE_DIM, 4));
-    const v1 = await runCli(['calibrate', '--csi', f('s1.dat'), '--keypoints', f('s1.jsonl'), '--out', f('x.onnx'), '--model', f('v1.onnx'), '--data-dir', f('data')]);
+    const v1 = await runCli([
+      'calibrate',
+      '--csi',
+      f('s1.dat'),
+      '--keypoints',
+      f('s1.jsonl'),
+      '--out',
+      f('x.onnx'),
+      '--model',
+      f('v1.onnx'),
+      '--data-dir',
+      f('data'),
+    ]);
     expect(v1.code).toBe(1);
     expect(v1.stderr).toMatch(/is not a csipose-pose-v2 model/);
 
-    const missing = await runCli(['calibrate', '--csi', f('nope.dat'), '--keypoints', f('s1.jsonl'), '--out', f('x.onnx'), '--model', f('csipose-pose.onnx'), '--data-dir', f('data')]);
+    const missing = await runCli([
+      'calibrate',
+      '--csi',
+      f('nope.dat'),
+      '--keypoints',
+      f('s1.jsonl'),
+      '--out',
+      f('x.onnx'),
+      '--model',
+      f('csipose-pose.onnx'),
+      '--data-dir',
+      f('data'),
+    ]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/nope\.dat/);
     expect(existsSync(f('x.onnx'))).toBe(false);

@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
 import ort from 'onnxruntime-node';
-import {
-  buildMlpPoseModel,
-  IR_VERSION,
-  OnnxGraphBuilder,
-  OPSET_VERSION,
-  PRODUCER_NAME,
-  type MlpPoseWeights,
-} from '../../src/calibration/onnxWriter.js';
+import { buildMlpPoseModel, IR_VERSION, OnnxGraphBuilder, OPSET_VERSION, PRODUCER_NAME, type MlpPoseWeights } from '../../src/calibration/onnxWriter.js';
 import { CONTRACT_VERSION, MODEL_OUTPUTS } from '../../src/model/contract.js';
 import { featureBatch, forward, tinyMeta, tinyWeights } from '../helpers/poseModels.js';
 
@@ -213,7 +206,9 @@ describe('buildMlpPoseModel', () => {
     expect(() => buildMlpPoseModel(skipped, meta)).toThrow(/trunk layer 0: in is 16, expected 12/);
     // With a site input the first layer reads features and site side by side.
     expect(() => buildMlpPoseModel({ ...w, siteDim: 8 }, meta)).toThrow(/trunk layer 0: in is 12, expected 20/);
-    expect(() => buildMlpPoseModel({ ...tinyWeights(F + 8, [4], P), siteDim: 8 }, { ...meta, site_dim: 4 })).toThrow(/site_dim 4 does not match the weights' siteDim 8/);
+    expect(() => buildMlpPoseModel({ ...tinyWeights(F + 8, [4], P), siteDim: 8 }, { ...meta, site_dim: 4 })).toThrow(
+      /site_dim 4 does not match the weights' siteDim 8/,
+    );
   });
 
   it('declares the site input and concatenates it after the features', async () => {

@@ -62,7 +62,21 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
   it('writes a room model whose chain phases bring the beam onto the person', async () => {
     const out = join(dir, 'room.onnx');
     const r = await runCli(
-      ['calibrate', '--data-dir', join(dir, 'data'), '--model', REFINER, '--empty', empty.csi, '--csi', session.csi, '--keypoints', session.keypoints, '--out', out],
+      [
+        'calibrate',
+        '--data-dir',
+        join(dir, 'data'),
+        '--model',
+        REFINER,
+        '--empty',
+        empty.csi,
+        '--csi',
+        session.csi,
+        '--keypoints',
+        session.keypoints,
+        '--out',
+        out,
+      ],
       { timeoutMs: 120_000 },
     );
     expect(r.stderr + r.stdout).not.toMatch(/Error|error:/);
@@ -98,10 +112,18 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
     }
   }, 180_000);
 
-  it('floorMap with the room model\'s calibration finds a later person from the first second, without learning the room', async () => {
+  it("floorMap with the room model's calibration finds a later person from the first second, without learning the room", async () => {
     expect(roomCalibration).not.toBeNull();
     // Another walk in the same room and radios, the person there from the first packet.
-    const later: PersonSpec = { x: 4.2, y: 3.6, height: 1.65, script: [{ at: 0.5, action: 'walk', to: { x: 1.8, y: 2.2 }, speed: 0.7 }, { at: 6, action: 'walk', to: { x: 3.5, y: 4.0 }, speed: 0.7 }] };
+    const later: PersonSpec = {
+      x: 4.2,
+      y: 3.6,
+      height: 1.65,
+      script: [
+        { at: 0.5, action: 'walk', to: { x: 1.8, y: 2.2 }, speed: 0.7 },
+        { at: 6, action: 'walk', to: { x: 3.5, y: 4.0 }, speed: 0.7 },
+      ],
+    };
     const sim = site([later]);
     const frames: CsiFrame[] = [];
     const truth: GroundTruth[] = [];
@@ -154,12 +176,42 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
     );
     const nobody = join(dir, 'nobody.jsonl');
     writeFileSync(nobody, Array.from({ length: 400 }, (_, i) => JSON.stringify({ t: i / 10, people: [] })).join('\n') + '\n');
-    await expect(calibrateRoom({ ...base, model: REFINER, sessions: [{ csi: session.csi, keypoints: nobody }] })).rejects.toThrow(/no window in which the camera saw exactly one person/);
+    await expect(calibrateRoom({ ...base, model: REFINER, sessions: [{ csi: session.csi, keypoints: nobody }] })).rejects.toThrow(
+      /no window in which the camera saw exactly one person/,
+    );
 
-    const epochs = await runCli(['calibrate', '--data-dir', join(dir, 'data'), '--model', REFINER, '--csi', session.csi, '--keypoints', nobody, '--out', base.out, '--epochs', '2']);
+    const epochs = await runCli([
+      'calibrate',
+      '--data-dir',
+      join(dir, 'data'),
+      '--model',
+      REFINER,
+      '--csi',
+      session.csi,
+      '--keypoints',
+      nobody,
+      '--out',
+      base.out,
+      '--epochs',
+      '2',
+    ]);
     expect(epochs.code).toBe(2);
     expect(epochs.stderr).toMatch(/--epochs and --seed fine-tune v2 models/);
-    const v2 = await runCli(['calibrate', '--data-dir', join(dir, 'data'), '--model', V2, '--empty', empty.csi, '--csi', session.csi, '--keypoints', nobody, '--out', base.out]);
+    const v2 = await runCli([
+      'calibrate',
+      '--data-dir',
+      join(dir, 'data'),
+      '--model',
+      V2,
+      '--empty',
+      empty.csi,
+      '--csi',
+      session.csi,
+      '--keypoints',
+      nobody,
+      '--out',
+      base.out,
+    ]);
     expect(v2.code).toBe(2);
     expect(v2.stderr).toMatch(/--empty calibrates v3 refiners/);
   }, 120_000);
@@ -167,8 +219,14 @@ describe('csipose calibrate, v3 refiner: the room learned from an installer reco
   it('a room model whose calibration is broken is refused at load with MODEL_ERROR, naming it', async () => {
     const { onnx } = onnxProto;
     const model = onnx.ModelProto.decode(readFileSync(REFINER));
-    model.metadataProps = [...(model.metadataProps ?? []), onnx.StringStringEntryProto.create({ key: ROOM_CALIBRATION_KEY, value: '{"version": 1, "links": []}' })];
+    model.metadataProps = [
+      ...(model.metadataProps ?? []),
+      onnx.StringStringEntryProto.create({ key: ROOM_CALIBRATION_KEY, value: '{"version": 1, "links": []}' }),
+    ];
     const bytes = onnx.ModelProto.encode(model).finish();
-    await expect(PoseModel.load(bytes, { thread: 'inline' })).rejects.toMatchObject({ code: 'MODEL_ERROR', message: expect.stringMatching(/room_calibration: room calibration: created must be/) });
+    await expect(PoseModel.load(bytes, { thread: 'inline' })).rejects.toMatchObject({
+      code: 'MODEL_ERROR',
+      message: expect.stringMatching(/room_calibration: room calibration: created must be/),
+    });
   });
 });

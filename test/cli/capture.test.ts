@@ -66,7 +66,7 @@ describe('the capture sink through the CLI: simulator -> Intel 5300 capture + CO
     expect(readFileSync(cap).length).toBe(N * 575);
   });
 
-  it('csipose decode reads the capture back: 600 records with the simulator\'s seq, clock and RSSI', async () => {
+  it("csipose decode reads the capture back: 600 records with the simulator's seq, clock and RSSI", async () => {
     const r = await runCli(['decode', '--format', 'intel5300', cap], { timeoutMs: 60_000 });
     expect(r.code).toBe(0);
     const lines = ndjson<{ seq: number; timestamp: number; n_rx: number; n_tx: number; n_sub: number; rssi: number[]; agc: number }>(r.stdout);
@@ -96,7 +96,7 @@ describe('the capture sink through the CLI: simulator -> Intel 5300 capture + CO
     expect(got.map((f) => [f.seq, f.clockUs])).toEqual(want.map((l) => [l.seq, l.timestamp]));
   });
 
-  it('labels: one per 1/10 s slot of capture time, t from the capture\'s own clock, strictly increasing from 0', () => {
+  it("labels: one per 1/10 s slot of capture time, t from the capture's own clock, strictly increasing from 0", () => {
     // Rule: t = replay time of the record (ReplayClock over timestamp_low; for this capture
     // (timestamp_low - first) / 1e6); a frame is labelled when it is the first truth-carrying frame
     // of its slot floor(t * label_hz).
@@ -202,7 +202,13 @@ describe('the capture sink refuses what it cannot write', () => {
     expect(a.code).toBe(0);
     expect(a.stderr).toBe(`capture: 50 records -> ${join(tmp, 'a.dat')} (0 labels -> ${join(tmp, 'a.jsonl')})\n`);
     expect(readFileSync(join(tmp, 'a.jsonl'), 'utf8')).toBe('');
-    const b = await runCli(['pipe', `sim?seed=2&truth=1 | capture path=${join(tmp, 'b.dat')} labels=${join(tmp, 'b.jsonl')} label_hz=1`, '--fast', '--limit', '350']);
+    const b = await runCli([
+      'pipe',
+      `sim?seed=2&truth=1 | capture path=${join(tmp, 'b.dat')} labels=${join(tmp, 'b.jsonl')} label_hz=1`,
+      '--fast',
+      '--limit',
+      '350',
+    ]);
     expect(b.code).toBe(0);
     const ts = ndjson<Label>(readFileSync(join(tmp, 'b.jsonl'), 'utf8')).map((l) => Math.floor(l.t));
     // 350 records at 100 Hz span 3.5 s or a little more: one label in each of the seconds 0..3.

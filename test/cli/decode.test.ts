@@ -130,7 +130,7 @@ describeWithSamples('csipose decode on the real captures', () => {
         const recs = await records(c);
         let re = 0;
         let im = 0;
-        for (const rec of recs) for (const [a, b] of rec.csi) (re += a), (im += b);
+        for (const rec of recs) for (const [a, b] of rec.csi) ((re += a), (im += b));
         const facts = groundTruth('decoded_facts.json')[c.facts];
         if (c.format === 'esp32') {
           expect(re + im).toBe(facts.sum_all_raw_ints);
@@ -140,7 +140,11 @@ describeWithSamples('csipose decode on the real captures', () => {
           for (const line of readFileSync(sample(c.file), 'utf8').split('\n')) {
             const list = /\[([^\]]*)\]/.exec(line);
             if (!list) continue;
-            list[1]!.trim().split(/\s+/).map(Number).forEach((v, k) => (k % 2 === 1 ? (wantRe += v) : (wantIm += v)));
+            list[1]!
+              .trim()
+              .split(/\s+/)
+              .map(Number)
+              .forEach((v, k) => (k % 2 === 1 ? (wantRe += v) : (wantIm += v)));
           }
           expect([re, im]).toEqual([wantRe, wantIm]);
         } else {
@@ -173,8 +177,15 @@ describeWithSamples('csipose decode on the real captures', () => {
     const [first] = await records(CAPTURES[0]!);
     expect(first).toMatchObject({ timestamp: 4, seq: 72, rssi: [33, 37, 41], noise: -127, n_rx: 3, n_tx: 1, n_sub: 30, agc: 38, perm: [3, 2, 1] });
     // sc0 rx0..2, then rx0 at sc1 and sc2: index (sc * 3 + rx).
-    expect([first!.csi[0], first!.csi[1], first!.csi[2]]).toEqual([[11, -3], [10, 6], [-5, 14]]);
-    expect([first!.csi[3], first!.csi[6]]).toEqual([[3, -13], [-11, -8]]);
+    expect([first!.csi[0], first!.csi[1], first!.csi[2]]).toEqual([
+      [11, -3],
+      [10, 6],
+      [-5, 14],
+    ]);
+    expect([first!.csi[3], first!.csi[6]]).toEqual([
+      [3, -13],
+      [-11, -8],
+    ]);
   });
 
   it('atheros: first and last records as SOURCES.md gives them', async () => {
@@ -182,8 +193,16 @@ describeWithSamples('csipose decode on the real captures', () => {
     const first = recs[0]!;
     expect(first).toMatchObject({ timestamp: 1461024888, channel: 6, bandwidth_mhz: 20, n_rx: 3, n_tx: 2, n_sub: 56 });
     // tone t, nr r, nc c at (t * 3 + r) * 2 + c.
-    expect([first.csi[0], first.csi[6], first.csi[12]]).toEqual([[-177, 84], [-172, 109], [-162, 131]]);
-    expect([first.csi[0], first.csi[2], first.csi[4]]).toEqual([[-177, 84], [-33, 103], [41, -21]]);
+    expect([first.csi[0], first.csi[6], first.csi[12]]).toEqual([
+      [-177, 84],
+      [-172, 109],
+      [-162, 131],
+    ]);
+    expect([first.csi[0], first.csi[2], first.csi[4]]).toEqual([
+      [-177, 84],
+      [-33, 103],
+      [41, -21],
+    ]);
     expect(recs[400]!.timestamp).toBe(1461896418);
   });
 
@@ -195,7 +214,11 @@ describeWithSamples('csipose decode on the real captures', () => {
     expect(first.timestamp).toBeCloseTo(1600957690.355509, 6);
     expect(first).toMatchObject({ rssi: [-58], channel: 42, bandwidth_mhz: 80, n_rx: 1, n_tx: 1, n_sub: 256, core: 0, stream: 0, mac: '98:de:d0:48:92:66' });
     expect(String(first.chanspec).toLowerCase()).toBe('0xe02a');
-    expect(first.csi.slice(0, 3)).toEqual([[14373, 0], [-14848, -32640], [128, 0]]);
+    expect(first.csi.slice(0, 3)).toEqual([
+      [14373, 0],
+      [-14848, -32640],
+      [128, 0],
+    ]);
     expect(recs.filter((x) => x.rssi[0] === -58)).toHaveLength(294);
     expect(recs.filter((x) => x.rssi[0] === -59)).toHaveLength(254);
   });
@@ -204,7 +227,11 @@ describeWithSamples('csipose decode on the real captures', () => {
     const r = await decodeRun(CAPTURES[3]!);
     expect(r.stderr).toMatch(/skipped 0 records/);
     const recs = ndjson<Rec>(r.stdout);
-    expect(recs[0]!.csi.slice(0, 3)).toEqual([[-48, 101], [0, 5], [0, 0]]);
+    expect(recs[0]!.csi.slice(0, 3)).toEqual([
+      [-48, 101],
+      [0, 5],
+      [0, 0],
+    ]);
     expect(recs[0]!.timestamp).toBe(80272146);
     expect(recs.map((x) => x.rssi[0])).toEqual(groundTruth('decoded_facts.json')['example_csi.csv'].rssi_all);
     expect(recs.every((x) => x.n_sub === 64)).toBe(true);
@@ -298,7 +325,9 @@ describe('csipose decode usage errors', () => {
     const r = await runCli(['decode', '--format', 'esp32', readme]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(new RegExp(`^csipose decode: no CSI records of format esp32 in ${readme.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\nskipped [1-9]\\d* records\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(`^csipose decode: no CSI records of format esp32 in ${readme.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\nskipped [1-9]\\d* records\n$`),
+    );
   });
 
   it('--format is required', async () => {

@@ -40,7 +40,16 @@ function seeded(): Promise<string> {
           `INSERT INTO alerts (ts, alert_id, type, severity, environment_id, confidence, metadata, actions_required) VALUES (?, ?, 'fall_detected', 'high', 'lab', 0.9, '{}', ['call'])`,
           [new Date(t), `al-${k}`],
         );
-        await store.recordMetrics({ time: t, framesPerSecond: 10, averageLatencyMs: 5, cpuUsage: 0.1, memoryUsage: 0.2, processingQueueSize: 0, errorRate: 0, activePersons: 2 });
+        await store.recordMetrics({
+          time: t,
+          framesPerSecond: 10,
+          averageLatencyMs: 5,
+          cpuUsage: 0.1,
+          memoryUsage: 0.2,
+          processingQueueSize: 0,
+          errorRate: 0,
+          activePersons: 2,
+        });
       }
     },
   );
@@ -97,7 +106,23 @@ describe('csipose export', () => {
       const out = join(tempDir(), 'csv');
       const from = new Date(T0 + 2 * 60_000).toISOString();
       const to = new Date(T0 + 5 * 60_000).toISOString();
-      const r = await runCli(['export', '--data-dir', dataDir, '--format', 'csv', '--table', 'alerts', '--table', 'pose_frames,system_metrics', '--from', from, '--to', to, '--out', out]);
+      const r = await runCli([
+        'export',
+        '--data-dir',
+        dataDir,
+        '--format',
+        'csv',
+        '--table',
+        'alerts',
+        '--table',
+        'pose_frames,system_metrics',
+        '--from',
+        from,
+        '--to',
+        to,
+        '--out',
+        out,
+      ]);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(readdirSync(out).sort()).toEqual(['alerts.csv', 'pose_frames.csv', 'system_metrics.csv']);
@@ -107,7 +132,7 @@ describe('csipose export', () => {
       expect((await readBack(join(out, 'pose_frames.csv'))).length).toBe(4);
     });
 
-    it('writes into the store\'s export folder <dataDir>/exports without --out, where a query finds them by a relative path', async () => {
+    it("writes into the store's export folder <dataDir>/exports without --out, where a query finds them by a relative path", async () => {
       const own = await seeded();
       const r = await runCli(['export', '--data-dir', own, '--format', 'csv', '--table', 'alerts']);
       expect(r.stderr).toBe('');
@@ -158,7 +183,21 @@ describe('csipose export', () => {
     it('asks the service and moves its files to --out, leaving no export folder behind', async () => {
       const out = join(tempDir(), 'svc');
       const to = new Date(T0 + 4 * 60_000).toISOString();
-      const r = await runCli(['export', '--data-dir', dataDir, '--format', 'parquet', '--table', 'pose_frames', '--table', 'pose_persons', '--to', to, '--out', out]);
+      const r = await runCli([
+        'export',
+        '--data-dir',
+        dataDir,
+        '--format',
+        'parquet',
+        '--table',
+        'pose_frames',
+        '--table',
+        'pose_persons',
+        '--to',
+        to,
+        '--out',
+        out,
+      ]);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(readdirSync(out).sort()).toEqual(['pose_frames.parquet', 'pose_persons.parquet']);
@@ -176,7 +215,11 @@ describe('csipose export', () => {
     });
 
     it('POST /store/export writes one file per table into a fresh folder of <dataDir>/exports, admins only', async () => {
-      const r = await s.api('POST', '/store/export', { token: admin, form: 'a', body: { format: 'csv', tables: ['alerts'], from: new Date(T0 + 8 * 60_000).toISOString() } });
+      const r = await s.api('POST', '/store/export', {
+        token: admin,
+        form: 'a',
+        body: { format: 'csv', tables: ['alerts'], from: new Date(T0 + 8 * 60_000).toISOString() },
+      });
       expect(r.status, r.text).toBe(200);
       expect(r.body).toMatchObject({ format: 'csv', from: new Date(T0 + 8 * 60_000).toISOString(), to: null });
       expect(r.body.export_id).toMatch(/^[a-z0-9]+-[0-9a-f]{12}$/);
@@ -214,7 +257,11 @@ describe('csipose export', () => {
       expect(listed(r.stdout).get('pose_frames.parquet')).toMatchObject({ path: join(dataDir, 'exports', 'pose_frames.parquet'), rows: 10 });
       // The service's own folder for this export was moved out of and removed.
       expect(readdirSync(join(dataDir, 'exports')).sort()).toEqual([...before, 'pose_frames.parquet'].sort());
-      const q = await s.api('POST', '/store/query', { token: admin, form: 'a', body: { sql: "SELECT count(*) AS n FROM read_parquet('exports/pose_frames.parquet')" } });
+      const q = await s.api('POST', '/store/query', {
+        token: admin,
+        form: 'a',
+        body: { sql: "SELECT count(*) AS n FROM read_parquet('exports/pose_frames.parquet')" },
+      });
       expect(q.status, q.text).toBe(200);
       expect(q.body.rows).toEqual([[10]]);
     });

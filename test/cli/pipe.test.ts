@@ -232,14 +232,31 @@ describe('csipose pipe: a bad pipeline is refused with a caret under the bad sta
   // whose PipelineError message is what the CLI prints after "csipose: ".
   const cases: Array<{ pipeline: string; stage: number; bad: string; message: RegExp; cli?: boolean }> = [
     { pipeline: 'sim | sanitise | ndjson', stage: 2, bad: 'sanitise', message: /unknown operator "sanitise" \(did you mean "sanitize"\?\)/, cli: true },
-    { pipeline: 'sim | sanitize | window size=1 | ndjson', stage: 3, bad: 'window size=1', message: /"window": parameter "size" must be >= 2, got 1/, cli: true },
+    {
+      pipeline: 'sim | sanitize | window size=1 | ndjson',
+      stage: 3,
+      bad: 'window size=1',
+      message: /"window": parameter "size" must be >= 2, got 1/,
+      cli: true,
+    },
     { pipeline: 'sim | window | sanitize | ndjson', stage: 3, bad: 'sanitize', message: /"sanitize" takes frame but the previous stage gives window/ },
     { pipeline: 'sim | doppler | ndjson', stage: 2, bad: 'doppler', message: /takes window but the previous stage gives frame \(add a window stage first\)/ },
     { pipeline: 'sim | window hop | ndjson', stage: 2, bad: 'hop', message: /expected key=value, got "hop"/ },
     { pipeline: 'sim | sanitize', stage: 2, bad: 'sanitize', message: /a pipeline ends with a sink \(ndjson, stats, null, capture\)/ },
-    { pipeline: 'file:/tmp/x.dat?speed=fast | ndjson', stage: 1, bad: 'file:/tmp/x.dat?speed=fast', message: /speed must be a number >= 0, got "fast"/, cli: true },
+    {
+      pipeline: 'file:/tmp/x.dat?speed=fast | ndjson',
+      stage: 1,
+      bad: 'file:/tmp/x.dat?speed=fast',
+      message: /speed must be a number >= 0, got "fast"/,
+      cli: true,
+    },
     { pipeline: 'udp://0.0.0.0:5500 | ndjson', stage: 1, bad: 'udp://0.0.0.0:5500', message: /needs \?format=/ },
-    { pipeline: 'file:/tmp/capture.bin | sanitize | ndjson', stage: 2, bad: 'sanitize', message: /takes frame but the previous stage gives bytes \(add a decoder stage first/ },
+    {
+      pipeline: 'file:/tmp/capture.bin | sanitize | ndjson',
+      stage: 2,
+      bad: 'sanitize',
+      message: /takes frame but the previous stage gives bytes \(add a decoder stage first/,
+    },
     {
       pipeline: 'sim | sanitize | window size=128 | features | infer site=6,5,7,0.2,1.2,3,4.8,1.2 | ndjson',
       stage: 5,
@@ -297,18 +314,31 @@ describe('csipose run with the simulator', () => {
     expect(again.stdout).toBe(r.stdout);
   });
 
-  itWithSimulator('run --pipeline live --fast infers every window: every 8 frames a pose frame, none shed', async () => {
-    // As fast as possible the source yields between small chunks, so the inference worker's
-    // results get in and its queue never overflows (with 1,024-frame chunks most windows were dropped).
-    const r = await runCli(['run', '--source', 'sim?seed=3&people=2', '--pipeline', 'live', '--limit', '600', '--fast']);
-    expect(r.code).toBe(0);
-    const frames = ndjson<{ timestamp: string; frame_id: number }>(r.stdout);
-    expect(frames).toHaveLength(600);
-    // The same seed windowed without inference: one pose frame per window, at the window's end.
-    const w = await runCli(['run', '--source', 'sim?seed=3&people=2', '--pipeline', 'sanitize | window size=128 hop=8 | features', '--limit', '600', '--fast']);
-    const rows = ndjson<{ frameTime: number }>(w.stdout);
-    expect(frames.map((f) => Date.parse(f.timestamp))).toEqual(rows.map((x) => Math.round(x.frameTime)));
-  }, 60_000);
+  itWithSimulator(
+    'run --pipeline live --fast infers every window: every 8 frames a pose frame, none shed',
+    async () => {
+      // As fast as possible the source yields between small chunks, so the inference worker's
+      // results get in and its queue never overflows (with 1,024-frame chunks most windows were dropped).
+      const r = await runCli(['run', '--source', 'sim?seed=3&people=2', '--pipeline', 'live', '--limit', '600', '--fast']);
+      expect(r.code).toBe(0);
+      const frames = ndjson<{ timestamp: string; frame_id: number }>(r.stdout);
+      expect(frames).toHaveLength(600);
+      // The same seed windowed without inference: one pose frame per window, at the window's end.
+      const w = await runCli([
+        'run',
+        '--source',
+        'sim?seed=3&people=2',
+        '--pipeline',
+        'sanitize | window size=128 hop=8 | features',
+        '--limit',
+        '600',
+        '--fast',
+      ]);
+      const rows = ndjson<{ frameTime: number }>(w.stdout);
+      expect(frames.map((f) => Date.parse(f.timestamp))).toEqual(rows.map((x) => Math.round(x.frameTime)));
+    },
+    60_000,
+  );
 
   itWithSimulator('SIGINT stops a live run cleanly: exit 0, every line complete', async () => {
     const child = spawn(process.execPath, [cliMain, 'run', '--source', 'sim'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });

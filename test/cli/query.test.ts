@@ -15,7 +15,13 @@ const tempDir = tempDirs('csipose-query-');
 
 /** Frame `k`, a second after frame k - 1, with one person; odd frames in `lab`, even ones in `ward`. */
 function frame(k: number): PoseFrame {
-  const person = { slot: 0, confidence: 0.5 + k / 100, keypoints: Float32Array.from({ length: 51 }, (_, j) => k + j), bbox: Float32Array.of(1, 2, 3, 4), trackId: k };
+  const person = {
+    slot: 0,
+    confidence: 0.5 + k / 100,
+    keypoints: Float32Array.from({ length: 51 }, (_, j) => k + j),
+    bbox: Float32Array.of(1, 2, 3, 4),
+    trackId: k,
+  };
   return storedFrame(k, T0 + k * 1000, [person], { environmentId: k % 2 ? 'lab' : 'ward' });
 }
 
@@ -116,7 +122,9 @@ describe('csipose query', () => {
 
       const json = await runCli(['query', '--data-dir', dataDir, '--format', 'json', FRAMES_SQL]);
       expect(json.code).toBe(0);
-      expect(JSON.parse(json.stdout)).toEqual([0, 1, 2].map((k) => ({ frame_id: k, environment_id: k % 2 ? 'lab' : 'ward', ts: new Date(T0 + k * 1000).toISOString(), person_count: 1 })));
+      expect(JSON.parse(json.stdout)).toEqual(
+        [0, 1, 2].map((k) => ({ frame_id: k, environment_id: k % 2 ? 'lab' : 'ward', ts: new Date(T0 + k * 1000).toISOString(), person_count: 1 })),
+      );
       direct.set('json', json.stdout);
 
       // BLOBs as base64 (51 float32 little-endian), lists and JSON text, CSV quoting.
@@ -138,7 +146,10 @@ describe('csipose query', () => {
         ['DELETE FROM alerts', /only read statements/],
         ["INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (now(), 'x', 't', 'low', 'e')", /only read statements/],
         ['SELECT 1; DROP TABLE alerts', /one statement at a time/],
-        ["SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')", /requires the extension httpfs.*this store loads no extension: queries here read local files only, no network address/],
+        [
+          "SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')",
+          /requires the extension httpfs.*this store loads no extension: queries here read local files only, no network address/,
+        ],
         ["SELECT * FROM read_parquet('s3://bucket/x.parquet')", /no network address/],
       ];
       for (const [sql, message] of cases) {
@@ -333,7 +344,7 @@ describe('POST /store/query', () => {
     const exportsDir = join(s.dataDir, 'exports');
     const cases: Array<[string, string, RegExp]> = [
       ['DELETE FROM alerts', 'not_read_only', /only read statements/],
-      ['UPDATE alerts SET severity = \'low\'', 'not_read_only', /only read statements/],
+      ["UPDATE alerts SET severity = 'low'", 'not_read_only', /only read statements/],
       ['CREATE TABLE x AS SELECT 1', 'not_read_only', /only read statements/],
       ['DROP TABLE alerts', 'not_read_only', /only read statements/],
       [`COPY alerts TO '${exportsDir}/leak.csv'`, 'not_read_only', /only read statements/],
@@ -389,7 +400,12 @@ describe('POST /store/query', () => {
 
   it('cuts the rows at max_rows, and never beyond storage.query_max_rows', async () => {
     const ask = async (body: Record<string, unknown>) => (await s.api('POST', '/store/query', { token: admin, form: 'a', body })).body;
-    expect(await ask({ sql: 'SELECT range AS i FROM range(10)', max_rows: 3 })).toMatchObject({ rows: [[0], [1], [2]], row_count: 3, truncated: true, max_rows: 3 });
+    expect(await ask({ sql: 'SELECT range AS i FROM range(10)', max_rows: 3 })).toMatchObject({
+      rows: [[0], [1], [2]],
+      row_count: 3,
+      truncated: true,
+      max_rows: 3,
+    });
     expect(await ask({ sql: 'SELECT range AS i FROM range(3)', max_rows: 3 })).toMatchObject({ row_count: 3, truncated: false });
     const big = await ask({ sql: 'SELECT range AS i FROM range(100000)', max_rows: 1_000_000 });
     expect(big).toMatchObject({ row_count: 50, truncated: true, max_rows: 50 });

@@ -92,20 +92,32 @@ describe('the npm start build check, on a small project built with the real tool
     expect(check(root, '--check').code).toBe(0);
   }, 120_000);
 
-  it('the dashboard\'s own sources, tsconfig, the lockfile, and added or deleted files count too', () => {
+  it("the dashboard's own sources, tsconfig, the lockfile, and added or deleted files count too", () => {
     const cases: Array<[string, () => void, RegExp]> = [
       ['style sheet', () => touch(root, 'web/src/style.css'), /\(web\/src\/style\.css changed after dist\/web\/index\.html was built\)/],
       ['tsconfig', () => touch(root, 'tsconfig.json'), /\(tsconfig\.json changed after dist\/src\/cli\/main\.js was built\)/],
-      ['lockfile', () => touch(root, 'package-lock.json'), /package-lock\.json changed after dist\/src\/cli\/main\.js was built; package-lock\.json changed after dist\/web\/index\.html/],
-      ['added file', () => {
-        write('src/cli/extra.ts', 'export const extra = 1;\n');
-        touch(root, 'src/cli');
-        touch(root, 'src/cli/extra.ts');
-      }, /src\/cli(\/extra\.ts)? changed after dist\/src\/cli\/main\.js/],
-      ['deleted file', () => {
-        unlinkSync(join(root, 'src/cli/extra.ts'));
-        touch(root, 'src/cli');
-      }, /\(src\/cli changed after dist\/src\/cli\/main\.js was built\)/],
+      [
+        'lockfile',
+        () => touch(root, 'package-lock.json'),
+        /package-lock\.json changed after dist\/src\/cli\/main\.js was built; package-lock\.json changed after dist\/web\/index\.html/,
+      ],
+      [
+        'added file',
+        () => {
+          write('src/cli/extra.ts', 'export const extra = 1;\n');
+          touch(root, 'src/cli');
+          touch(root, 'src/cli/extra.ts');
+        },
+        /src\/cli(\/extra\.ts)? changed after dist\/src\/cli\/main\.js/,
+      ],
+      [
+        'deleted file',
+        () => {
+          unlinkSync(join(root, 'src/cli/extra.ts'));
+          touch(root, 'src/cli');
+        },
+        /\(src\/cli changed after dist\/src\/cli\/main\.js was built\)/,
+      ],
     ];
     for (const [what, change, reason] of cases) {
       change();

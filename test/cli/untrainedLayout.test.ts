@@ -28,6 +28,8 @@ describeWithSamples('csipose pipe ... | features | infer on untrained layouts', 
     const r = await runCli(['pipe', `file:${sample('intel5300/log.all_csi.6.7.6')} | intel5300 | sanitize | window size=8 hop=1 | features | infer | ndjson`]);
     expect(r.code).toBe(1);
     expect(ndjson(r.stdout)).toHaveLength(3);
-    expect(r.stderr).toMatch(/CSI layout of intel5300: 3x2 antennas, 30 subcarriers spanning 20 MHz, band unknown; not trained on 3x2 antennas \(trained: 3x3, 2x2, 3x1, 1x1\)$/m);
+    expect(r.stderr).toMatch(
+      /CSI layout of intel5300: 3x2 antennas, 30 subcarriers spanning 20 MHz, band unknown; not trained on 3x2 antennas \(trained: 3x3, 2x2, 3x1, 1x1\)$/m,
+    );
   });
 });

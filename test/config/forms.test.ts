@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { requiredFallConfidence } from '../../operators/alerts.js';
-import {
-  FORM_EXTRAS,
-  formPaths,
-  fromPartial,
-  parseUpdate,
-  toFormA,
-  toFormB,
-  validationDetails,
-} from '../../src/config/forms.js';
+import { FORM_EXTRAS, formPaths, fromPartial, parseUpdate, toFormA, toFormB, validationDetails } from '../../src/config/forms.js';
 import { FIELDS, defaults, getPath, setPath, type ServiceConfig } from '../../src/config/schema.js';
 import { alternative, leafPaths } from './helpers.js';
 
@@ -83,7 +75,12 @@ describe('toFormA / toFormB (strict)', () => {
     expect(b.environment_id).toBe('lab-2');
     expect(b.detection.enable_tracking).toBe(c.detection.tracking_enabled);
     expect(b.detection.tracking_max_age).toBe(c.detection.tracking_max_age);
-    expect(b.neural_network).toEqual({ model_version: 'sim-v3', batch_size: c.neural_network.batch_size, enable_gpu: false, inference_timeout: c.neural_network.inference_timeout });
+    expect(b.neural_network).toEqual({
+      model_version: 'sim-v3',
+      batch_size: c.neural_network.batch_size,
+      enable_gpu: false,
+      inference_timeout: c.neural_network.inference_timeout,
+    });
     expect(b.hardware).toEqual({
       csi_sampling_rate: c.hardware.csi_sampling_rate,
       buffer_size: c.hardware.buffer_size,
@@ -178,7 +175,10 @@ describe('fromPartial / parseUpdate', () => {
   });
 
   it('accepts the start body groups detection_settings and hardware_settings', () => {
-    const r = parseUpdate({ detection_settings: { confidence_threshold: 0.7, max_persons: 2, enable_tracking: false }, hardware_settings: { csi_sampling_rate: 50, buffer_size: 64 } });
+    const r = parseUpdate({
+      detection_settings: { confidence_threshold: 0.7, max_persons: 2, enable_tracking: false },
+      hardware_settings: { csi_sampling_rate: 50, buffer_size: 64 },
+    });
     expect(r).toEqual({
       ok: true,
       changes: [
@@ -222,10 +222,19 @@ describe('fromPartial / parseUpdate', () => {
   });
 
   it('refuses unknown names, in Form B groups too', () => {
-    const r = parseUpdate({ analytics: { alert_thresholds: { fall_confidance: 0.6 }, enable_falls: true }, neural_network: { model: 'x' }, detection_settings: 3 });
+    const r = parseUpdate({
+      analytics: { alert_thresholds: { fall_confidance: 0.6 }, enable_falls: true },
+      neural_network: { model: 'x' },
+      detection_settings: 3,
+    });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.errors.map((e) => e.field)).toEqual(['analytics.alert_thresholds.fall_confidance', 'analytics.enable_falls', 'neural_network.model', 'detection_settings']);
+    expect(r.errors.map((e) => e.field)).toEqual([
+      'analytics.alert_thresholds.fall_confidance',
+      'analytics.enable_falls',
+      'neural_network.model',
+      'detection_settings',
+    ]);
     expect(r.errors[0]!.message).toContain('did you mean fall_confidence?');
     expect(r.errors[3]!.message).toMatch(/^detection_settings must be an object/);
     const g = parseUpdate({ analytics: { alert_thresholds: 5 } });
@@ -243,7 +252,12 @@ describe('fromPartial / parseUpdate', () => {
         received_value: false,
       },
     ]);
-    const same = parseUpdate({ environment_id: 'a', environment: { id: 'a' }, analytics: { enable_fall_detection: true }, alerts: { fall_detection: { enabled: true } } });
+    const same = parseUpdate({
+      environment_id: 'a',
+      environment: { id: 'a' },
+      analytics: { enable_fall_detection: true },
+      alerts: { fall_detection: { enabled: true } },
+    });
     expect(same).toEqual({
       ok: true,
       changes: [
@@ -276,7 +290,13 @@ describe('fromPartial / parseUpdate', () => {
 
 describe('formPaths and validationDetails', () => {
   it('renames changed paths for Form B responses only', () => {
-    const paths = ['detection.tracking_enabled', 'environment.id', 'alerts.fall_detection.sensitivity', 'alerts.inactivity_detection.threshold_minutes', 'detection.max_persons'];
+    const paths = [
+      'detection.tracking_enabled',
+      'environment.id',
+      'alerts.fall_detection.sensitivity',
+      'alerts.inactivity_detection.threshold_minutes',
+      'detection.max_persons',
+    ];
     expect(formPaths(paths, 'a')).toEqual(paths);
     expect(formPaths(paths, 'b')).toEqual([
       'detection.enable_tracking',

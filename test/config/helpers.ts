@@ -49,7 +49,18 @@ export function alternative(path: string, def: FieldDef): unknown {
     case 'enum':
       return def.values.find((v) => v !== def.default);
     case 'zones':
-      return [{ id: 'door', name: 'Front door', polygon: [[0, 0], [1, 0], [1, 1]], severity: 'critical' }];
+      return [
+        {
+          id: 'door',
+          name: 'Front door',
+          polygon: [
+            [0, 0],
+            [1, 0],
+            [1, 1],
+          ],
+          severity: 'critical',
+        },
+      ];
     case 'radios':
       // One link, as stored (every field, in the stored order).
       return [
@@ -103,7 +114,17 @@ export function outOfRange(path: string, def: FieldDef): unknown[] {
     case 'enum':
       return ['', 'unknown', def.values[0]!.toUpperCase() + 'X'];
     case 'zones':
-      return [[{ id: 'a', polygon: [[0, 0], [1, 1]] }]];
+      return [
+        [
+          {
+            id: 'a',
+            polygon: [
+              [0, 0],
+              [1, 1],
+            ],
+          },
+        ],
+      ];
     case 'radios': {
       const tx = { id: 'tx', role: 'tx', x: 3, y: 4.8, z: 1.2, yaw_deg: 270 };
       const rx = { id: 'rx', role: 'rx', x: 3, y: 0.2, z: 1.2, yaw_deg: 90 };

@@ -28,7 +28,11 @@ const MEASURED = {
   known: true,
   room_width: 8.5,
   room_depth: 4,
-  radios: [radio('router', 'tx', 8, 4, 0.9, 225), radio('desk', 'rx', 0.5, 0.1, 2.1, 45), radio('shelf', 'rx', 4, 4, 1.5, 270, { antennas: 2, format: 'nexmon' })],
+  radios: [
+    radio('router', 'tx', 8, 4, 0.9, 225),
+    radio('desk', 'rx', 0.5, 0.1, 2.1, 45),
+    radio('shelf', 'rx', 4, 4, 1.5, 270, { antennas: 2, format: 'nexmon' }),
+  ],
 };
 
 let dir: string;
@@ -43,7 +47,11 @@ afterEach(async () => {
 function outside(i: number, id: string, axis: 'x' | 'y', bound: string, got: number) {
   const field = `${RADIOS}[${i}].${axis}`;
   const wall = axis === 'x' ? 'room_width' : 'room_depth';
-  return { field, message: `${field} must be between 0.0 and ${bound} (${SITE}.${wall}: radio ${id} must be inside the room), got ${got}`, received_value: got };
+  return {
+    field,
+    message: `${field} must be between 0.0 and ${bound} (${SITE}.${wall}: radio ${id} must be inside the room), got ${got}`,
+    received_value: got,
+  };
 }
 
 async function refusal(p: Promise<unknown>): Promise<ConfigUpdateError> {
@@ -86,7 +94,12 @@ describe('environment.site schema and defaults', () => {
       known: false,
       room_width: 6,
       room_depth: 5,
-      radios: [radio('tx', 'tx', 3, 4.8, 1.2, 270), radio('rx1', 'rx', 3, 0.2, 1.2, 90), radio('rx2', 'rx', 0.2, 2.5, 1.2, 0), radio('rx3', 'rx', 5.8, 2.5, 1.2, 180)],
+      radios: [
+        radio('tx', 'tx', 3, 4.8, 1.2, 270),
+        radio('rx1', 'rx', 3, 0.2, 1.2, 90),
+        radio('rx2', 'rx', 0.2, 2.5, 1.2, 0),
+        radio('rx3', 'rx', 5.8, 2.5, 1.2, 180),
+      ],
     });
     expect(siteLinks(d.radios).map((l) => l.id)).toEqual(['tx-rx1', 'tx-rx2', 'tx-rx3']);
     // The primary link is where the simulator's one-link room has its radios (one antenna each: the array centre).
@@ -205,7 +218,16 @@ describe('validation of environment.site', () => {
   }
 
   it('fills the optional fields and stores every radio in one key order', () => {
-    const r = parseUpdate({ environment: { site: { radios: [{ yaw_deg: 270, z: 1, y: 4, x: 3, role: 'tx', id: 'ap' }, { id: 'n1', role: 'rx', x: 1, y: 0, z: 1, yaw_deg: 90, format: 'esp32', antennas: 1 }] } } });
+    const r = parseUpdate({
+      environment: {
+        site: {
+          radios: [
+            { yaw_deg: 270, z: 1, y: 4, x: 3, role: 'tx', id: 'ap' },
+            { id: 'n1', role: 'rx', x: 1, y: 0, z: 1, yaw_deg: 90, format: 'esp32', antennas: 1 },
+          ],
+        },
+      },
+    });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     const v = r.changes[0]!.value as RadioConfig[];
@@ -216,23 +238,49 @@ describe('validation of environment.site', () => {
   it('refuses bad radios, naming the radio and the field', () => {
     const tx = { id: 'tx', role: 'tx', x: 3, y: 4.8, z: 1.2, yaw_deg: 270 };
     const rx = { id: 'rx1', role: 'rx', x: 3, y: 0.2, z: 1.2, yaw_deg: 90 };
-    expect(radiosErrors('tx, rx1')).toEqual([{ field: RADIOS, message: `${RADIOS} must be an array of radios, got a string ("tx, rx1")`, received_value: 'tx, rx1' }]);
-    expect(radiosErrors([tx])).toEqual([{ field: RADIOS, message: `${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 1 tx and 0 rx`, received_value: 1 }]);
-    expect(radiosErrors([tx, { ...tx, id: 'tx2' }, rx]).map((e) => e.message)).toEqual([`${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 2 tx and 1 rx`]);
-    expect(radiosErrors([tx, { ...rx, id: 'tx' }])).toMatchObject([{ field: `${RADIOS}[1].id`, message: `${RADIOS}[1].id "tx" is used by an earlier radio; radio ids must be unique` }]);
+    expect(radiosErrors('tx, rx1')).toEqual([
+      { field: RADIOS, message: `${RADIOS} must be an array of radios, got a string ("tx, rx1")`, received_value: 'tx, rx1' },
+    ]);
+    expect(radiosErrors([tx])).toEqual([
+      { field: RADIOS, message: `${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 1 tx and 0 rx`, received_value: 1 },
+    ]);
+    expect(radiosErrors([tx, { ...tx, id: 'tx2' }, rx]).map((e) => e.message)).toEqual([
+      `${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 2 tx and 1 rx`,
+    ]);
+    expect(radiosErrors([tx, { ...rx, id: 'tx' }])).toMatchObject([
+      { field: `${RADIOS}[1].id`, message: `${RADIOS}[1].id "tx" is used by an earlier radio; radio ids must be unique` },
+    ]);
     // "-" joins a link's two ids: it may not be part of one.
-    expect(radiosErrors([tx, { ...rx, id: 'rx-1' }])).toMatchObject([{ field: `${RADIOS}[1].id`, message: `${RADIOS}[1].id must be 1-32 letters, digits or "_", got a string ("rx-1")` }]);
-    expect(radiosErrors([tx, { ...rx, role: 'receiver' }])).toMatchObject([{ field: `${RADIOS}[1].role`, message: `${RADIOS}[1].role must be tx or rx, got a string ("receiver")` }]);
-    expect(radiosErrors([tx, { ...rx, yaw_deg: 360 }])).toMatchObject([{ field: `${RADIOS}[1].yaw_deg`, message: `${RADIOS}[1].yaw_deg must be a number from 0 up to (not including) 360, got 360` }]);
-    expect(radiosErrors([tx, { ...rx, antennas: 2.5 }])).toMatchObject([{ field: `${RADIOS}[1].antennas`, message: `${RADIOS}[1].antennas must be an integer between 1 and 4, got 2.5` }]);
-    expect(radiosErrors([tx, { ...rx, z: 21 }])).toMatchObject([{ field: `${RADIOS}[1].z`, message: `${RADIOS}[1].z must be a number between 0 and 20, got 21` }]);
-    expect(radiosErrors([tx, { ...rx, x: '3' }])).toMatchObject([{ field: `${RADIOS}[1].x`, message: `${RADIOS}[1].x must be a number between 0 and 100, got a string ("3")` }]);
+    expect(radiosErrors([tx, { ...rx, id: 'rx-1' }])).toMatchObject([
+      { field: `${RADIOS}[1].id`, message: `${RADIOS}[1].id must be 1-32 letters, digits or "_", got a string ("rx-1")` },
+    ]);
+    expect(radiosErrors([tx, { ...rx, role: 'receiver' }])).toMatchObject([
+      { field: `${RADIOS}[1].role`, message: `${RADIOS}[1].role must be tx or rx, got a string ("receiver")` },
+    ]);
+    expect(radiosErrors([tx, { ...rx, yaw_deg: 360 }])).toMatchObject([
+      { field: `${RADIOS}[1].yaw_deg`, message: `${RADIOS}[1].yaw_deg must be a number from 0 up to (not including) 360, got 360` },
+    ]);
+    expect(radiosErrors([tx, { ...rx, antennas: 2.5 }])).toMatchObject([
+      { field: `${RADIOS}[1].antennas`, message: `${RADIOS}[1].antennas must be an integer between 1 and 4, got 2.5` },
+    ]);
+    expect(radiosErrors([tx, { ...rx, z: 21 }])).toMatchObject([
+      { field: `${RADIOS}[1].z`, message: `${RADIOS}[1].z must be a number between 0 and 20, got 21` },
+    ]);
+    expect(radiosErrors([tx, { ...rx, x: '3' }])).toMatchObject([
+      { field: `${RADIOS}[1].x`, message: `${RADIOS}[1].x must be a number between 0 and 100, got a string ("3")` },
+    ]);
     expect(radiosErrors([tx, { ...rx, spacing_m: 0 }])).toMatchObject([{ field: `${RADIOS}[1].spacing_m` }]);
-    expect(radiosErrors([tx, { ...rx, format: 'sim' }])).toMatchObject([{ field: `${RADIOS}[1].format`, message: `${RADIOS}[1].format must be one of intel5300, atheros, nexmon, esp32, got a string ("sim")` }]);
-    expect(radiosErrors([tx, { ...rx, yaw_deg: undefined }])).toMatchObject([{ field: `${RADIOS}[1].yaw_deg`, message: `${RADIOS}[1].yaw_deg is required: a number from 0 up to (not including) 360` }]);
+    expect(radiosErrors([tx, { ...rx, format: 'sim' }])).toMatchObject([
+      { field: `${RADIOS}[1].format`, message: `${RADIOS}[1].format must be one of intel5300, atheros, nexmon, esp32, got a string ("sim")` },
+    ]);
+    expect(radiosErrors([tx, { ...rx, yaw_deg: undefined }])).toMatchObject([
+      { field: `${RADIOS}[1].yaw_deg`, message: `${RADIOS}[1].yaw_deg is required: a number from 0 up to (not including) 360` },
+    ]);
     expect(radiosErrors([tx, { ...rx, colour: 'red' }])).toMatchObject([{ field: `${RADIOS}[1].colour` }]);
     expect(radiosErrors([tx, 7])).toMatchObject([{ field: `${RADIOS}[1]` }]);
-    expect(radiosErrors([tx, ...Array.from({ length: 9 }, (_, i) => ({ ...rx, id: `rx${i}` }))])).toMatchObject([{ field: RADIOS, message: `${RADIOS} must hold at most 9 radios (1 tx and up to 8 rx), got 10` }]);
+    expect(radiosErrors([tx, ...Array.from({ length: 9 }, (_, i) => ({ ...rx, id: `rx${i}` }))])).toMatchObject([
+      { field: RADIOS, message: `${RADIOS} must hold at most 9 radios (1 tx and up to 8 rx), got 10` },
+    ]);
     expect(radiosErrors([tx, ...Array.from({ length: 8 }, (_, i) => ({ ...rx, id: `rx${i}` }))])).toEqual([]);
   });
 
@@ -243,9 +291,11 @@ describe('validation of environment.site', () => {
     });
     const store = await ConfigStore.open({ dataDir: dir });
     await store.update(site({ known: true })); // a config.json exists, so "unchanged" covers the file
-    await refusedWith(store, [{ path: `${SITE}.room_depth`, value: 101 }], [
-      { field: `${SITE}.room_depth`, message: `${SITE}.room_depth must be between 1.0 and 100.0, got 101`, received_value: 101 },
-    ]);
+    await refusedWith(
+      store,
+      [{ path: `${SITE}.room_depth`, value: 101 }],
+      [{ field: `${SITE}.room_depth`, message: `${SITE}.room_depth must be between 1.0 and 100.0, got 101`, received_value: 101 }],
+    );
   });
 
   it('refuses a radio outside the room', async () => {
@@ -344,7 +394,12 @@ describe('environment.site through the server', () => {
     expect(a.body.environment.site).toEqual(MEASURED);
     const b = await srv.s.api('GET', '/config', { token: srv.token, form: 'b' });
     expect(b.body.data.environment.site).toEqual(MEASURED);
-    expect(siteGeometry(srv.s.svc.config.get())).toEqual({ roomWidth: 8.5, roomDepth: 4, receiver: { x: 0.5, y: 0.1, z: 2.1 }, transmitter: { x: 8, y: 4, z: 0.9 } });
+    expect(siteGeometry(srv.s.svc.config.get())).toEqual({
+      roomWidth: 8.5,
+      roomDepth: 4,
+      receiver: { x: 0.5, y: 0.1, z: 2.1 },
+      transmitter: { x: 8, y: 4, z: 0.9 },
+    });
     // The live pipeline's settings (read by infer on its next batch) carry the primary link, and the status says so.
     expect(liveParams(srv.s.svc.config.get()).infer.site).toBe('8.5,4,0.5,0.1,2.1,8,4,0.9');
     expect(liveParams(srv.s.svc.config.get()).infer).toMatchObject({ receiverX: 0.5, receiverY: 0.1 });
@@ -382,7 +437,11 @@ describe('environment.site through the server', () => {
         field: `${RADIOS}[1].y`,
         message: `${RADIOS}[1].y must be a number between 0 and 100, got a string ("near the door")`,
       },
-      { body: { environment: { site: { radios: [stored[1]] } } }, field: RADIOS, message: `${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 0 tx and 1 rx` },
+      {
+        body: { environment: { site: { radios: [stored[1]] } } },
+        field: RADIOS,
+        message: `${RADIOS} must hold exactly one radio with role tx and at least one with role rx, got 0 tx and 1 rx`,
+      },
     ];
     for (const c of cases) {
       const b = await srv.s.api('PUT', '/config', { token: srv.token, body: c.body });

@@ -52,9 +52,25 @@ describe('ConfigStore', () => {
 
   it('persists updates and a new store on the same directory reads them back', async () => {
     const first = await ConfigStore.open({ dataDir: dir, now });
-    const zones = [{ id: 'bed', name: 'bed', polygon: [[0, 0], [2, 0], [2, 1]] as Array<[number, number]> }];
+    const zones = [
+      {
+        id: 'bed',
+        name: 'bed',
+        polygon: [
+          [0, 0],
+          [2, 0],
+          [2, 1],
+        ] as Array<[number, number]>,
+      },
+    ];
     // A zone without a name is stored with its id as name.
-    const r = await first.update(changes({ detection: { enable_tracking: false }, environment: { zones: [{ id: 'bed', polygon: zones[0]!.polygon }] }, hardware: { subcarrier_count: 56 } }));
+    const r = await first.update(
+      changes({
+        detection: { enable_tracking: false },
+        environment: { zones: [{ id: 'bed', polygon: zones[0]!.polygon }] },
+        hardware: { subcarrier_count: 56 },
+      }),
+    );
     expect(r.version).toBe(1);
     expect(r.appliedAt).toBe('2026-01-31T12:00:00.000Z');
     await first.update(changes({ detection: { confidence_threshold: 0.7 } }));
@@ -153,7 +169,12 @@ describe('ConfigStore', () => {
   it('refuses changes that do not validate, leaving everything as it was', async () => {
     const store = await ConfigStore.open({ dataDir: dir });
     const before = store.get();
-    const err = await store.update([{ path: 'detection.max_persons', value: 11 }, { path: 'detection.nope', value: 1 }]).catch((e) => e);
+    const err = await store
+      .update([
+        { path: 'detection.max_persons', value: 11 },
+        { path: 'detection.nope', value: 1 },
+      ])
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ConfigUpdateError);
     expect((err as ConfigUpdateError).errors.map((e) => e.field)).toEqual(['detection.max_persons', 'detection.nope']);
     expect(store.get()).toBe(before);
@@ -180,8 +201,16 @@ describe('ConfigStore', () => {
     const cases: Array<[string, string, RegExp]> = [
       ['truncated JSON', '{"version": 1, "settings": {"detection": ', /is not valid JSON/],
       ['not an object', '[1, 2]', /is not a JSON object/],
-      ['an invalid value', JSON.stringify({ version: 1, saved_at: 'x', settings: { detection: { confidence_threshold: 7 } } }), /detection\.confidence_threshold must be between 0\.0 and 1\.0/],
-      ['an unknown field', JSON.stringify({ version: 1, saved_at: 'x', settings: { detection: { speed: 1 } } }), /detection\.speed is not a configuration field/],
+      [
+        'an invalid value',
+        JSON.stringify({ version: 1, saved_at: 'x', settings: { detection: { confidence_threshold: 7 } } }),
+        /detection\.confidence_threshold must be between 0\.0 and 1\.0/,
+      ],
+      [
+        'an unknown field',
+        JSON.stringify({ version: 1, saved_at: 'x', settings: { detection: { speed: 1 } } }),
+        /detection\.speed is not a configuration field/,
+      ],
       ['a bad version', JSON.stringify({ version: -1, saved_at: 'x', settings: {} }), /version -1/],
     ];
     for (const [name, text, reason] of cases) {

@@ -206,7 +206,8 @@ describe('validateUpdate, structure', () => {
   });
 
   it('refuses a body that is not an object', () => {
-    for (const body of [null, [], 'config', 5]) expect(errorsOf(body)).toEqual([{ field: '', message: expect.stringContaining('must be a JSON object'), received_value: body }]);
+    for (const body of [null, [], 'config', 5])
+      expect(errorsOf(body)).toEqual([{ field: '', message: expect.stringContaining('must be a JSON object'), received_value: body }]);
   });
 
   it('reports every error at once', () => {
@@ -258,7 +259,12 @@ describe('validateUpdate, structure', () => {
 });
 
 describe('zones', () => {
-  const square = [[0, 0], [2, 0], [2, 2], [0, 2]];
+  const square = [
+    [0, 0],
+    [2, 0],
+    [2, 2],
+    [0, 2],
+  ];
 
   it('accepts well-formed zones and copies them', () => {
     const zones = [
@@ -277,8 +283,22 @@ describe('zones', () => {
     const errors = errorsOf({
       environment: {
         zones: [
-          { id: 'a', polygon: [[0, 0], [1, 0]] },
-          { id: 'b', polygon: [[0, 0], [1, NaN], [1, 1], [0, '1']] },
+          {
+            id: 'a',
+            polygon: [
+              [0, 0],
+              [1, 0],
+            ],
+          },
+          {
+            id: 'b',
+            polygon: [
+              [0, 0],
+              [1, NaN],
+              [1, 1],
+              [0, '1'],
+            ],
+          },
           { id: 'b', polygon: square, colour: 'red' },
           { id: '', polygon: square, severity: 'urgent' },
           { id: 'c', polygon: square, schedule: { start: '25:00', end: '06:00' } },
@@ -336,7 +356,15 @@ describe('schemaDocument', () => {
         expect(p.default, path).toEqual(child.default);
         expect(p.description, path).toBe(child.description);
         expect(p['x-requires-restart'], path).toBe(child.restart);
-        const t = { number: 'number', integer: 'integer', boolean: 'boolean', string: child.type === 'string' && child.nullable ? ['string', 'null'] : 'string', enum: 'string', zones: 'array', radios: 'array' }[child.type];
+        const t = {
+          number: 'number',
+          integer: 'integer',
+          boolean: 'boolean',
+          string: child.type === 'string' && child.nullable ? ['string', 'null'] : 'string',
+          enum: 'string',
+          zones: 'array',
+          radios: 'array',
+        }[child.type];
         expect(p.type, path).toEqual(t);
         if (child.type === 'number' || child.type === 'integer') {
           expect(p.minimum, path).toBe(child.minimum);

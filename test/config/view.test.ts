@@ -51,7 +51,7 @@ describe('environment.view schema and defaults', () => {
     expect(fieldAt(`${VIEW}.z`)).toMatchObject({ type: 'number', minimum: 0, maximum: 20, unit: 'm' });
   });
 
-  it('defaults to DECISIONS\' reference view, the one DEFAULT_VIEW holds, centred on the default room', () => {
+  it("defaults to DECISIONS' reference view, the one DEFAULT_VIEW holds, centred on the default room", () => {
     expect(defaults().environment.view).toEqual({ width: 640, height: 480, hfov_deg: 90, x: 3, y: 0.05, z: 1.6, yaw_deg: 0, pitch_deg: -10 });
     expect(defaults().environment.view).toEqual(DEFAULT_VIEW);
     expect(DEFAULT_VIEW.x).toBe(defaults().environment.site.room_width / 2);

@@ -18,7 +18,13 @@ describe('submissionFrames', () => {
     expect(frames.map((f) => f.csi[0])).toEqual([1, 2, 3, 3, 3]);
     expect(frames[0]!.csi).toBe(s.packets[0]!.csi);
     expect(frames[4]!.csi).toBe(s.packets[2]!.csi);
-    expect(frames.map((f) => [f.index, f.seq])).toEqual([[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]]);
+    expect(frames.map((f) => [f.index, f.seq])).toEqual([
+      [0, 0],
+      [1, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ]);
   });
 
   it('keeps every packet when there are more than the window, and a packet time over start and rate', () => {
@@ -39,7 +45,9 @@ describe('submissionFrames', () => {
       const [f] = submissionFrames({ packets: [packet(1, nSub)], startMs: START, rateHz: 10, routerId: 'r' }, 'lab', 1);
       expect(f!.subcarriers).toBe(SUBCARRIERS[nSub]);
     }
-    expect(Array.from(SUBCARRIERS[30])).toEqual([-28, -26, -24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -4, -2, -1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 28]);
+    expect(Array.from(SUBCARRIERS[30])).toEqual([
+      -28, -26, -24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -4, -2, -1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 28,
+    ]);
     const [odd] = submissionFrames({ packets: [packet(1, 4)], startMs: START, rateHz: 10, routerId: 'r' }, 'lab', 1);
     expect(Array.from(odd!.subcarriers)).toEqual([-2, -1, 0, 1]);
     const [five] = submissionFrames({ packets: [packet(1, 5)], startMs: START, rateHz: 10, routerId: 'r' }, 'lab', 1);

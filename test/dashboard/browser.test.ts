@@ -16,7 +16,17 @@ import { ADMIN_PASSWORD, JWT_SECRET, startServer, until, waitForStatus, type Tes
 if (NO_BROWSER) console.warn(NO_BROWSER);
 
 /** A zone over the whole floor plan: every tracked person in it raises a critical intrusion alert. */
-const EVERYWHERE = { id: 'everywhere', name: 'Whole room', polygon: [[-50, -50], [50, -50], [50, 50], [-50, 50]], severity: 'critical' };
+const EVERYWHERE = {
+  id: 'everywhere',
+  name: 'Whole room',
+  polygon: [
+    [-50, -50],
+    [50, -50],
+    [50, 50],
+    [-50, 50],
+  ],
+  severity: 'critical',
+};
 
 describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
   let s: TestServer;
@@ -37,13 +47,10 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
 
   /** Waits until the view shows a frame other than `after` with someone in it; returns its id. */
   async function nextFrameWithPeople(page: Page, after = ''): Promise<string> {
-    await page.waitForFunction(
-      (prev) => {
-        const v = document.querySelector<HTMLCanvasElement>('#view');
-        return !!v && v.dataset.frame !== prev && !!v.dataset.frame && Number(v.dataset.persons) > 0;
-      },
-      after,
-    );
+    await page.waitForFunction((prev) => {
+      const v = document.querySelector<HTMLCanvasElement>('#view');
+      return !!v && v.dataset.frame !== prev && !!v.dataset.frame && Number(v.dataset.persons) > 0;
+    }, after);
     return (await page.getAttribute('#view', 'data-frame'))!;
   }
 
@@ -87,8 +94,7 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     // Skeletons from the stream: the canvas shows people, and its pixels change with the next frame.
     // The frame id and the pixels are read together (one evaluate: no redraw in between), so that
     // a frame drawn while the test reads cannot pass for the next one.
-    const shown = () =>
-      page.$eval('#view', (c) => ({ frame: (c as HTMLCanvasElement).dataset.frame ?? '', png: (c as HTMLCanvasElement).toDataURL() }));
+    const shown = () => page.$eval('#view', (c) => ({ frame: (c as HTMLCanvasElement).dataset.frame ?? '', png: (c as HTMLCanvasElement).toDataURL() }));
     await nextFrameWithPeople(page);
     const before = await shown();
     await nextFrameWithPeople(page, before.frame);
@@ -97,11 +103,20 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     expect(after.png).not.toBe(before.png);
     // The view has the proportions of the environment's reference view (its pixels follow its size on screen).
     const view = (await s.api('GET', '/config', { token: admin, form: 'a' })).body.environment.view;
-    const canvas = await page.$eval('#view', (c) => ({ w: (c as HTMLCanvasElement).width, h: (c as HTMLCanvasElement).height, vw: Number(c.dataset.viewWidth), vh: Number(c.dataset.viewHeight) }));
+    const canvas = await page.$eval('#view', (c) => ({
+      w: (c as HTMLCanvasElement).width,
+      h: (c as HTMLCanvasElement).height,
+      vw: Number(c.dataset.viewWidth),
+      vh: Number(c.dataset.viewHeight),
+    }));
     expect([canvas.vw, canvas.vh]).toEqual([view.width, view.height]);
     expect(Math.abs(canvas.w / canvas.h - view.width / view.height)).toBeLessThan(0.01);
     await page.waitForFunction(() => document.querySelector('#conn')?.textContent === 'live');
-    await page.waitForFunction(() => /^\d+(\.\d)? frames\/s$/.test(document.querySelector('#fps')?.textContent ?? '') && /\d+ ms latency/.test(document.querySelector('#latency')?.textContent ?? ''));
+    await page.waitForFunction(
+      () =>
+        /^\d+(\.\d)? frames\/s$/.test(document.querySelector('#fps')?.textContent ?? '') &&
+        /\d+ ms latency/.test(document.querySelector('#latency')?.textContent ?? ''),
+    );
     expect(await canvasPixels(page, '#floor')).not.toBe(await page.evaluate(() => document.createElement('canvas').toDataURL()));
 
     // The v2 model has no physics front end: the floor map's answer (404 no_front_end) leaves no
@@ -245,7 +260,15 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
       .setExpirationTime(now + 120)
       .setJti(randomBytes(8).toString('hex'))
       .sign(new TextEncoder().encode(JWT_SECRET));
-    const state = { kind: 'token', user: 'admin', role: 'admin', access: ending, refresh: login.body.refresh_token, expiresAt: (now + 120) * 1000, lifetime: 86_400_000 };
+    const state = {
+      kind: 'token',
+      user: 'admin',
+      role: 'admin',
+      access: ending,
+      refresh: login.body.refresh_token,
+      expiresAt: (now + 120) * 1000,
+      lifetime: 86_400_000,
+    };
     const page = await open();
     await page.addInitScript((st) => sessionStorage.setItem('csipose.session', st), JSON.stringify(state));
     await page.goto(`${s.base}/`);
@@ -273,12 +296,17 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     await page.waitForSelector('#occupancy-chart canvas');
     await page.waitForSelector('#activity-chart canvas');
     // Events reach the store in batches: ask again until some are there.
-    await until(async () => {
-      if ((await page.locator('#events tbody tr').count()) > 0) return true;
-      await page.click('.analytics .toolbar button');
-      await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
-      return undefined;
-    }, 'stored events in the analytics panel', 40, 500);
+    await until(
+      async () => {
+        if ((await page.locator('#events tbody tr').count()) > 0) return true;
+        await page.click('.analytics .toolbar button');
+        await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
+        return undefined;
+      },
+      'stored events in the analytics panel',
+      40,
+      500,
+    );
     expect(await text(page, '#events p')).toMatch(/^\d+ events in the period/);
     expect(Number(await text(page, '.cards .card:last-child .value'))).toBeGreaterThan(0);
   });
@@ -327,7 +355,15 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
           const live = document.querySelector('#panel-live')!.getBoundingClientRect();
           const view = document.querySelector('#view')!.getBoundingClientRect();
           const e = document.documentElement;
-          return { liveBottom: live.bottom, viewHeight: view.height, viewWidth: view.width, scrollHeight: e.scrollHeight, scrollWidth: e.scrollWidth, w: innerWidth, h: innerHeight };
+          return {
+            liveBottom: live.bottom,
+            viewHeight: view.height,
+            viewWidth: view.width,
+            scrollHeight: e.scrollHeight,
+            scrollWidth: e.scrollWidth,
+            w: innerWidth,
+            h: innerHeight,
+          };
         });
       const live = await layout();
       // Nothing sticks out sideways, on either screen.
@@ -359,12 +395,17 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
       expect(await text(page, '#events p')).toMatch(/^\d+ alerts and \d+ fall events/);
       expect(await page.locator('#events tr[data-type=activity_change]').count()).toBe(0);
       await page.selectOption('#events-type', 'activity');
-      await until(async () => {
-        if ((await page.locator('#events tr[data-type=activity_change]').count()) > 0) return true;
-        await page.click('.analytics .toolbar button');
-        await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
-        return undefined;
-      }, 'activity changes in the events list', 40, 500);
+      await until(
+        async () => {
+          if ((await page.locator('#events tr[data-type=activity_change]').count()) > 0) return true;
+          await page.click('.analytics .toolbar button');
+          await page.waitForFunction(() => document.querySelector('.analytics .toolbar .form-message')?.textContent?.startsWith('Updated'));
+          return undefined;
+        },
+        'activity changes in the events list',
+        40,
+        500,
+      );
       expect(await page.locator('#events tbody tr:not([data-type=activity_change])').count()).toBe(0);
       expect((await layout()).scrollWidth, `${at} analytics: page width`).toBeLessThanOrEqual(viewport.width);
     }
@@ -391,9 +432,13 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     // The radios, as configured: named with their role on the canvas, and in words under it.
     await page.waitForFunction(() => !!document.querySelector<HTMLCanvasElement>('#floor')?.dataset.radios);
     expect(await page.getAttribute('#floor', 'data-radios')).toBe(site.radios.map((r: { id: string; role: string }) => `${r.id}:${r.role}`).join(' '));
-    const radioItems = await page.$$eval('#floor-radios li', (lis) => lis.map((li) => [(li as HTMLElement).dataset.radio, (li as HTMLElement).dataset.role, li.textContent]));
+    const radioItems = await page.$$eval('#floor-radios li', (lis) =>
+      lis.map((li) => [(li as HTMLElement).dataset.radio, (li as HTMLElement).dataset.role, li.textContent]),
+    );
     expect(radioItems.map(([id, role]) => [id, role])).toEqual(site.radios.map((r: { id: string; role: string }) => [r.id, r.role]));
-    site.radios.forEach((r: { yaw_deg: number; x: number; y: number }, i: number) => expect(radioItems[i]![2]).toContain(`at ${r.x} m, ${r.y} m, facing ${Math.round(r.yaw_deg)}\u00b0`));
+    site.radios.forEach((r: { yaw_deg: number; x: number; y: number }, i: number) =>
+      expect(radioItems[i]![2]).toContain(`at ${r.x} m, ${r.y} m, facing ${Math.round(r.yaw_deg)}\u00b0`),
+    );
 
     /** The status answer the floor plan shows, with the legend and the drawn links, read together. */
     const planShows = () =>
@@ -446,7 +491,9 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
 
       // A site whose last receiver never sends (the simulator simulating all but it): that link
       // is reported waiting while the others are live, and the plan and the table say the same.
-      expect((await s.api('PUT', '/config', { token: admin, form: 'a', body: { hardware: { source: `sim?links=${siteLinks.length - 1}` } } })).status).toBe(200);
+      expect((await s.api('PUT', '/config', { token: admin, form: 'a', body: { hardware: { source: `sim?links=${siteLinks.length - 1}` } } })).status).toBe(
+        200,
+      );
       expect((await s.api('POST', '/system/start', { token: admin })).status).toBe(202);
       await waitForStatus(s, admin, 'running');
       const silent = siteLinks[siteLinks.length - 1]!;
@@ -468,7 +515,9 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
           rows: [...document.querySelectorAll<HTMLElement>('#links-table tr[data-link]')].map((tr) =>
             Object.fromEntries([...tr.querySelectorAll<HTMLElement>('[data-col]')].map((c) => [c.dataset.col, c.textContent])),
           ),
-          reasons: Object.fromEntries([...document.querySelectorAll<HTMLElement>('#links-table tr[data-reason-of]')].map((tr) => [tr.dataset.reasonOf, tr.textContent])),
+          reasons: Object.fromEntries(
+            [...document.querySelectorAll<HTMLElement>('#links-table tr[data-reason-of]')].map((tr) => [tr.dataset.reasonOf, tr.textContent]),
+          ),
         }));
         const answer = answers.get(shown.at);
         const links: Array<Record<string, any>> | undefined = answer?.components?.csi_processor?.links;
@@ -511,7 +560,9 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
     // The view turned to look out of the room: every person is behind the camera.
     expect((await s.api('PUT', '/config', { token: admin, body: { environment: { view: { yaw_deg: 180 } } } })).status).toBe(200);
     try {
-      await page.waitForFunction(() => /^· 0 of \d+ in view \(the others are on the floor plan\)$/.test(document.querySelector('#view-count')?.textContent ?? ''));
+      await page.waitForFunction(() =>
+        /^· 0 of \d+ in view \(the others are on the floor plan\)$/.test(document.querySelector('#view-count')?.textContent ?? ''),
+      );
       expect(await page.getAttribute('#view', 'data-persons')).toBe('0');
     } finally {
       expect((await s.api('PUT', '/config', { token: admin, body: { environment: { view: { yaw_deg: 0 } } } })).status).toBe(200);
@@ -539,7 +590,9 @@ describe.skipIf(!CHROMIUM)('sign-in messages', () => {
       await page.fill('#username', 'admin');
       await page.fill('#password', 'wrong');
       await page.click('#sign-in');
-      await page.waitForFunction(() => !!document.querySelector('#signin-error')?.textContent && !(document.querySelector('#sign-in') as HTMLButtonElement).disabled);
+      await page.waitForFunction(
+        () => !!document.querySelector('#signin-error')?.textContent && !(document.querySelector('#sign-in') as HTMLButtonElement).disabled,
+      );
       const t = (await page.textContent('#signin-error'))!;
       await page.evaluate(() => (document.querySelector('#signin-error')!.textContent = ''));
       return t;

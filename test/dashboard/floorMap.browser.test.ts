@@ -60,7 +60,10 @@ describe.skipIf(!CHROMIUM)('the floor map in the dashboard (v3 refiner)', () => 
 
     // The legend appears with the first map, and the plan says which map it drew.
     await page.waitForSelector('#heat-legend:not([hidden])');
-    await page.waitForFunction(() => document.querySelector<HTMLElement>('#heat-legend')?.dataset.state === 'shown' && !!document.querySelector<HTMLCanvasElement>('#floor')?.dataset.heat);
+    await page.waitForFunction(
+      () =>
+        document.querySelector<HTMLElement>('#heat-legend')?.dataset.state === 'shown' && !!document.querySelector<HTMLCanvasElement>('#floor')?.dataset.heat,
+    );
     const first = (await page.getAttribute('#floor', 'data-heat'))!;
     expect(Date.parse(first)).toBeGreaterThan(0);
     expect(await page.textContent('#heat-info')).toMatch(/· 3 links/);

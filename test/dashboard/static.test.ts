@@ -90,7 +90,10 @@ describe('the dashboard is served by the service', () => {
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
     expect(js).toMatch(/^app-[A-Z0-9]{8}\.js$/);
 
-    for (const [name, type] of [[js, 'text/javascript; charset=utf-8'], [css, 'text/css; charset=utf-8']] as const) {
+    for (const [name, type] of [
+      [js, 'text/javascript; charset=utf-8'],
+      [css, 'text/css; charset=utf-8'],
+    ] as const) {
       const a = await get(s.port, `/assets/${name}`);
       expect(a.status).toBe(200);
       expect(a.headers['content-type']).toBe(type);
@@ -200,10 +203,14 @@ describe('without the dashboard', () => {
 /** `csipose serve` as a user runs it; resolves once it prints its address. */
 function serve(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; out: string; base: string; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'csipose-serve-'));
-  const child = spawn(process.execPath, [join(repoRoot, 'dist/src/cli/main.js'), 'serve', '--port', '0', '--no-autostart', '--data-dir', join(dir, 'data'), ...args], {
-    env: { ...process.env, CSIPOSE_ADMIN_PASSWORD: ADMIN_PASSWORD, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(repoRoot, 'dist/src/cli/main.js'), 'serve', '--port', '0', '--no-autostart', '--data-dir', join(dir, 'data'), ...args],
+    {
+      env: { ...process.env, CSIPOSE_ADMIN_PASSWORD: ADMIN_PASSWORD, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
@@ -233,7 +240,10 @@ describe('csipose serve', () => {
     } finally {
       await stop(on);
     }
-    for (const [args, env] of [[['--no-dashboard'], {}], [[], { CSIPOSE_NO_DASHBOARD: '1' }]] as const) {
+    for (const [args, env] of [
+      [['--no-dashboard'], {}],
+      [[], { CSIPOSE_NO_DASHBOARD: '1' }],
+    ] as const) {
       const off = await serve([...args], env);
       try {
         expect(off.out).not.toContain('dashboard');

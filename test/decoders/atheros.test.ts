@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
-import {
-  AtherosDecoder,
-  atherosCsiLen,
-  decodeAtheros,
-  wifiChannelFromMhz,
-} from '../../src/decoders/atheros.js';
-import {
-  ATHEROS_SUBCARRIERS_20,
-  ATHEROS_SUBCARRIERS_40,
-  sequentialIndices,
-} from '../../src/decoders/subcarriers.js';
+import { AtherosDecoder, atherosCsiLen, decodeAtheros, wifiChannelFromMhz } from '../../src/decoders/atheros.js';
+import { ATHEROS_SUBCARRIERS_20, ATHEROS_SUBCARRIERS_40, sequentialIndices } from '../../src/decoders/subcarriers.js';
 import { concat, csiSums, decodeChunked, expectChunkingInvariant, expectCuts, expectGarbageSafe, mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
@@ -25,7 +16,7 @@ function at(f: CsiFrame, sc: number, rx: number, tx: number): [number, number] {
 /** Splits a little-endian, flag-less log into its records (test-side, independent of the decoder). */
 function splitLittle(bytes: Uint8Array): Uint8Array[] {
   const out: Uint8Array[] = [];
-  for (let pos = 0; pos + 2 <= bytes.length; ) {
+  for (let pos = 0; pos + 2 <= bytes.length;) {
     const total = 2 + (bytes[pos]! | (bytes[pos + 1]! << 8));
     out.push(bytes.subarray(pos, pos + total));
     pos += total;
@@ -99,14 +90,8 @@ function randomValues(rand: () => number, n: number): [number, number][] {
 
 describe('Atheros tables and helpers', () => {
   it('has 56 HT20 and 114 HT40 tones without DC', () => {
-    expect(Array.from(ATHEROS_SUBCARRIERS_20)).toEqual([
-      ...Array.from({ length: 28 }, (_, i) => i - 28),
-      ...Array.from({ length: 28 }, (_, i) => i + 1),
-    ]);
-    expect(Array.from(ATHEROS_SUBCARRIERS_40)).toEqual([
-      ...Array.from({ length: 57 }, (_, i) => i - 58),
-      ...Array.from({ length: 57 }, (_, i) => i + 2),
-    ]);
+    expect(Array.from(ATHEROS_SUBCARRIERS_20)).toEqual([...Array.from({ length: 28 }, (_, i) => i - 28), ...Array.from({ length: 28 }, (_, i) => i + 1)]);
+    expect(Array.from(ATHEROS_SUBCARRIERS_40)).toEqual([...Array.from({ length: 57 }, (_, i) => i - 58), ...Array.from({ length: 57 }, (_, i) => i + 2)]);
   });
 
   it('maps centre frequencies to channel numbers', () => {
@@ -393,9 +378,7 @@ describeWithSamples('AtherosDecoder on ath_csi_1.dat', () => {
     const got = decodeAtheros(copy);
     expect(got.error).toBeUndefined();
     expect(got.stats).toEqual({ records: 400, skipped: 1, bytes: bytes.length });
-    expect(got.frames.map((f) => f.meta!.file_offset)).toEqual(
-      frames.filter((_, i) => i !== 5).map((f) => f.meta!.file_offset),
-    );
+    expect(got.frames.map((f) => f.meta!.file_offset)).toEqual(frames.filter((_, i) => i !== 5).map((f) => f.meta!.file_offset));
     expect(got.frames[5]!.csi).toEqual(frames[6]!.csi);
   });
 

@@ -15,8 +15,7 @@ import { pcapUdpPayloads } from '../helpers/sources.js';
 
 /** One record (or line, or payload) per datagram, cut from the real captures. */
 function records(format: CaptureFormat): Uint8Array[] {
-  if (format === 'esp32')
-    return esp32Lines().map((l) => Buffer.from(l));
+  if (format === 'esp32') return esp32Lines().map((l) => Buffer.from(l));
   if (format === 'nexmon') return pcapUdpPayloads(sampleBytes('nexmon/example_43455c0.pcap')).filter((p) => p.length === 1042);
   const b = sampleBytes(format === 'intel5300' ? 'intel5300/log.all_csi.6.7.6' : 'atheros/ath_csi_1.dat');
   const frames = format === 'intel5300' ? decodeIntel5300(b).frames : decodeAtheros(b).frames;

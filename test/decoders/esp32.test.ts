@@ -95,10 +95,26 @@ describeWithSamples('ESP32-CSI-Tool: example_csi.csv', () => {
   it('gives identical frames whatever the chunking', () => {
     const whole = frames.map(digest);
     const fresh = () => new Esp32Decoder({ sourceId: 'example', environmentId: 'lab' });
-    expect(run(fresh(), sized(bytes, () => 1)).map(digest)).toEqual(whole);
-    expect(run(fresh(), sized(bytes, () => 13)).map(digest)).toEqual(whole);
+    expect(
+      run(
+        fresh(),
+        sized(bytes, () => 1),
+      ).map(digest),
+    ).toEqual(whole);
+    expect(
+      run(
+        fresh(),
+        sized(bytes, () => 13),
+      ).map(digest),
+    ).toEqual(whole);
     const rnd = mulberry32(8);
-    for (let t = 0; t < 10; t++) expect(run(fresh(), sized(bytes, () => Math.floor(rnd() * 700))).map(digest)).toEqual(whole);
+    for (let t = 0; t < 10; t++)
+      expect(
+        run(
+          fresh(),
+          sized(bytes, () => Math.floor(rnd() * 700)),
+        ).map(digest),
+      ).toEqual(whole);
   });
 
   it('decodes an unterminated final line at end(), and counts a cut one as skipped', () => {
@@ -155,16 +171,78 @@ interface Row {
 
 function espCsiLine(r: Row): string {
   const cols = [
-    'CSI_DATA', r.id, r.mac, r.rssi, 11, r.sigMode, 0, r.cwb, 1, 1, 0, r.stbc, 0, 0, r.noise, 0, r.channel,
-    r.secondary, r.ts, 0, 60, 0, r.len ?? r.vals.length, r.firstWord,
+    'CSI_DATA',
+    r.id,
+    r.mac,
+    r.rssi,
+    11,
+    r.sigMode,
+    0,
+    r.cwb,
+    1,
+    1,
+    0,
+    r.stbc,
+    0,
+    0,
+    r.noise,
+    0,
+    r.channel,
+    r.secondary,
+    r.ts,
+    0,
+    60,
+    0,
+    r.len ?? r.vals.length,
+    r.firstWord,
   ];
   return `${cols.join(',')},"[${r.vals.join(r.sep ?? ',')}]"`;
 }
 
-const rowA: Row = { id: 0, mac: 'aa:bb:cc:dd:ee:ff', rssi: -45, sigMode: 0, cwb: 0, stbc: 0, noise: -97, channel: 6, secondary: 0, ts: 1234567, firstWord: 1, vals: values(128, 1) };
-const rowB: Row = { id: 1, mac: '24:0a:c4:00:00:01', rssi: -60, sigMode: 1, cwb: 1, stbc: 0, noise: -95, channel: 11, secondary: 2, ts: 1240000, firstWord: 0, vals: values(384, 2), sep: ', ' };
+const rowA: Row = {
+  id: 0,
+  mac: 'aa:bb:cc:dd:ee:ff',
+  rssi: -45,
+  sigMode: 0,
+  cwb: 0,
+  stbc: 0,
+  noise: -97,
+  channel: 6,
+  secondary: 0,
+  ts: 1234567,
+  firstWord: 1,
+  vals: values(128, 1),
+};
+const rowB: Row = {
+  id: 1,
+  mac: '24:0a:c4:00:00:01',
+  rssi: -60,
+  sigMode: 1,
+  cwb: 1,
+  stbc: 0,
+  noise: -95,
+  channel: 11,
+  secondary: 2,
+  ts: 1240000,
+  firstWord: 0,
+  vals: values(384, 2),
+  sep: ', ',
+};
 const rowBad: Row = { ...rowA, id: 2, vals: values(126, 3), len: 128 };
-const rowC: Row = { id: 3, mac: 'träger-✓', rssi: -50, sigMode: 1, cwb: 0, stbc: 1, noise: -90, channel: 1, secondary: 1, ts: 1250000, firstWord: 0, vals: values(376, 4) };
+const rowC: Row = {
+  id: 3,
+  mac: 'träger-✓',
+  rssi: -50,
+  sigMode: 1,
+  cwb: 0,
+  stbc: 1,
+  noise: -90,
+  channel: 1,
+  secondary: 1,
+  ts: 1250000,
+  firstWord: 0,
+  vals: values(376, 4),
+};
 
 const espCsiText = [HEADER, espCsiLine(rowA), espCsiLine(rowB), 'I (1234) wifi: station connecté ✓ 📶', espCsiLine(rowBad), espCsiLine(rowC), ''].join('\r\n');
 const espCsiBytes = enc.encode(espCsiText);
@@ -184,10 +262,32 @@ describe('esp-csi CSI_DATA lines (CRLF, header, quoted arrays)', () => {
   it('maps columns, pairs and first_word', () => {
     const [a, b, c] = frames as [CsiFrame, CsiFrame, CsiFrame];
     expect(a.meta).toEqual({
-      type: 'CSI_DATA', id: 0, mac: 'aa:bb:cc:dd:ee:ff', rssi: -45, rate: 11, sig_mode: 0, mcs: 0, bandwidth: 0,
-      smoothing: 1, not_sounding: 1, aggregation: 0, stbc: 0, fec_coding: 0, sgi: 0, noise_floor: -97, ampdu_cnt: 0,
-      channel: 6, secondary_channel: 0, local_timestamp: 1234567, ant: 0, sig_len: 60, rx_state: 0, len: 128,
-      first_word: 1, first_word_invalid: true, layout: 'esp-csi',
+      type: 'CSI_DATA',
+      id: 0,
+      mac: 'aa:bb:cc:dd:ee:ff',
+      rssi: -45,
+      rate: 11,
+      sig_mode: 0,
+      mcs: 0,
+      bandwidth: 0,
+      smoothing: 1,
+      not_sounding: 1,
+      aggregation: 0,
+      stbc: 0,
+      fec_coding: 0,
+      sgi: 0,
+      noise_floor: -97,
+      ampdu_cnt: 0,
+      channel: 6,
+      secondary_channel: 0,
+      local_timestamp: 1234567,
+      ant: 0,
+      sig_len: 60,
+      rx_state: 0,
+      len: 128,
+      first_word: 1,
+      first_word_invalid: true,
+      layout: 'esp-csi',
     });
     expect(rawValues(a)).toEqual(rowA.vals);
     expect([a.csi[0], a.csi[1]]).toEqual([rowA.vals[1], rowA.vals[0]]);
@@ -234,8 +334,7 @@ describe('esp-csi CSI_DATA lines (CRLF, header, quoted arrays)', () => {
 
   it('skips and counts every kind of malformed line without throwing', () => {
     const good = espCsiLine(rowA);
-    const tool = (vals: string) =>
-      `CSI_DATA,AP,3C:71:BF:6D:2A:78,-73,11,1,0,1,1,1,0,0,0,0,-93,0,1,1,80272146,0,101,0,0,80.363225,384,[${vals}]`;
+    const tool = (vals: string) => `CSI_DATA,AP,3C:71:BF:6D:2A:78,-73,11,1,0,1,1,1,0,0,0,0,-93,0,1,1,80272146,0,101,0,0,80.363225,384,[${vals}]`;
     const bad: Array<[string, string]> = [
       [good.replace('CSI_DATA,0,', 'CSI_DATA,'), 'malformed'], // 23 fields
       [good.replace(',-45,', ',-4x,'), 'malformed'], // unparseable number
@@ -275,7 +374,10 @@ describe('esp-csi CSI_DATA lines (CRLF, header, quoted arrays)', () => {
     const text = enc.encode(`${overLimit}\n${good}\n${atLimit}\n${good}\n${'y'.repeat(200_000)}`);
     for (const size of [text.length, 1000, 65_536, 4097]) {
       const d = new Esp32Decoder();
-      const frames = run(d, sized(text, () => size));
+      const frames = run(
+        d,
+        sized(text, () => size),
+      );
       expect(frames).toHaveLength(2);
       expect(d.skipReasons).toEqual({ malformed: 1, length: 0, 'too-long': 2 });
     }

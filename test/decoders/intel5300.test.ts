@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
-import {
-  decodeIntel5300,
-  Intel5300Decoder,
-  intel5300PayloadLen,
-  intel5300TotalRss,
-} from '../../src/decoders/intel5300.js';
-import {
-  fftBinIndices,
-  INTEL5300_SUBCARRIERS_20,
-  INTEL5300_SUBCARRIERS_40,
-  sequentialIndices,
-} from '../../src/decoders/subcarriers.js';
+import { decodeIntel5300, Intel5300Decoder, intel5300PayloadLen, intel5300TotalRss } from '../../src/decoders/intel5300.js';
+import { fftBinIndices, INTEL5300_SUBCARRIERS_20, INTEL5300_SUBCARRIERS_40, sequentialIndices } from '../../src/decoders/subcarriers.js';
 import { concat, csiSums, decodeChunked, expectChunkingInvariant, expectCuts, expectGarbageSafe, mulberry32 } from '../helpers/decoding.js';
 import { describeWithSamples, groundTruth, matlabBfeeRecords, sampleBytes } from '../helpers/samples.js';
 
@@ -91,8 +81,7 @@ function randomValues(rand: () => number, n: number): [number, number][] {
 describe('subcarrier tables', () => {
   it('Intel 5300 20 MHz is the Ng=2 grouping -28,-26..-2,-1,1,3..27,28', () => {
     expect(Array.from(INTEL5300_SUBCARRIERS_20)).toEqual([
-      -28, -26, -24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -4, -2, -1, 1, 3, 5, 7, 9, 11, 13, 15,
-      17, 19, 21, 23, 25, 27, 28,
+      -28, -26, -24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -4, -2, -1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 28,
     ]);
   });
 
@@ -294,14 +283,7 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
       const g = gt[i]!;
       const m = f.meta!;
       expect([m.timestamp_low, m.bfee_count, f.nRx, f.nTx]).toEqual([g.timestamp_low, g.bfee_count, g.Nrx, g.Ntx]);
-      expect([m.rssi_a, m.rssi_b, m.rssi_c, f.noise, m.agc, m.rate]).toEqual([
-        g.rssi_a,
-        g.rssi_b,
-        g.rssi_c,
-        g.noise,
-        g.agc,
-        g.rate,
-      ]);
+      expect([m.rssi_a, m.rssi_b, m.rssi_c, f.noise, m.agc, m.rate]).toEqual([g.rssi_a, g.rssi_b, g.rssi_c, g.noise, g.agc, g.rate]);
       expect(m.perm).toEqual(g.perm);
       expect(f.seq).toBe(g.bfee_count);
       expect(f.deviceTime).toBe(g.timestamp_low);
@@ -361,20 +343,10 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
     expect(f0.channel).toBeNaN();
     expect(f0.bandwidthMhz).toBe(20);
     expect(f0.subcarriers).toBe(INTEL5300_SUBCARRIERS_20);
-    expect([f0.format, f0.sourceId, f0.environmentId, f0.time, f0.nSub]).toEqual([
-      'intel5300',
-      'unknown',
-      'default',
-      0,
-      30,
-    ]);
+    expect([f0.format, f0.sourceId, f0.environmentId, f0.time, f0.nSub]).toEqual(['intel5300', 'unknown', 'default', 0, 30]);
     // After perm: tx0 rx0 groups 0..2, then group 0 rx0..2.
-    expect([0, 1, 2].map((sc) => [re(f0, sc, 0, 0), im(f0, sc, 0, 0)])).toEqual(
-      facts.first_csi_tx0_rx0_sc0_2_after_perm,
-    );
-    expect([0, 1, 2].map((rx) => [re(f0, 0, rx, 0), im(f0, 0, rx, 0)])).toEqual(
-      facts.first_csi_sc0_tx0_rx0_2_after_perm,
-    );
+    expect([0, 1, 2].map((sc) => [re(f0, sc, 0, 0), im(f0, sc, 0, 0)])).toEqual(facts.first_csi_tx0_rx0_sc0_2_after_perm);
+    expect([0, 1, 2].map((rx) => [re(f0, 0, rx, 0), im(f0, 0, rx, 0)])).toEqual(facts.first_csi_sc0_tx0_rx0_2_after_perm);
 
     const last = frames[28]!;
     expect(last.meta).toMatchObject({ file_offset: 10880, bfee_count: 100 });
@@ -383,9 +355,7 @@ describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
     // Each record's offset is the previous one's plus its size.
     for (let i = 1; i < 29; i++) {
       const prev = frames[i - 1]!;
-      expect(frames[i]!.meta!.file_offset).toBe(
-        (prev.meta!.file_offset as number) + 3 + 20 + intel5300PayloadLen(prev.nRx, prev.nTx),
-      );
+      expect(frames[i]!.meta!.file_offset).toBe((prev.meta!.file_offset as number) + 3 + 20 + intel5300PayloadLen(prev.nRx, prev.nTx));
     }
   });
 

@@ -31,7 +31,7 @@ function* fixedChunks(b: Uint8Array, size: number): Generator<Uint8Array> {
 
 function* randomChunks(b: Uint8Array, seed: number, max: number): Generator<Uint8Array> {
   const rnd = mulberry32(seed);
-  for (let i = 0; i < b.length; ) {
+  for (let i = 0; i < b.length;) {
     const n = 1 + Math.floor(rnd() * max);
     yield b.subarray(i, i + n);
     i += n;
@@ -547,16 +547,11 @@ describe('NexmonPcapDecoder on built captures', () => {
   });
 
   it('uses the real IPv4 header length, walks VLAN tags, and skips trailer-padded frames', () => {
-    const words = new Uint32Array(64).map((_, i) => (((-i) & 0xffff) << 16) | i);
+    const words = new Uint32Array(64).map((_, i) => ((-i & 0xffff) << 16) | i);
     const payload = nexmonPayload({ chanspec: CS_20, chip: 0x0065, words });
     const dec = new NexmonPcapDecoder();
     const frames = collect(dec, [
-      pcap(1, [
-        ethernetFrame(payload),
-        ethernetFrame(payload, { ihl: 6 }),
-        ethernetFrame(payload, { vlan: true }),
-        ethernetFrame(payload, { trailer: 4 }),
-      ]),
+      pcap(1, [ethernetFrame(payload), ethernetFrame(payload, { ihl: 6 }), ethernetFrame(payload, { vlan: true }), ethernetFrame(payload, { trailer: 4 })]),
     ]);
     expect(frames.map((f) => f.meta!.packet_index)).toEqual([0, 1, 2]);
     for (const f of frames) {
@@ -634,7 +629,8 @@ describe('NexmonPcapDecoder on built captures', () => {
       } catch (e) {
         err = e;
       }
-      if (trial % 2) expect(err).toBeInstanceOf(DecodeError); // no valid pcap magic
+      if (trial % 2)
+        expect(err).toBeInstanceOf(DecodeError); // no valid pcap magic
       else if (err !== undefined) expect(err).toBeInstanceOf(DecodeError);
     }
     const r = decodeAll(new NexmonPcapDecoder(), new Uint8Array(0));

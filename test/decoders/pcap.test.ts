@@ -47,9 +47,7 @@ function buildPcap(packets: Pkt[], o: { le?: boolean; nanos?: boolean; snaplen?:
 /** Reads `bytes` in the given chunk sizes; returns what the callback saw and what end() threw. */
 function read(bytes: Uint8Array, sizes: (i: number) => number = () => bytes.length) {
   const seen: Seen[] = [];
-  const r = new PcapReader((pkt, sec, frac, orig, index, offset) =>
-    seen.push({ data: Array.from(pkt), sec, frac, orig, index, offset }),
-  );
+  const r = new PcapReader((pkt, sec, frac, orig, index, offset) => seen.push({ data: Array.from(pkt), sec, frac, orig, index, offset }));
   for (let i = 0, k = 0; i < bytes.length; k++) {
     const n = Math.max(1, sizes(k));
     expect(() => r.push(bytes.subarray(i, i + n))).not.toThrow();

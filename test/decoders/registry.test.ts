@@ -168,11 +168,23 @@ describe('a format registered in the table, and nowhere else, is accepted everyw
           done();
         },
       });
-    const status = await runDecode(FAKE, capture, sink((s) => (out += s)), sink((s) => (err += s)));
+    const status = await runDecode(
+      FAKE,
+      capture,
+      sink((s) => (out += s)),
+      sink((s) => (err += s)),
+    );
     expect(status).toBe(0);
     expect(out.trim().split('\n')).toHaveLength(5);
     expect(err).toBe('skipped 0 records\n');
-    expect(await runDecode('nope', capture, sink(() => undefined), sink((s) => (err = s)))).toBe(2);
+    expect(
+      await runDecode(
+        'nope',
+        capture,
+        sink(() => undefined),
+        sink((s) => (err = s)),
+      ),
+    ).toBe(2);
     expect(err).toContain(`(intel5300, atheros, nexmon, esp32, ${FAKE})`);
   });
 });

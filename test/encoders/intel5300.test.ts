@@ -4,12 +4,7 @@ import type { CsiFrame } from '../../src/csi/frame.js';
 import { createStreamDecoder } from '../../src/decoders/index.js';
 import { intel5300TotalRss } from '../../src/decoders/intel5300.js';
 import { INTEL5300_SUBCARRIERS_20, INTEL5300_SUBCARRIERS_40 } from '../../src/decoders/subcarriers.js';
-import {
-  encodeIntel5300,
-  encodeIntel5300Into,
-  intel5300RecordLength,
-  intel5300Scale,
-} from '../../src/encoders/intel5300.js';
+import { encodeIntel5300, encodeIntel5300Into, intel5300RecordLength, intel5300Scale } from '../../src/encoders/intel5300.js';
 import { CsiSimulator, type SimOptions } from '../../src/sim/simulator.js';
 import { concat, decodeChunked } from '../helpers/decoding.js';
 import { describeWithSamples, sampleBytes } from '../helpers/samples.js';
@@ -112,7 +107,9 @@ describe('encodeIntel5300: simulator frames through the real decoder', () => {
     expect(maxErr).toBeLessThanOrEqual(0.5);
     expect(minCorr).toBeGreaterThan(0.999);
     // The figures, for the record.
-    console.info(`intel5300 round trip of ${originals.length} simulator frames: max |decoded - original*scale| = ${maxErr.toFixed(4)}, min correlation = ${minCorr.toFixed(6)}`);
+    console.info(
+      `intel5300 round trip of ${originals.length} simulator frames: max |decoded - original*scale| = ${maxErr.toFixed(4)}, min correlation = ${minCorr.toFixed(6)}`,
+    );
   });
 
   it('a 40 MHz frame with the 40 MHz grouping keeps its bandwidth; a timestamp past 2^32 µs wraps', () => {
@@ -207,7 +204,14 @@ describeWithSamples('encodeIntel5300 on the real capture', () => {
       const d = again.frames[i]!;
       expect(Array.from(d.csi)).toEqual(Array.from(o.csi));
       expect([d.nRx, d.nTx, d.nSub, d.seq, d.clockUs, d.deviceTime, d.noise, d.bandwidthMhz]).toEqual([
-        o.nRx, o.nTx, o.nSub, o.seq, o.clockUs, o.deviceTime, o.noise, o.bandwidthMhz,
+        o.nRx,
+        o.nTx,
+        o.nSub,
+        o.seq,
+        o.clockUs,
+        o.deviceTime,
+        o.noise,
+        o.bandwidthMhz,
       ]);
       expect(d.rssi).toEqual(o.rssi);
       expect(d.subcarriers).toBe(o.subcarriers);

@@ -20,7 +20,11 @@ export const cliMain = join(repoRoot, 'dist/src/cli/main.js');
  */
 const PROJECTS = {
   service: { tsconfig: 'tsconfig.json', output: cliMain, dirs: ['src', 'operators', 'pipelines'] },
-  training: { tsconfig: 'training/tsconfig.json', output: join(repoRoot, 'dist/training/ts/trainRefiner.js'), dirs: ['src', 'operators', 'pipelines', 'training/ts'] },
+  training: {
+    tsconfig: 'training/tsconfig.json',
+    output: join(repoRoot, 'dist/training/ts/trainRefiner.js'),
+    dirs: ['src', 'operators', 'pipelines', 'training/ts'],
+  },
 } as const;
 
 /** A build `ensureBuilt` can make. */

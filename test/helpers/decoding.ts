@@ -169,7 +169,7 @@ export function expectGarbageSafe(o: GarbageOptions): void {
     o.tamper?.(bytes, trial, r);
     const dec = o.decoder(trial);
     let emitted = 0;
-    for (let pos = 0; pos < len; ) {
+    for (let pos = 0; pos < len;) {
       const n = 1 + Math.floor(r() * o.maxChunk);
       expect(() => dec.push(bytes.subarray(pos, pos + n), () => emitted++)).not.toThrow();
       pos += n;

@@ -56,9 +56,7 @@ export function describeWithMosquitto(name: string, fn: () => void): void {
     );
   } else {
     // The body is not run: it would only register tests that cannot run.
-    describe.skip(`${name} (skipped: mosquitto not found in PATH or /usr/sbin; apt-get install -y mosquitto)`, () =>
-      it('needs mosquitto', () => undefined),
-    );
+    describe.skip(`${name} (skipped: mosquitto not found in PATH or /usr/sbin; apt-get install -y mosquitto)`, () => it('needs mosquitto', () => undefined));
   }
 }
 

@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import { CONTRACT_V2, CONTRACT_VERSION, FALL_WINDOW_S, MODEL_ACTIVITIES, MODEL_OUTPUTS, SITE_DIM, type ModelMetadata } from '../../src/model/contract.js';
 import { FEATURE_DIM, WINDOW_FRAMES } from '../../src/model/features.js';
 import { HISTORY_DIM, HISTORY_STEPS, HISTORY_STRIDE_FRAMES } from '../../src/model/history.js';
-import { buildPoseModelV2, OnnxGraphBuilder, POSE_HEADS, type DenseWeights, type MlpPoseWeights, type PoseHeadName, type PoseWeightsV2 } from '../../src/calibration/onnxWriter.js';
+import {
+  buildPoseModelV2,
+  OnnxGraphBuilder,
+  POSE_HEADS,
+  type DenseWeights,
+  type MlpPoseWeights,
+  type PoseHeadName,
+  type PoseWeightsV2,
+} from '../../src/calibration/onnxWriter.js';
 import { N_KEYPOINTS } from '../../src/pose/types.js';
 import type { FeatureRow } from '../../operators/infer.js';
 
@@ -43,8 +51,7 @@ export function tinyWeights(featureDim: number, hidden: readonly number[], perso
   const heads = {} as Record<PoseHeadName, DenseWeights>;
   POSE_HEADS.forEach((head, k) => {
     const out = persons * PER_PERSON[head.name];
-    heads[head.name] =
-      head.name === 'presence' ? dense(width, out, seed + 10 + k, (p) => (p % 2 === 0 ? 3 : -3)) : dense(width, out, seed + 10 + k);
+    heads[head.name] = head.name === 'presence' ? dense(width, out, seed + 10 + k, (p) => (p % 2 === 0 ? 3 : -3)) : dense(width, out, seed + 10 + k);
   });
   return { layers, heads };
 }
@@ -153,8 +160,16 @@ export function contractModel(F: number, P: number, m: Malformation = {}): Uint8
     const persons = m.persons?.[name] ?? P;
     const per = trailing.reduce((a, b) => a * b, 1);
     const width = name === 'keypoints' && m.badReshape ? persons * per - 1 : persons * per;
-    const w = g.addInitializer(`${name}.w`, Float32Array.from({ length: F * width }, (_, i) => det(i, k, 0.2)), [F, width]);
-    const b = g.addInitializer(`${name}.b`, Float32Array.from({ length: width }, (_, i) => det(i, k + 5, 0.1)), [width]);
+    const w = g.addInitializer(
+      `${name}.w`,
+      Float32Array.from({ length: F * width }, (_, i) => det(i, k, 0.2)),
+      [F, width],
+    );
+    const b = g.addInitializer(
+      `${name}.b`,
+      Float32Array.from({ length: width }, (_, i) => det(i, k + 5, 0.1)),
+      [width],
+    );
     const y = g.sigmoid(g.gemm(input, w, b));
     if (trailing.length === 0) g.identity(y, name);
     else g.reshape(y, [0, persons, ...trailing], name);
@@ -170,8 +185,8 @@ export function contractModel(F: number, P: number, m: Malformation = {}): Uint8
  * order: the mean pose `contractModelV2` writes into its sidecar and biases its skeletons towards.
  */
 export const STANDING_OFFSETS: readonly number[] = Object.freeze([
-  0, -0.08, 0.62, 0.03, -0.07, 0.66, -0.03, -0.07, 0.66, 0.07, 0, 0.64, -0.07, 0, 0.64, 0.18, 0, 0.45, -0.18, 0, 0.45, 0.22, 0, 0.18, -0.22, 0, 0.18,
-  0.24, 0, -0.07, -0.24, 0, -0.07, 0.1, 0, 0, -0.1, 0, 0, 0.1, 0, -0.45, -0.1, 0, -0.45, 0.1, 0, -0.85, -0.1, 0, -0.85,
+  0, -0.08, 0.62, 0.03, -0.07, 0.66, -0.03, -0.07, 0.66, 0.07, 0, 0.64, -0.07, 0, 0.64, 0.18, 0, 0.45, -0.18, 0, 0.45, 0.22, 0, 0.18, -0.22, 0, 0.18, 0.24, 0,
+  -0.07, -0.24, 0, -0.07, 0.1, 0, 0, -0.1, 0, 0, 0.1, 0, -0.45, -0.1, 0, -0.45, 0.1, 0, -0.85, -0.1, 0, -0.85,
 ]);
 export const STANDING_PELVIS_Z = 0.93;
 
@@ -230,7 +245,11 @@ export function contractModelV2(opts: { hidden?: readonly number[]; seed?: numbe
     history_stride_frames: HISTORY_STRIDE_FRAMES,
     fall_window_s: FALL_WINDOW_S,
   };
-  const bytes = buildPoseModelV2({ layers, heads }, { featureDim: F, historySteps: HISTORY_STEPS, historyDim: HISTORY_DIM, siteDim: G, maxPersons: P, activities: A }, metadata);
+  const bytes = buildPoseModelV2(
+    { layers, heads },
+    { featureDim: F, historySteps: HISTORY_STEPS, historyDim: HISTORY_DIM, siteDim: G, maxPersons: P, activities: A },
+    metadata,
+  );
   const sidecar = {
     model: { path: 'csipose-pose.onnx', ...metadata },
     configuration: 'contract-test',

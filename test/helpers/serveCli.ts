@@ -36,11 +36,15 @@ export function serveCli(dataDir: string, args: readonly string[] = []): Promise
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CSIPOSE_')) env[k] = v;
   env.CSIPOSE_ADMIN_PASSWORD = ADMIN_PASSWORD;
-  const child = spawn(process.execPath, [cliMain, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--no-autostart', '--no-dashboard', ...args], {
-    cwd: repoRoot,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [cliMain, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--no-autostart', '--no-dashboard', ...args],
+    {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   let gone = false;

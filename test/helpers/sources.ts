@@ -29,7 +29,7 @@ export function pcapUdpPayloads(pcap: Uint8Array): Uint8Array[] {
   expect(v.getUint32(0, true)).toBe(0xa1b2c3d4);
   expect(v.getUint32(20, true)).toBe(1);
   const out: Uint8Array[] = [];
-  for (let o = 24; o + 16 <= pcap.length; ) {
+  for (let o = 24; o + 16 <= pcap.length;) {
     const incl = v.getUint32(o + 8, true);
     out.push(pcap.subarray(o + 16 + 42, o + 16 + incl));
     o += 16 + incl;
@@ -102,9 +102,7 @@ export async function listenUdp(format: CaptureFormat, giveUpMs: number): Promis
         ? Promise.resolve()
         : Promise.race([
             new Promise<void>((resolve) => waiters.push({ n, resolve })),
-            new Promise<void>((_, reject) =>
-              setTimeout(() => reject(new Error(`only ${frames.length} of ${n} frames arrived`)), giveUpMs).unref(),
-            ),
+            new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`only ${frames.length} of ${n} frames arrived`)), giveUpMs).unref()),
           ]),
     stop: () => sub.unsubscribe(),
   };

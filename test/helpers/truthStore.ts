@@ -106,7 +106,14 @@ export interface TruthRun {
 export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<TruthRun> {
   const [row] = await store.query<{ m: number }>('SELECT coalesce(max(track_id), 0) AS m FROM pose_persons');
   const firstTrackId = Number(row?.m ?? 0) + 1;
-  const scenario = new Scenario({ room: ROOM, camera: CAMERA }, o.people.map((p) => p.spec), o.seed ?? 1, 0.123, 1, 1);
+  const scenario = new Scenario(
+    { room: ROOM, camera: CAMERA },
+    o.people.map((p) => p.spec),
+    o.seed ?? 1,
+    0.123,
+    1,
+    1,
+  );
   const cam = scenario.camera;
   const sinkErrors: Error[] = [];
   const out = storeOutlet(store, { maxPendingRows: 10_000_000, onError: (e) => void sinkErrors.push(e) });
@@ -114,27 +121,25 @@ export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<T
   const run: TruthRun = { times: [], sightings: [], truthEvents: [], events: [], alerts: [], tracksOf: new Map(), tracked: [] };
   const ownerOfSlot: number[][] = [];
   let failure: unknown;
-  input
-    .pipe(track({ firstTrackId }), activity(), alerts(o.alerts ?? { zones: [], fallDetection: { notificationDelaySeconds: 5 } }))
-    .subscribe({
-      next(f) {
-        out.push(f);
-        run.tracked.push(f.persons.length);
-        run.events.push(...(f.events ?? []));
-        run.alerts.push(...(f.alerts ?? []));
-        const owners = ownerOfSlot[f.frameId] ?? [];
-        for (const p of f.persons) {
-          const who = owners[p.slot];
-          if (who === undefined || p.trackId === undefined) continue;
-          let set = run.tracksOf.get(who);
-          if (!set) run.tracksOf.set(who, (set = new Set()));
-          set.add(p.trackId);
-        }
-      },
-      error(e) {
-        failure = e;
-      },
-    });
+  input.pipe(track({ firstTrackId }), activity(), alerts(o.alerts ?? { zones: [], fallDetection: { notificationDelaySeconds: 5 } })).subscribe({
+    next(f) {
+      out.push(f);
+      run.tracked.push(f.persons.length);
+      run.events.push(...(f.events ?? []));
+      run.alerts.push(...(f.alerts ?? []));
+      const owners = ownerOfSlot[f.frameId] ?? [];
+      for (const p of f.persons) {
+        const who = owners[p.slot];
+        if (who === undefined || p.trackId === undefined) continue;
+        let set = run.tracksOf.get(who);
+        if (!set) run.tracksOf.set(who, (set = new Set()));
+        set.add(p.trackId);
+      }
+    },
+    error(e) {
+      failure = e;
+    },
+  });
 
   const dt = 1 / POSE_RATE_HZ;
   const n = Math.round(o.seconds * POSE_RATE_HZ);
@@ -179,7 +184,16 @@ export async function writeTruthRun(store: Store, o: TruthRunOptions): Promise<T
     ownerOfSlot[k] = owners;
     run.times.push(t);
     run.sightings.push(sightings);
-    input.next({ frameId: k, time: t, sourceId: 'truth', environmentId: o.environmentId, persons, processingMs: o.processingMs ?? 5, modelVersion: 'ground-truth', csiQuality: 1 });
+    input.next({
+      frameId: k,
+      time: t,
+      sourceId: 'truth',
+      environmentId: o.environmentId,
+      persons,
+      processingMs: o.processingMs ?? 5,
+      modelVersion: 'ground-truth',
+      csiQuality: 1,
+    });
     if (failure) throw failure;
     // Let the sink write as it goes (its timers need the event loop).
     if (k % 2000 === 1999) await out.sink.flush();
@@ -231,16 +245,44 @@ export async function tempStore(): Promise<{ store: Store; dir: string; path: st
  */
 export function shopScenario(): { people: ScriptedPerson[]; zones: ZoneConfig[]; seconds: number } {
   const zones: ZoneConfig[] = [
-    { id: 'E', name: 'Entrance', polygon: [[1.0, 3.0], [2.4, 3.0], [2.4, 4.4], [1.0, 4.4]], severity: 'medium' },
+    {
+      id: 'E',
+      name: 'Entrance',
+      polygon: [
+        [1.0, 3.0],
+        [2.4, 3.0],
+        [2.4, 4.4],
+        [1.0, 4.4],
+      ],
+      severity: 'medium',
+    },
     {
       id: 'A',
       name: 'Shelf',
       // An L: the notch (x > 4.0 and y < 5.0) is outside.
-      polygon: [[3.0, 4.6], [4.0, 4.6], [4.0, 5.0], [4.8, 5.0], [4.8, 6.1], [3.0, 6.1]],
+      polygon: [
+        [3.0, 4.6],
+        [4.0, 4.6],
+        [4.0, 5.0],
+        [4.8, 5.0],
+        [4.8, 6.1],
+        [3.0, 6.1],
+      ],
       schedule: { start: '22:00', end: '06:00' },
       severity: 'low',
     },
-    { id: 'C', name: 'Checkout', polygon: [[5.0, 3.0], [6.8, 3.0], [6.8, 4.6], [5.0, 4.6]], schedule: { start: '08:00', end: '18:00' }, severity: 'high' },
+    {
+      id: 'C',
+      name: 'Checkout',
+      polygon: [
+        [5.0, 3.0],
+        [6.8, 3.0],
+        [6.8, 4.6],
+        [5.0, 4.6],
+      ],
+      schedule: { start: '08:00', end: '18:00' },
+      severity: 'high',
+    },
   ];
   const people: ScriptedPerson[] = [
     {

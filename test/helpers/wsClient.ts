@@ -130,7 +130,10 @@ export class WsClient {
       }
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gave up waiting for ${what}; last messages: ${JSON.stringify(this.messages.slice(-3)).slice(0, 600)}`)), GIVE_UP_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`gave up waiting for ${what}; last messages: ${JSON.stringify(this.messages.slice(-3)).slice(0, 600)}`)),
+        GIVE_UP_MS,
+      );
       this.waiters.push({
         from: this.messages.length,
         match,
@@ -152,7 +155,10 @@ export class WsClient {
 
   /** Subscribes and returns the `subscription_confirmed` (or the `error`). */
   subscribe(channel: string, filters?: unknown): Promise<Message> {
-    return this.request({ type: 'subscribe', channel, ...(filters !== undefined ? { filters } : {}) }, (r) => r.type === 'subscription_confirmed' || r.type === 'error');
+    return this.request(
+      { type: 'subscribe', channel, ...(filters !== undefined ? { filters } : {}) },
+      (r) => r.type === 'subscription_confirmed' || r.type === 'error',
+    );
   }
 
   /** Messages of a type received so far. */

@@ -2,16 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Subject, from, lastValueFrom, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { CsiFrame, CsiWindow } from '../../src/csi/frame.js';
-import {
-  FEATURE_DIM,
-  FeatureExtractor,
-  HOP,
-  N_GRID,
-  N_LINKS,
-  OFFSETS,
-  WINDOW_FRAMES,
-  hermitianEigenvalues,
-} from '../../src/model/features.js';
+import { FEATURE_DIM, FeatureExtractor, HOP, N_GRID, N_LINKS, OFFSETS, WINDOW_FRAMES, hermitianEigenvalues } from '../../src/model/features.js';
 import { features, MAX_STREAMS, windowQuality } from '../../operators/features.js';
 import { frameMsOf, HISTORY_DIM, HISTORY_STEPS, HISTORY_WIDTH, HistoryRing } from '../../src/model/history.js';
 import type { FeatureRow } from '../../operators/infer.js';
@@ -352,7 +343,9 @@ describe('features operator', () => {
     const perSource = await Promise.all(
       sims.map(({ sim }) => {
         const frames = Array.from({ length: 1400 }, () => sim.next().frame);
-        return lastValueFrom(from(frames).pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), toArray()));
+        return lastValueFrom(
+          from(frames).pipe(sanitizePhase({ method: 'phasor', scope: 'packet' }), slidingWindow({ size: WINDOW_FRAMES, hop: HOP }), toArray()),
+        );
       }),
     );
     const interleaved = perSource[0]!.flatMap((w, i) => [w, perSource[1]![i]!]);
@@ -458,7 +451,11 @@ describe('hermitianEigenvalues', () => {
     const { re, im } = hermitian([2, 2, 1, 1]);
     const out = new Float64Array(4);
     hermitianEigenvalues(re, im, 4, out);
-    expect(Array.from(out).sort((a, b) => b - a).map((x) => +x.toFixed(9))).toEqual([2, 2, 1, 1]);
+    expect(
+      Array.from(out)
+        .sort((a, b) => b - a)
+        .map((x) => +x.toFixed(9)),
+    ).toEqual([2, 2, 1, 1]);
     const one = new Float64Array(1);
     hermitianEigenvalues(Float64Array.of(3), Float64Array.of(0), 1, one);
     expect(one[0]).toBe(3);

@@ -67,7 +67,13 @@ describe('InferRunner: the model it takes', () => {
   it.each([
     { name: 'a v1 model', contract: 1 as const, dim: F, featureDim: undefined, error: null },
     { name: 'a v2 model of the features width', contract: 2 as const, dim: F, featureDim: F, error: null },
-    { name: 'a v3 refiner', contract: 3 as const, dim: F, featureDim: undefined, error: /^model held-1 is a csipose-pose-v3 refiner .*: it runs in the refine stage/ },
+    {
+      name: 'a v3 refiner',
+      contract: 3 as const,
+      dim: F,
+      featureDim: undefined,
+      error: /^model held-1 is a csipose-pose-v3 refiner .*: it runs in the refine stage/,
+    },
     { name: 'another feature width', contract: 1 as const, dim: F, featureDim: 540, error: /^model expects feature_dim 3, the features have 540$/ },
   ])('$name', ({ contract, dim, featureDim, error }) => {
     const make = () => new InferRunner(heldModel(contract, dim).model, zeroStats(), featureDim === undefined ? {} : { featureDim });
@@ -81,7 +87,15 @@ describe('InferRunner: a batch', () => {
     const h = heldModel(1);
     const runner = new InferRunner(h.model, zeroStats());
     const site = parseSite('6,5,2.5,0.2,1.2,4,4.8,1.5');
-    runner.run(rowsOf([[1, 2, 3], [4, 5, 6]]), site, 'ctx', () => undefined);
+    runner.run(
+      rowsOf([
+        [1, 2, 3],
+        [4, 5, 6],
+      ]),
+      site,
+      'ctx',
+      () => undefined,
+    );
     expect(h.calls).toHaveLength(1);
     expect(Array.from(h.calls[0]!.features)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(h.calls[0]!.n).toBe(2);
@@ -93,7 +107,14 @@ describe('InferRunner: a batch', () => {
     const h = heldModel(2);
     const runner = new InferRunner(h.model, zeroStats());
     const hist = (v: number) => new Float32Array(HISTORY_WIDTH).fill(v);
-    const rows = rowsOf([[1, 1, 1], [2, 2, 2], [3, 3, 3]], (i) => (i === 0 ? hist(7) : i === 1 ? undefined : new Float32Array(HISTORY_WIDTH - 1).fill(9)));
+    const rows = rowsOf(
+      [
+        [1, 1, 1],
+        [2, 2, 2],
+        [3, 3, 3],
+      ],
+      (i) => (i === 0 ? hist(7) : i === 1 ? undefined : new Float32Array(HISTORY_WIDTH - 1).fill(9)),
+    );
     runner.run(rows, null, 0, () => undefined);
     const history = h.calls[0]!.opts!.history!;
     expect(history).toHaveLength(3 * HISTORY_WIDTH);
@@ -104,7 +125,16 @@ describe('InferRunner: a batch', () => {
   it('refuses a row of another width before running anything', () => {
     const h = heldModel(1);
     const runner = new InferRunner(h.model, zeroStats());
-    const call = () => runner.run(rowsOf([[1, 2, 3], [1, 2, 3, 4]]), null, 0, () => undefined);
+    const call = () =>
+      runner.run(
+        rowsOf([
+          [1, 2, 3],
+          [1, 2, 3, 4],
+        ]),
+        null,
+        0,
+        () => undefined,
+      );
     expect(call).toThrow(ModelError);
     expect(call).toThrow('feature row has 4 values, the model expects feature_dim 3');
     const noFeatures = [{ ...rowsOf([[1, 2, 3]])[0]!, features: undefined as unknown as Float32Array }];
@@ -152,7 +182,14 @@ describe('InferRunner: results', () => {
     const stats = zeroStats();
     const times = [0, 10, 30, 35];
     const runner = new InferRunner(h.model, stats, { clock: () => times.shift()! });
-    const a = run(runner, rowsOf([[1, 1, 1], [2, 2, 2]]), 0); // launched at 0
+    const a = run(
+      runner,
+      rowsOf([
+        [1, 1, 1],
+        [2, 2, 2],
+      ]),
+      0,
+    ); // launched at 0
     const b = run(runner, rowsOf([[3, 3, 3]]), 0); // launched at 10
     h.answer(0);
     await a; // done at 30: 30 ms

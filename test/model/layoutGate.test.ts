@@ -87,9 +87,7 @@ describe('LayoutGate: drop', () => {
     g.admit(m, row('esp32-link', ESP32, 'lab'));
     // The same link again: counted in place, the list not replaced.
     expect(stats.untrained).toBe(first);
-    expect(stats.untrained).toEqual([
-      { sourceId: 'esp32-link', environmentId: 'lab', layout: ESP32_TEXT, reason: ESP32_WHY, windows: 3, lastAt: 1002 },
-    ]);
+    expect(stats.untrained).toEqual([{ sourceId: 'esp32-link', environmentId: 'lab', layout: ESP32_TEXT, reason: ESP32_WHY, windows: 3, lastAt: 1002 }]);
     // Another link's trained windows leave the list as it is.
     g.admit(m, row('room-link', ROOM));
     expect(stats.untrained).toBe(first);

@@ -83,7 +83,10 @@ describe('CSI layouts', () => {
   });
 
   it('a model with a malformed trained_layouts does not load: ModelError naming it', async () => {
-    const bytes = buildMlpPoseModel(tinyWeights(6, [4], 2), tinyMeta(6, 2, { csipose_contract: CONTRACT_VERSION, trained_layouts: 'antennas=9x9;subcarriers=30/20;bands=5' }));
+    const bytes = buildMlpPoseModel(
+      tinyWeights(6, [4], 2),
+      tinyMeta(6, 2, { csipose_contract: CONTRACT_VERSION, trained_layouts: 'antennas=9x9;subcarriers=30/20;bands=5' }),
+    );
     const err = await PoseModel.load(bytes).then(
       () => undefined,
       (e: unknown) => e,

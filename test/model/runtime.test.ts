@@ -38,7 +38,9 @@ describe('threadFor: where a session runs', () => {
 
   const taskset = ['/usr/bin/taskset', '/bin/taskset'].find((p) => existsSync(p));
   it.skipIf(!taskset)('the core count auto reads follows the CPU affinity (a process pinned to one core sees 1)', () => {
-    const r = spawnSync(taskset!, ['-c', '0', process.execPath, '-e', "process.stdout.write(String(require('node:os').availableParallelism()))"], { encoding: 'utf8' });
+    const r = spawnSync(taskset!, ['-c', '0', process.execPath, '-e', "process.stdout.write(String(require('node:os').availableParallelism()))"], {
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('1');
   });
@@ -280,8 +282,8 @@ describe('decodeOutputs', () => {
     const [first] = persons;
     // Slot 1 of row 0: keypoint j has x = (3j + 1) / 100, y = (3j + 2) / 100, c = (3j + 3) / 100.
     for (let j = 0; j < 17; j++) {
-      expect(first.keypoints[j * 3]).toBeCloseTo((((j * 3) % 51) + 1) / 100 * 640, 3);
-      expect(first.keypoints[j * 3 + 1]).toBeCloseTo((((j * 3 + 1) % 51) + 1) / 100 * 480, 3);
+      expect(first.keypoints[j * 3]).toBeCloseTo(((((j * 3) % 51) + 1) / 100) * 640, 3);
+      expect(first.keypoints[j * 3 + 1]).toBeCloseTo(((((j * 3 + 1) % 51) + 1) / 100) * 480, 3);
       expect(first.keypoints[j * 3 + 2]).toBeCloseTo((((j * 3 + 2) % 51) + 1) / 100, 6);
     }
     // Slot 1 of row 0 is box 1: x, y, w, h = 0.25, 0.5, 0.125, 0.75 plus 1 / 1000.

@@ -29,7 +29,14 @@ function dense(inN: number, outN: number, seed: number): DenseWeights {
 function tinyV2(): PoseWeightsV2 {
   return {
     layers: [dense(IN, 8, 1)],
-    heads: { count: dense(8, P + 1, 2), presence: dense(8, P, 3), root: dense(8, P * 3, 4), offsets: dense(8, P * 51, 5), activity: dense(8, P * A, 6), fall: dense(8, 1, 7) },
+    heads: {
+      count: dense(8, P + 1, 2),
+      presence: dense(8, P, 3),
+      root: dense(8, P * 3, 4),
+      offsets: dense(8, P * 51, 5),
+      activity: dense(8, P * A, 6),
+      fall: dense(8, 1, 7),
+    },
   };
 }
 
@@ -56,7 +63,12 @@ describe('v2 models in the runtime', () => {
     try {
       expect(m.contract).toBe(2);
       expect(m.siteDim).toBe(SITE_DIM);
-      expect(m.metadata).toMatchObject({ history_steps: HISTORY_STEPS, history_dim: HISTORY_DIM, history_stride_frames: HISTORY_STRIDE_FRAMES, fall_window_s: FALL_WINDOW_S });
+      expect(m.metadata).toMatchObject({
+        history_steps: HISTORY_STEPS,
+        history_dim: HISTORY_DIM,
+        history_stride_frames: HISTORY_STRIDE_FRAMES,
+        fall_window_s: FALL_WINDOW_S,
+      });
       expect(m.warning).toBeUndefined();
     } finally {
       await m.release();
@@ -156,7 +168,11 @@ describe('decodeOutputs v2', () => {
     expect(decodeOutputs(outputs(Array.from(c)), 0, { ...o, confidenceThreshold: 0.5, maxPersons: 1 })).toHaveLength(1);
     // The k-th person's confidence is P(count >= k): each reported person reaches the threshold.
     const conf = decodeOutputs(outputs(Array.from(c)), 0, { ...o, confidenceThreshold: 0.5 }).map((p) => p.confidence);
-    const tails = Array.from(c).map((_, k) => Array.from(c).slice(k + 1).reduce((x, v) => x + v, 0));
+    const tails = Array.from(c).map((_, k) =>
+      Array.from(c)
+        .slice(k + 1)
+        .reduce((x, v) => x + v, 0),
+    );
     expect(conf).toHaveLength(2);
     conf.forEach((v, k) => expect(v).toBeCloseTo(tails[k]!, 6));
     for (const v of conf) expect(v).toBeGreaterThanOrEqual(0.5);
@@ -164,7 +180,14 @@ describe('decodeOutputs v2', () => {
 
   it('moves skeletons to the room, projects them through the view, and derives floor, box, parts and activity', () => {
     // P(count >= 1) = P(count >= 2) = 0.9: both persons' confidence.
-    const [a, b] = decodeOutputs(outputs([0.1, 0, 0.9, 0, 0]), 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4, includeDensePose: true, camera, receiver });
+    const [a, b] = decodeOutputs(outputs([0.1, 0, 0.9, 0, 0]), 0, {
+      view: { width: 640, height: 480 },
+      confidenceThreshold: 0.5,
+      maxPersons: 4,
+      includeDensePose: true,
+      camera,
+      receiver,
+    });
     expect(a!.confidence).toBeCloseTo(0.9, 6);
     expect(b!.confidence).toBeCloseTo(0.9, 6);
     // Room metres: x + receiver x, y + receiver y, z as given.
@@ -193,8 +216,8 @@ describe('decodeOutputs v2', () => {
   });
 
   it('needs the view camera', () => {
-    expect(() => decodeOutputs(outputs([0, 1, 0, 0, 0]), 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4, includeDensePose: false })).toThrow(
-      /needs the view camera/,
-    );
+    expect(() =>
+      decodeOutputs(outputs([0, 1, 0, 0, 0]), 0, { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 4, includeDensePose: false }),
+    ).toThrow(/needs the view camera/);
   });
 });

@@ -92,10 +92,11 @@ describe.skipIf(!existsSync(SHIPPED))('the compiled worker speaks the protocol o
   /** Starts the compiled worker and collects what it answers. */
   function start() {
     const w = new Worker(WORKER_JS);
-    const next = () => new Promise<FromWorker>((ok, fail) => {
-      w.once('message', ok);
-      w.once('error', fail);
-    });
+    const next = () =>
+      new Promise<FromWorker>((ok, fail) => {
+        w.once('message', ok);
+        w.once('error', fail);
+      });
     const send = (m: ToWorker, transfer: ArrayBuffer[] = []) => w.postMessage(m, transfer);
     return { w, next, send };
   }

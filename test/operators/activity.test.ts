@@ -4,18 +4,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { activity, spec, type ActivityOptions } from '../../operators/activity.js';
 import { activityOf, estimatePosture, PoseHistory } from '../../src/pose/posture.js';
 import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
-import {
-  fallingFigure,
-  kneelThenLie,
-  LYING,
-  personOf,
-  poseFrame,
-  SITTING_SIDE,
-  STANDING,
-  T0,
-  WALKING,
-  type Figure,
-} from '../helpers/stickFigure.js';
+import { fallingFigure, kneelThenLie, LYING, personOf, poseFrame, SITTING_SIDE, STANDING, T0, WALKING, type Figure } from '../helpers/stickFigure.js';
 
 const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 
@@ -24,8 +13,7 @@ const standing = (trackId: number | undefined, extra: Partial<PersonPose> = {}) 
 const sitting = (trackId: number | undefined, extra: Partial<PersonPose> = {}) => personOf(fig(SITTING_SIDE), { trackId, ...extra });
 const lying = (trackId: number | undefined) => personOf(fig(LYING), { trackId });
 
-const run = (frames: PoseFrame[], opts: ActivityOptions | (() => ActivityOptions) = {}) =>
-  lastValueFrom(from(frames).pipe(activity(opts), toArray()));
+const run = (frames: PoseFrame[], opts: ActivityOptions | (() => ActivityOptions) = {}) => lastValueFrom(from(frames).pipe(activity(opts), toArray()));
 
 /** "activity,activity|events" for a frame. */
 const summary = (f: PoseFrame) =>
@@ -173,8 +161,7 @@ describe('activity: behaviour', () => {
   });
 
   it('walking from the tracker floor velocity', async () => {
-    const walk = (k: number, speed: number) =>
-      personOf(fig(WALKING), { trackId: 2, floor: { x: 1 + k * speed * 0.1, y: 2 }, velocity: { x: speed, y: 0 } });
+    const walk = (k: number, speed: number) => personOf(fig(WALKING), { trackId: 2, floor: { x: 1 + k * speed * 0.1, y: 2 }, velocity: { x: speed, y: 0 } });
     const fast = await run(Array.from({ length: 6 }, (_, k) => poseFrame(k * 100, [walk(k, 1.1)])));
     expect(fast.map((f) => f.persons[0].activity)).toEqual(Array(6).fill('walking'));
     const slow = await run(Array.from({ length: 6 }, (_, k) => poseFrame(k * 100, [walk(k, 0.2)])));
@@ -197,7 +184,11 @@ describe('activity: behaviour', () => {
   });
 
   it('forgets a track unseen for 10 s: its return is not a change; within 10 s it is', async () => {
-    const gap = (ms: number) => [poseFrame(0, [standing(4)]), poseFrame(100, [standing(4)]), ...[0, 1, 2, 3, 4].map((k) => poseFrame(ms + k * 100, [sitting(4)]))];
+    const gap = (ms: number) => [
+      poseFrame(0, [standing(4)]),
+      poseFrame(100, [standing(4)]),
+      ...[0, 1, 2, 3, 4].map((k) => poseFrame(ms + k * 100, [sitting(4)])),
+    ];
     const forgotten = await run(gap(10_200));
     expect(forgotten.map((f) => f.persons[0].activity)).toEqual(['standing', 'standing', 'sitting', 'sitting', 'sitting', 'sitting', 'sitting']);
     expect(forgotten.flatMap((f) => f.events ?? [])).toEqual([]);
@@ -290,7 +281,11 @@ describe('activity: the answers of a v2 model', () => {
     let best = 0;
     for (let i = 1; i < 5; i++) if (probabilities[i]! > probabilities[best]!) best = i;
     const names = ['standing', 'sitting', 'lying', 'walking', 'falling'] as const;
-    return personOf(fig(STANDING), { trackId, floor: { x: 2, y: 3 }, modelActivity: { activity: names[best]!, confidence: probabilities[best]!, probabilities } });
+    return personOf(fig(STANDING), {
+      trackId,
+      floor: { x: 2, y: 3 },
+      modelActivity: { activity: names[best]!, confidence: probabilities[best]!, probabilities },
+    });
   };
   const STAND = [0.9, 0.05, 0.02, 0.02, 0.01];
   const SIT = [0.05, 0.9, 0.02, 0.02, 0.01];
@@ -325,7 +320,10 @@ describe('activity: the answers of a v2 model', () => {
     // by P(falling) + P(lying) the one lying would take the fall (0.95 > 0.9).
     const LIES = [0.02, 0.02, 0.95, 0.0, 0.01];
     const FALLS = [0.05, 0.0, 0.3, 0.05, 0.6];
-    const out = await run([poseFrame(0, [modelPerson(1, LIES), modelPerson(2, STAND)]), { ...poseFrame(100, [modelPerson(1, LIES), modelPerson(2, FALLS)]), fallProbability: 0.9 }]);
+    const out = await run([
+      poseFrame(0, [modelPerson(1, LIES), modelPerson(2, STAND)]),
+      { ...poseFrame(100, [modelPerson(1, LIES), modelPerson(2, FALLS)]), fallProbability: 0.9 },
+    ]);
     expect(out[1]!.persons.map((p) => p.activity)).toEqual(['lying', 'falling']);
   });
 

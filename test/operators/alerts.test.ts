@@ -31,8 +31,7 @@ const labelledRun = (n: number, script: (k: number) => Activity | undefined, flo
 /** The mechanism tests below are written for a 5 s notification delay (the default is 0.5 s). */
 const DELAY5: AlertsConfig = { fallDetection: { notificationDelaySeconds: 5 } };
 
-const runAlerts = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = DELAY5) =>
-  lastValueFrom(from(frames).pipe(alerts(config), toArray()));
+const runAlerts = (frames: PoseFrame[], config: AlertsConfig | (() => AlertsConfig) = DELAY5) => lastValueFrom(from(frames).pipe(alerts(config), toArray()));
 
 const allAlerts = (out: PoseFrame[]) => out.flatMap((f) => f.alerts ?? []);
 const allEvents = (out: PoseFrame[]) => out.flatMap((f) => f.events ?? []);
@@ -163,7 +162,11 @@ describe('alerts: falls', () => {
       },
     ]);
     // The activity operator's own events are kept beside the alert's.
-    expect(allEvents(out).filter((e) => e.type === 'activity_change').map((e) => e.metadata.to)).toEqual(['falling', 'lying']);
+    expect(
+      allEvents(out)
+        .filter((e) => e.type === 'activity_change')
+        .map((e) => e.metadata.to),
+    ).toEqual(['falling', 'lying']);
   });
 
   it('still down at 3x the delay: a second, critical alert', async () => {
@@ -227,9 +230,12 @@ describe('alerts: falls', () => {
     expect(allAlerts(strict)).toEqual([]);
     expect(allEvents(strict).filter((e) => e.type !== 'activity_change')).toEqual([]);
     // Sensitivity 0 still lets a clear fall through.
-    const clear = await runAlerts(labelledRun(80, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'), [1, 1], 0.97), {
-      fallDetection: { sensitivity: 0, notificationDelaySeconds: 5 },
-    });
+    const clear = await runAlerts(
+      labelledRun(80, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'), [1, 1], 0.97),
+      {
+        fallDetection: { sensitivity: 0, notificationDelaySeconds: 5 },
+      },
+    );
     expect(allAlerts(clear)).toHaveLength(1);
   });
 
@@ -287,7 +293,10 @@ describe('alerts: falls', () => {
     const act = (k: number, from: number): Activity => (k < from ? 'standing' : k < from + 2 ? 'falling' : 'lying');
     const room = (own: number) =>
       Array.from({ length: 200 }, (_, k) => poseFrame(k * 100, [labelled(1, act(k, 10), [1, 1]), withOwn(labelled(2, act(k, 40), [3, 1]), own)]));
-    const tracks = async (own: number) => allAlerts(await runAlerts(room(own))).filter((a) => a.severity === 'high').map((a) => [a.trackId, a.metadata.fall_time]);
+    const tracks = async (own: number) =>
+      allAlerts(await runAlerts(room(own)))
+        .filter((a) => a.severity === 'high')
+        .map((a) => [a.trackId, a.metadata.fall_time]);
     expect(await tracks(0.9)).toEqual([
       [1, T0 + 1000],
       [2, T0 + 4000],
@@ -305,9 +314,7 @@ describe('alerts: falls', () => {
 describe('alerts: inactivity', () => {
   /** One person at (2, 2) with +-0.1 m jitter for `seconds` at 1 Hz, then elsewhere. */
   const still = (seconds: number, moveAt = Infinity, to: [number, number] = [2.6, 2]) =>
-    Array.from({ length: seconds }, (_, k) =>
-      poseFrame(k * 1000, [labelled(4, 'sitting', k >= moveAt ? to : [2 + 0.1 * Math.sin(k), 2 + 0.1 * Math.cos(k)])]),
-    );
+    Array.from({ length: seconds }, (_, k) => poseFrame(k * 1000, [labelled(4, 'sitting', k >= moveAt ? to : [2 + 0.1 * Math.sin(k), 2 + 0.1 * Math.cos(k)])]));
 
   it('after the default 30 minutes within 0.3 m: exactly one alert', async () => {
     const out = await runAlerts(still(3 * 3600), { fallDetection: { enabled: false } });
@@ -392,19 +399,74 @@ describe('alerts: intrusion', () => {
 
   it('outside the schedule nothing is raised; a stay that reaches the opening is alerted then', async () => {
     // Monday 20:00 UTC: closed.
-    const evening = await runAlerts(path([[3, 3], [1, 1], [1, 1]], 8 * 3600_000), { zones: [zone] });
+    const evening = await runAlerts(
+      path(
+        [
+          [3, 3],
+          [1, 1],
+          [1, 1],
+        ],
+        8 * 3600_000,
+      ),
+      { zones: [zone] },
+    );
     expect(allAlerts(evening)).toEqual([]);
     // Saturday noon: not a listed day.
-    expect(allAlerts(await runAlerts(path([[3, 3], [1, 1]], 5 * 86_400_000), { zones: [zone] }))).toEqual([]);
+    expect(
+      allAlerts(
+        await runAlerts(
+          path(
+            [
+              [3, 3],
+              [1, 1],
+            ],
+            5 * 86_400_000,
+          ),
+          { zones: [zone] },
+        ),
+      ),
+    ).toEqual([]);
     // Monday 08:59:58 inside; the window opens at 09:00.
-    const early = await runAlerts(path([[1, 1], [1, 1], [1, 1], [1, 1]], -3 * 3600_000 - 2000), { zones: [zone] });
+    const early = await runAlerts(
+      path(
+        [
+          [1, 1],
+          [1, 1],
+          [1, 1],
+          [1, 1],
+        ],
+        -3 * 3600_000 - 2000,
+      ),
+      { zones: [zone] },
+    );
     expect(allAlerts(early).map((a) => a.time - T0)).toEqual([-3 * 3600_000]);
   });
 
   it('counts the persons in the zone, uses the zone severity, and checks each zone', async () => {
     const other = labelled(7, 'standing', [5, 3]);
-    const lobby = { id: 'lobby', name: 'Lobby', polygon: [[0, 5], [6, 5], [6, 8], [0, 8]] as Array<[number, number]>, severity: 'low' as const };
-    const out = await runAlerts(path([[3, 3], [1, 1], [1, 6]], 0, [other]), { zones: [{ ...zone, schedule: undefined, severity: 'critical' }, lobby] });
+    const lobby = {
+      id: 'lobby',
+      name: 'Lobby',
+      polygon: [
+        [0, 5],
+        [6, 5],
+        [6, 8],
+        [0, 8],
+      ] as Array<[number, number]>,
+      severity: 'low' as const,
+    };
+    const out = await runAlerts(
+      path(
+        [
+          [3, 3],
+          [1, 1],
+          [1, 6],
+        ],
+        0,
+        [other],
+      ),
+      { zones: [{ ...zone, schedule: undefined, severity: 'critical' }, lobby] },
+    );
     const list = allAlerts(out);
     // Track 7 is in the vault from the first frame; track 6 enters at 1 s, then crosses to the lobby.
     expect(list.map((a) => [a.trackId, a.zone, a.severity, a.metadata.person_count, a.time - T0])).toEqual([
@@ -425,7 +487,19 @@ describe('alerts: configuration', () => {
         map((f, i) => {
           // Fall detection comes on after frame 59 (the fall was at frame 10, while it was off).
           if (i === 59) cfg.fallDetection = { enabled: true, notificationDelaySeconds: 1 };
-          if (i === 79) cfg.zones = [{ id: 'z', name: 'Z', polygon: [[0, 0], [5, 0], [5, 5], [0, 5]] }];
+          if (i === 79)
+            cfg.zones = [
+              {
+                id: 'z',
+                name: 'Z',
+                polygon: [
+                  [0, 0],
+                  [5, 0],
+                  [5, 5],
+                  [0, 5],
+                ],
+              },
+            ];
           return f;
         }),
         toArray(),
@@ -458,11 +532,42 @@ describe('alerts: configuration', () => {
     expect(() => alerts({ fallDetection: { sensitivity: 1.5 } })).toThrow(RangeError);
     expect(() => alerts({ fallDetection: { notificationDelaySeconds: -1 } })).toThrow(RangeError);
     expect(() => alerts({ inactivity: { thresholdMinutes: 0 } })).toThrow(RangeError);
-    expect(() => alerts({ zones: [{ id: 'z', name: 'Z', polygon: [[0, 0], [1, 1]] }] })).toThrow(RangeError);
-    expect(() => alerts({ zones: [{ id: 'z', name: 'Z', polygon: [[0, 0], [1, 0], [1, 1]], schedule: { start: '25:00', end: '06:00' } }] })).toThrow(RangeError);
-    await expect(runAlerts(labelledRun(2, () => 'standing'), () => ({ fallDetection: { enabled: 'yes' as unknown as boolean } }))).rejects.toThrow(
-      RangeError,
-    );
+    expect(() =>
+      alerts({
+        zones: [
+          {
+            id: 'z',
+            name: 'Z',
+            polygon: [
+              [0, 0],
+              [1, 1],
+            ],
+          },
+        ],
+      }),
+    ).toThrow(RangeError);
+    expect(() =>
+      alerts({
+        zones: [
+          {
+            id: 'z',
+            name: 'Z',
+            polygon: [
+              [0, 0],
+              [1, 0],
+              [1, 1],
+            ],
+            schedule: { start: '25:00', end: '06:00' },
+          },
+        ],
+      }),
+    ).toThrow(RangeError);
+    await expect(
+      runAlerts(
+        labelledRun(2, () => 'standing'),
+        () => ({ fallDetection: { enabled: 'yes' as unknown as boolean } }),
+      ),
+    ).rejects.toThrow(RangeError);
   });
 
   it('passes frames through untouched when nothing happens, and never mutates its input', async () => {
@@ -506,7 +611,18 @@ describe('alerts: configuration', () => {
     const frames = labelledRun(70, (k) => (k < 10 ? 'standing' : k < 12 ? 'falling' : 'lying'));
     const out: PoseFrame[] = await lastValueFrom(from(frames).pipe(spec.create(params, {}), toArray()));
     expect(allAlerts(out).map((a) => a.time - T0)).toEqual([1500, 2500]);
-    const zones = JSON.stringify([{ id: 'z', name: 'Z', polygon: [[0, 0], [5, 0], [5, 5], [0, 5]] }]);
+    const zones = JSON.stringify([
+      {
+        id: 'z',
+        name: 'Z',
+        polygon: [
+          [0, 0],
+          [5, 0],
+          [5, 5],
+          [0, 5],
+        ],
+      },
+    ]);
     const out2: PoseFrame[] = await lastValueFrom(from(frames.slice(0, 3)).pipe(spec.create({ ...params, zones }, {}), toArray()));
     expect(allAlerts(out2).map((a) => a.type)).toEqual(['intrusion']);
     expect(() => spec.create({ ...params, zones: '{nope' }, {})).toThrow(RangeError);
@@ -529,7 +645,13 @@ describe('zones', () => {
     expect(pointInPolygon(-1, 2, C)).toBe(false);
     // The winding direction does not matter.
     const reversed = Float64Array.from({ length: C.length }, (_, i) => C[C.length - 2 - (i - (i % 2)) + (i % 2)]);
-    for (const [x, y] of [[0.5, 2], [2, 2], [3.5, 3.5], [5, 5]]) expect(pointInPolygon(x, y, reversed)).toBe(pointInPolygon(x, y, C));
+    for (const [x, y] of [
+      [0.5, 2],
+      [2, 2],
+      [3.5, 3.5],
+      [5, 5],
+    ])
+      expect(pointInPolygon(x, y, reversed)).toBe(pointInPolygon(x, y, C));
   });
 
   it('self-intersecting polygons follow the even-odd rule', () => {
@@ -591,14 +713,58 @@ describe('zones', () => {
   });
 
   it('compiles and tests zones', () => {
-    const z = compileZone({ id: 'c', name: 'C', polygon: [[0, 0], [4, 0], [4, 1], [1, 1], [1, 3], [4, 3], [4, 4], [0, 4]] });
+    const z = compileZone({
+      id: 'c',
+      name: 'C',
+      polygon: [
+        [0, 0],
+        [4, 0],
+        [4, 1],
+        [1, 1],
+        [1, 3],
+        [4, 3],
+        [4, 4],
+        [0, 4],
+      ],
+    });
     expect(z.severity).toBe('high');
     expect(z.schedule).toBeNull();
     expect(inZone(z, 0.5, 2)).toBe(true);
     expect(inZone(z, 2, 2)).toBe(false);
     expect(inZone(z, 9, 2)).toBe(false);
-    expect(() => compileZone({ id: '', name: 'x', polygon: [[0, 0], [1, 0], [1, 1]] })).toThrow(RangeError);
-    expect(() => compileZone({ id: 'a', name: 'x', polygon: [[0, 0], [1, NaN], [1, 1]] })).toThrow(RangeError);
-    expect(() => compileZone({ id: 'a', name: 'x', polygon: [[0, 0], [1, 0], [1, 1]], severity: 'extreme' as 'high' })).toThrow(RangeError);
+    expect(() =>
+      compileZone({
+        id: '',
+        name: 'x',
+        polygon: [
+          [0, 0],
+          [1, 0],
+          [1, 1],
+        ],
+      }),
+    ).toThrow(RangeError);
+    expect(() =>
+      compileZone({
+        id: 'a',
+        name: 'x',
+        polygon: [
+          [0, 0],
+          [1, NaN],
+          [1, 1],
+        ],
+      }),
+    ).toThrow(RangeError);
+    expect(() =>
+      compileZone({
+        id: 'a',
+        name: 'x',
+        polygon: [
+          [0, 0],
+          [1, 0],
+          [1, 1],
+        ],
+        severity: 'extreme' as 'high',
+      }),
+    ).toThrow(RangeError);
   });
 });

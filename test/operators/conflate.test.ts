@@ -84,7 +84,12 @@ describe('latestWins', () => {
 
   it('handles synchronous inners without dropping anything', async () => {
     const stats: ConflateStats = { dropped: 0 };
-    const out = await lastValueFrom(from([1, 2, 3]).pipe(latestWins((v) => of(v * 10, v * 10 + 1), { stats }), toArray()));
+    const out = await lastValueFrom(
+      from([1, 2, 3]).pipe(
+        latestWins((v) => of(v * 10, v * 10 + 1), { stats }),
+        toArray(),
+      ),
+    );
     expect(out).toEqual([10, 11, 20, 21, 30, 31]);
     expect(stats.dropped).toBe(0);
   });
@@ -110,9 +115,7 @@ describe('conflate', () => {
     ts.run(({ hot, expectObservable, expectSubscriptions }) => {
       const src = hot('  -abc-----d-e-|');
       const expected = ' -a--c----d--e|';
-      expectObservable(src.pipe(conflate({ intervalMs: 3, scheduler: ts, onDrop: (d) => dropped.push(d), stats }))).toBe(
-        expected,
-      );
+      expectObservable(src.pipe(conflate({ intervalMs: 3, scheduler: ts, onDrop: (d) => dropped.push(d), stats }))).toBe(expected);
       expectSubscriptions(src.subscriptions).toBe('^------------!');
     });
     expect(dropped).toEqual(['b']);

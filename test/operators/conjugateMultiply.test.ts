@@ -7,8 +7,7 @@ import { makeFrame } from '../helpers/frames.js';
 
 const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 
-const run = (frames: CsiFrame[], opts: Parameters<typeof conjugateMultiply>[0] = {}) =>
-  lastValueFrom(from(frames).pipe(conjugateMultiply(opts), toArray()));
+const run = (frames: CsiFrame[], opts: Parameters<typeof conjugateMultiply>[0] = {}) => lastValueFrom(from(frames).pipe(conjugateMultiply(opts), toArray()));
 
 /** Small integers so the products are exact in float32. */
 const H: [number, number][] = [
@@ -29,10 +28,12 @@ const smallRef = (seq = 0): CsiFrame => {
   return {
     ...makeFrame({ seq, nRx: 2, nTx: 1, nSub: 2, value: (sc, p) => [prods[p]![0] * (sc + 1) ** 2, prods[p]![1] * (sc + 1) ** 2] }),
     rssi: f.rssi,
-    meta: { conj_pairs: [
-      [1, 0],
-      [2, 0],
-    ] },
+    meta: {
+      conj_pairs: [
+        [1, 0],
+        [2, 0],
+      ],
+    },
   };
 };
 
@@ -120,16 +121,20 @@ describe('conj: golden', () => {
     expect(Array.from(ref0!.csi)).toEqual([1, -7, 8.5, 3, 4, -28, 34, 12]);
     const [adj] = await run([f], { pairs: 'adjacent' });
     expect(Array.from(adj!.csi)).toEqual([1, -7, -2.5, 12.5, 4, -28, -10, 50]);
-    expect(adj!.meta).toEqual({ conj_pairs: [
-      [1, 0],
-      [2, 1],
-    ] });
+    expect(adj!.meta).toEqual({
+      conj_pairs: [
+        [1, 0],
+        [2, 1],
+      ],
+    });
     const [ref2] = await run([f], { ref: 2 });
     expect(Array.from(ref2!.csi)).toEqual([8.5, -3, -2.5, -12.5, 34, -12, -10, -50]);
-    expect(ref2!.meta).toEqual({ conj_pairs: [
-      [0, 2],
-      [1, 2],
-    ] });
+    expect(ref2!.meta).toEqual({
+      conj_pairs: [
+        [0, 2],
+        [1, 2],
+      ],
+    });
     expect(f.csi).toEqual(before);
   });
 
@@ -140,11 +145,15 @@ describe('conj: golden', () => {
       ...f,
       nRx: 3,
       csi: out!.csi,
-      meta: { bfee_count: 7, perm: [2, 0, 1], conj_pairs: [
-        [1, 0],
-        [2, 1],
-        [3, 2],
-      ] },
+      meta: {
+        bfee_count: 7,
+        perm: [2, 0, 1],
+        conj_pairs: [
+          [1, 0],
+          [2, 1],
+          [3, 2],
+        ],
+      },
     });
     expect(out!.csi.length).toBe(30 * 3 * 3 * 2);
     // Straightforward per-sample check of the layout: out(sc, p, tx) = H(sc, p+1, tx) conj H(sc, p, tx).
@@ -159,10 +168,7 @@ describe('conj: golden', () => {
   });
 
   it('a common phase per packet (e^{j theta} on every value) leaves the output unchanged', async () => {
-    const value = (sc: number, rx: number, tx: number): [number, number] => [
-      Math.cos(sc * 0.2 + rx) * (1 + rx),
-      Math.sin(sc * 0.3 - tx) + 0.5,
-    ];
+    const value = (sc: number, rx: number, tx: number): [number, number] => [Math.cos(sc * 0.2 + rx) * (1 + rx), Math.sin(sc * 0.3 - tx) + 0.5];
     const rotated = (theta: number) =>
       makeFrame({
         nRx: 3,
@@ -174,8 +180,7 @@ describe('conj: golden', () => {
         },
       });
     const outs = await run([rotated(0), rotated(2.1), rotated(-0.7), rotated(5.9)]);
-    for (const o of outs.slice(1))
-      for (let i = 0; i < o.csi.length; i++) expect(Math.abs(o.csi[i]! - outs[0]!.csi[i]!)).toBeLessThan(1e-5);
+    for (const o of outs.slice(1)) for (let i = 0; i < o.csi.length; i++) expect(Math.abs(o.csi[i]! - outs[0]!.csi[i]!)).toBeLessThan(1e-5);
     // The rotation really changed the input.
     expect(Math.abs(rotated(2.1).csi[0]! - rotated(0).csi[0]!)).toBeGreaterThan(0.5);
   });
@@ -185,9 +190,25 @@ describe('conj: golden', () => {
     const b = makeFrame({ seq: 1, nRx: 2, nTx: 3, nSub: 2, value: (sc, rx, tx) => [rx + 1, sc + tx] });
     const outs = await run([a, b, small(2)]);
     expect(outs.map((f) => [f.nRx, f.nTx, f.nSub, f.meta?.conj_pairs])).toEqual([
-      [2, 1, 2, [[1, 0], [2, 0]]],
+      [
+        2,
+        1,
+        2,
+        [
+          [1, 0],
+          [2, 0],
+        ],
+      ],
       [1, 3, 2, [[1, 0]]],
-      [2, 1, 2, [[1, 0], [2, 0]]],
+      [
+        2,
+        1,
+        2,
+        [
+          [1, 0],
+          [2, 0],
+        ],
+      ],
     ]);
     // With m = sc + tx: (2 + jm) * conj(1 + jm) = (2 + jm)(1 - jm) = 2 + m^2 - jm.
     expect(Array.from(outs[1]!.csi)).toEqual([2, 0, 3, -1, 6, -2, 3, -1, 6, -2, 11, -3]);

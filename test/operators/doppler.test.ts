@@ -49,8 +49,7 @@ function makeWindow(init: WindowInit): CsiWindow {
   };
 }
 
-const spectra = (windows: CsiWindow[], opts: Parameters<typeof doppler>[0] = {}) =>
-  lastValueFrom(from(windows).pipe(doppler(opts), toArray()));
+const spectra = (windows: CsiWindow[], opts: Parameters<typeof doppler>[0] = {}) => lastValueFrom(from(windows).pipe(doppler(opts), toArray()));
 
 const one = async (w: CsiWindow, opts: Parameters<typeof doppler>[0] = {}) => (await spectra([w], opts))[0];
 
@@ -65,8 +64,7 @@ function argmax(s: DopplerSpectrum, stream: number): number {
   return best;
 }
 
-const streamPower = (s: DopplerSpectrum, stream: number) =>
-  s.power.subarray(stream * s.nBins, (stream + 1) * s.nBins).reduce((a, b) => a + b, 0);
+const streamPower = (s: DopplerSpectrum, stream: number) => s.power.subarray(stream * s.nBins, (stream + 1) * s.nBins).reduce((a, b) => a + b, 0);
 
 describe('doppler: marbles', () => {
   const w = (f: number, i: number) => makeWindow({ windowIndex: i, value: (t) => tone(f)(t) });
@@ -259,8 +257,7 @@ describe('doppler: golden', () => {
     // binHz 1.5625: |f| <= 10 Hz is bins -6..6; bin -7 is kept too so 0 Hz stays at nBins / 2.
     expect(cut.nBins).toBe(14);
     expect(cut.binHz).toBe(full.binHz);
-    for (let s = 0; s < 2; s++)
-      expect(Array.from(cut.power.subarray(s * 14, (s + 1) * 14))).toEqual(Array.from(full.power.subarray(s * 64 + 25, s * 64 + 39)));
+    for (let s = 0; s < 2; s++) expect(Array.from(cut.power.subarray(s * 14, (s + 1) * 14))).toEqual(Array.from(full.power.subarray(s * 64 + 25, s * 64 + 39)));
     expect((argmax(cut, 0) - cut.nBins / 2) * cut.binHz).toBe(6.25);
     // A maxHz beyond the Nyquist frequency keeps everything.
     expect((await one(w, { maxHz: 80 })).nBins).toBe(64);
@@ -269,9 +266,7 @@ describe('doppler: golden', () => {
   it('fills the metadata and reuses the labels across windows of one shape', async () => {
     const ws = [0, 1, 2].map((i) => makeWindow({ nRx: 3, nTx: 3, nSub: 30, windowIndex: i, value: (t) => tone(3 * i)(t) }));
     const out = await spectra(ws);
-    expect(out.map((s) => [s.windowIndex, s.time, s.nStreams, s.nBins, s.rateHz])).toEqual(
-      ws.map((w, i) => [i, w.times[63], 27, 64, 100]),
-    );
+    expect(out.map((s) => [s.windowIndex, s.time, s.nStreams, s.nBins, s.rateHz])).toEqual(ws.map((w, i) => [i, w.times[63], 27, 64, 100]));
     expect(out[1].streams).toBe(out[0].streams);
     expect(out[2].streams).toBe(out[0].streams);
     expect(out[1].power).not.toBe(out[0].power);

@@ -159,7 +159,12 @@ function readGolden(name: string): unknown {
   const file = goldenPath(name);
   if (!existsSync(file)) throw new Error(`${shown(name)} is missing: create it with ${REGENERATE}`);
   const text = readFileSync(file, 'utf8');
-  return name.endsWith('.ndjson') ? text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l)) : JSON.parse(text);
+  return name.endsWith('.ndjson')
+    ? text
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l))
+    : JSON.parse(text);
 }
 
 function writeGolden(name: string, value: unknown): void {
@@ -370,7 +375,9 @@ describeWithSamples(`golden: features and infer on a real capture (${CAPTURE})`,
     // worth: on the same rows without their layout (a row that carries none is not checked).
     const unlabelled = rows.map(({ layout: _layout, ...r }) => r);
     const stats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
-    const frames = await lastValueFrom(from(unlabelled).pipe(infer({ model, stats, confidenceThreshold: threshold, viewWidth: 640, viewHeight: 480 }), toArray()));
+    const frames = await lastValueFrom(
+      from(unlabelled).pipe(infer({ model, stats, confidenceThreshold: threshold, viewWidth: 640, viewHeight: 480 }), toArray()),
+    );
     expect(stats.dropped).toBe(0);
     expect(frames.length).toBe(rows.length);
     // The raw presence of every slot, so that the file shows why a person is in or out.
@@ -397,7 +404,12 @@ describeWithSamples(`golden: features and infer on a real capture (${CAPTURE})`,
       }
       expect(f.persons.length).toBe(shown);
       // The k-th person's confidence is P(count >= k) of the averaged distribution.
-      f.persons.forEach((p, k) => expect(p.confidence).toBeCloseTo(avg.slice(k + 1).reduce((a, v) => a + v, 0), 4));
+      f.persons.forEach((p, k) =>
+        expect(p.confidence).toBeCloseTo(
+          avg.slice(k + 1).reduce((a, v) => a + v, 0),
+          4,
+        ),
+      );
       for (let k = 1; k < f.persons.length; k++) expect(f.persons[k]!.confidence).toBeLessThanOrEqual(f.persons[k - 1]!.confidence);
     });
 
@@ -528,7 +540,8 @@ async function truthScenario(s: TruthScenario, settings: LiveParams): Promise<{ 
   let pendingEvents: Record<string, unknown>[] = [];
   for (let i = 0; i < s.seconds * sim.rateHz; i++) {
     const truth = sim.next().truth;
-    for (const e of truth.events) pendingEvents.push({ kind: 'truth', t: secs(e.time), type: e.type, person: e.personId, ...(e.activity ? { activity: e.activity } : {}) });
+    for (const e of truth.events)
+      pendingEvents.push({ kind: 'truth', t: secs(e.time), type: e.type, person: e.personId, ...(e.activity ? { activity: e.activity } : {}) });
     if (i < WINDOW_FRAMES - 1 || (i - (WINDOW_FRAMES - 1)) % HOP !== 0) continue;
     const persons: PersonPose[] = [];
     truth.persons.forEach((tp, slot) => {
@@ -537,7 +550,16 @@ async function truthScenario(s: TruthScenario, settings: LiveParams): Promise<{ 
       truthIds.set(p.bbox, tp.id);
       persons.push(p);
     });
-    inputs.push({ frameId: inputs.length, time: truth.time, sourceId: 'sim', environmentId: 'golden', persons, processingMs: 0, modelVersion: 'ground-truth', csiQuality: 1 });
+    inputs.push({
+      frameId: inputs.length,
+      time: truth.time,
+      sourceId: 'sim',
+      environmentId: 'golden',
+      persons,
+      processingMs: 0,
+      modelVersion: 'ground-truth',
+      csiQuality: 1,
+    });
     truthEvents.push(pendingEvents);
     pendingEvents = [];
   }
@@ -600,7 +622,14 @@ describe('golden: track -> activity -> alerts on simulated ground truth (no mode
   const settings = defaultLiveParams();
 
   it('fall, alert, get up: one person falls and gets up after the alert; two lie down on purpose (service defaults)', async () => {
-    const s: TruthScenario = { file: 'truth.fall_get_up.ndjson', seed: 1, main: 'fall_get_up', companions: 2, seconds: 25, alerts: alertsConfig(settings.alerts) };
+    const s: TruthScenario = {
+      file: 'truth.fall_get_up.ndjson',
+      seed: 1,
+      main: 'fall_get_up',
+      companions: 2,
+      seconds: 25,
+      alerts: alertsConfig(settings.alerts),
+    };
     const { records } = await truthScenario(s, settings);
     // What makes this scenario worth pinning, checked on the run itself: the fall alerts (high at
     // the 2 s delay, critical at 3x, both before the person gets up 7-9 s after landing) and a
@@ -628,9 +657,29 @@ describe('golden: track -> activity -> alerts on simulated ground truth (no mode
         inactivity: { enabled: true, thresholdMinutes: 0.1 },
         zones: [
           // Where the companion walks to after standing up (about 17-18 s in).
-          { id: 'desk', name: 'Desk', polygon: [[4.6, 5.0], [5.6, 5.0], [5.6, 6.2], [4.6, 6.2]], severity: 'medium' },
+          {
+            id: 'desk',
+            name: 'Desk',
+            polygon: [
+              [4.6, 5.0],
+              [5.6, 5.0],
+              [5.6, 6.2],
+              [4.6, 6.2],
+            ],
+            severity: 'medium',
+          },
           // Where the faller lands, but watched only in office hours (the run is at 00:00 UTC).
-          { id: 'office', name: 'Office', polygon: [[2.5, 4.3], [3.6, 4.3], [3.6, 5.4], [2.5, 5.4]], schedule: { start: '08:00', end: '18:00' } },
+          {
+            id: 'office',
+            name: 'Office',
+            polygon: [
+              [2.5, 4.3],
+              [3.6, 4.3],
+              [3.6, 5.4],
+              [2.5, 5.4],
+            ],
+            schedule: { start: '08:00', end: '18:00' },
+          },
         ],
       },
     };
@@ -686,13 +735,18 @@ describe('golden: the live pipeline on a seeded simulator run (shipped model)', 
     const model = await shippedModel();
     const version = model.metadata.model_version;
     const name = 'live.sim.ndjson';
-    if (!UPDATE && existsSync(goldenPath(name))) checkModelVersion(name, ((readGolden(name) as Array<Record<string, unknown>>)[0] ?? {}).model_version as string, version);
+    if (!UPDATE && existsSync(goldenPath(name)))
+      checkModelVersion(name, ((readGolden(name) as Array<Record<string, unknown>>)[0] ?? {}).model_version as string, version);
 
     const settings = defaultLiveParams();
     const inferStats: InferStats = { batches: 0, rows: 0, dropped: 0, lastBatchMs: 0, avgBatchMs: 0, queue: 0 };
     // `sim` as fast as possible starts at the simulator's fixed epoch: the same frames every run.
     const out = await lastValueFrom(
-      simSource({ ...LIVE_SIM }, { speed: 0 }).pipe(take(LIVE_FRAMES), livePipeline({ model, inferStats }, () => settings), toArray()),
+      simSource({ ...LIVE_SIM }, { speed: 0 }).pipe(
+        take(LIVE_FRAMES),
+        livePipeline({ model, inferStats }, () => settings),
+        toArray(),
+      ),
     );
     expect(inferStats.dropped).toBe(0);
     expect(out.length).toBe(Math.floor((LIVE_FRAMES - WINDOW_FRAMES) / HOP) + 1);

@@ -10,8 +10,7 @@ const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 /** 1x1x2 frame whose subcarrier sc holds the real value v*(sc+1). */
 const level = (seq: number, v: number, nRx = 1) => makeFrame({ seq, nRx, nTx: 1, nSub: 2, value: (sc) => [v * (sc + 1), 0] });
 
-const run = (frames: CsiFrame[], opts: Parameters<typeof hampel>[0] = {}) =>
-  lastValueFrom(from(frames).pipe(hampel(opts), toArray()));
+const run = (frames: CsiFrame[], opts: Parameters<typeof hampel>[0] = {}) => lastValueFrom(from(frames).pipe(hampel(opts), toArray()));
 
 /**
  * Straightforward Hampel: for every frame, the window of existing neighbours, a full sort for the
@@ -26,8 +25,7 @@ function reference(frames: CsiFrame[], window: number, nSigma: number, on: Hampe
   };
   const values = frames.map((f) => {
     const vs: number[] = [];
-    if (on === 'amplitude')
-      for (let c = 0; c < f.csi.length; c += 2) vs.push(Math.fround(Math.sqrt(f.csi[c]! ** 2 + f.csi[c + 1]! ** 2)));
+    if (on === 'amplitude') for (let c = 0; c < f.csi.length; c += 2) vs.push(Math.fround(Math.sqrt(f.csi[c]! ** 2 + f.csi[c + 1]! ** 2)));
     else vs.push(...f.csi);
     return vs.map((x) => (Number.isNaN(x) ? Infinity : x));
   });
@@ -100,11 +98,7 @@ describe('hampel: marbles', () => {
       const src = cold('-a-b-c|', { a: level(0, 1), b: bad, c: level(2, 1) });
       const subs = '    ^--!   ';
       const expected = '---#   ';
-      expectObservable(src.pipe(hampel({ window: 3 }))).toBe(
-        expected,
-        {},
-        new RangeError('hampel: frame 1 has 3 csi values, expected 4 for 1x1x2'),
-      );
+      expectObservable(src.pipe(hampel({ window: 3 }))).toBe(expected, {}, new RangeError('hampel: frame 1 has 3 csi values, expected 4 for 1x1x2'));
       expectSubscriptions(src.subscriptions).toBe(subs);
     });
   });
@@ -163,9 +157,7 @@ describe('hampel: golden', () => {
     ['18,9', () => [NaN, 1]],
   ]);
   const framesWith = (value: (t: number, s: number) => [number, number]) =>
-    Array.from({ length: N }, (_, t) =>
-      makeFrame({ seq: t, ...shape, value: (sc, rx, tx) => value(t, (sc * shape.nRx + rx) * shape.nTx + tx) }),
-    );
+    Array.from({ length: N }, (_, t) => makeFrame({ seq: t, ...shape, value: (sc, rx, tx) => value(t, (sc * shape.nRx + rx) * shape.nTx + tx) }));
   const spiked = framesWith((t, s) => spikes.get(`${t},${s}`)?.(smooth(t, s)) ?? smooth(t, s));
 
   it('amplitude: matches a sort-based reference exactly; spikes rescaled to the median keeping phase, the rest untouched', async () => {
@@ -188,8 +180,7 @@ describe('hampel: golden', () => {
         // Replaced: amplitude back near the smooth level, finite, phase kept where there was one.
         const amp = Math.hypot(ore, oim);
         expect(Math.abs(amp - Math.hypot(...smooth(t, s))), key).toBeLessThan(1.5);
-        if (Number.isFinite(ire) && Math.hypot(ire, iim) > 0)
-          expect(Math.abs(Math.atan2(oim, ore) - Math.atan2(iim, ire)), key).toBeLessThan(1e-6);
+        if (Number.isFinite(ire) && Math.hypot(ire, iim) > 0) expect(Math.abs(Math.atan2(oim, ore) - Math.atan2(iim, ire)), key).toBeLessThan(1e-6);
         else expect(oim, key).toBe(0);
       }
   });

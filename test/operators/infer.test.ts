@@ -448,10 +448,20 @@ describe('infer: lag, live options, errors, teardown', () => {
       return forward(siteWeights, x, 1).floor;
     };
     let current: SiteGeometry | null = site;
-    const live = await lastValueFrom(from(rows).pipe(infer(() => ({ model: siteModel, batchSize: 1, confidenceThreshold: 0, site: current })), toArray()));
+    const live = await lastValueFrom(
+      from(rows).pipe(
+        infer(() => ({ model: siteModel, batchSize: 1, confidenceThreshold: 0, site: current })),
+        toArray(),
+      ),
+    );
     live[0].persons.forEach((p) => expect(p.floor?.x).toBeCloseTo(expected(rows[0], siteVector(site))[p.slot * 2], 4));
     current = null;
-    const unknown = await lastValueFrom(from(rows).pipe(infer(() => ({ model: siteModel, batchSize: 1, confidenceThreshold: 0, site: current })), toArray()));
+    const unknown = await lastValueFrom(
+      from(rows).pipe(
+        infer(() => ({ model: siteModel, batchSize: 1, confidenceThreshold: 0, site: current })),
+        toArray(),
+      ),
+    );
     unknown[0].persons.forEach((p) => expect(p.floor?.x).toBeCloseTo(expected(rows[0], siteVector(null))[p.slot * 2], 4));
     expect(floorOf(live)).not.toEqual(floorOf(unknown));
     const path = tmp.file('site-model.onnx', bytes);
@@ -511,33 +521,33 @@ describeWithSamples('infer: CSI layouts the model was not trained on', () => {
     );
   });
 
-  it.skipIf(!existsSync(TRAINED_MODEL))('drop: no pose from the untrained link, the trained one goes on, and the link is listed until it sends a trained layout', async () => {
-    const stats: InferStats = zeroStats();
-    const snapshots: Array<InferStats['untrained']> = [];
-    const frames = concat(from(esp32Frames('esp32-link')), from(simFrames(12, 'sim-link')), from(simFrames(10, 'esp32-link')));
-    const out = await lastValueFrom(
-      rowsOf(frames).pipe(
-        infer({ model: shipped!, untrained: 'drop', stats, batchSize: 1, onStats: (s) => snapshots.push(s.untrained) }),
-        toArray(),
-      ),
-    );
-    // 12 simulated frames give 5 windows, 10 give 3: only those are inferred.
-    expect(out.map((f) => f.sourceId)).toEqual([...Array(5).fill('sim-link'), ...Array(3).fill('esp32-link')]);
-    expect(stats.rows).toBe(8);
-    // While the ESP32 link sent ESP32 CSI it was listed, with the reason; its trained windows took it off.
-    const listed = snapshots.find((u) => u && u.length > 0)!;
-    expect(listed).toEqual([
-      {
-        sourceId: 'esp32-link',
-        environmentId: 'default',
-        layout: '1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz',
-        reason: '64 subcarriers spanning 20 MHz (trained: 30 spanning 20 MHz, 56 spanning 20 MHz, 114 spanning 40 MHz); 2.4 GHz (trained: 5 GHz)',
-        windows: 6,
-        lastAt: expect.any(Number),
-      },
-    ]);
-    expect(stats.untrained).toEqual([]);
-  });
+  it.skipIf(!existsSync(TRAINED_MODEL))(
+    'drop: no pose from the untrained link, the trained one goes on, and the link is listed until it sends a trained layout',
+    async () => {
+      const stats: InferStats = zeroStats();
+      const snapshots: Array<InferStats['untrained']> = [];
+      const frames = concat(from(esp32Frames('esp32-link')), from(simFrames(12, 'sim-link')), from(simFrames(10, 'esp32-link')));
+      const out = await lastValueFrom(
+        rowsOf(frames).pipe(infer({ model: shipped!, untrained: 'drop', stats, batchSize: 1, onStats: (s) => snapshots.push(s.untrained) }), toArray()),
+      );
+      // 12 simulated frames give 5 windows, 10 give 3: only those are inferred.
+      expect(out.map((f) => f.sourceId)).toEqual([...Array(5).fill('sim-link'), ...Array(3).fill('esp32-link')]);
+      expect(stats.rows).toBe(8);
+      // While the ESP32 link sent ESP32 CSI it was listed, with the reason; its trained windows took it off.
+      const listed = snapshots.find((u) => u && u.length > 0)!;
+      expect(listed).toEqual([
+        {
+          sourceId: 'esp32-link',
+          environmentId: 'default',
+          layout: '1x1 antennas, 64 subcarriers spanning 20 MHz, 2.4 GHz',
+          reason: '64 subcarriers spanning 20 MHz (trained: 30 spanning 20 MHz, 56 spanning 20 MHz, 114 spanning 40 MHz); 2.4 GHz (trained: 5 GHz)',
+          windows: 6,
+          lastAt: expect.any(Number),
+        },
+      ]);
+      expect(stats.untrained).toEqual([]);
+    },
+  );
 
   it('a model that declares no layouts runs rows of any layout (it cannot be checked)', async () => {
     expect(model.trainedLayouts).toBeNull();

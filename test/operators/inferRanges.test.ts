@@ -79,7 +79,7 @@ afterAll(async () => {
   await model.release();
 });
 
-describe('infer: option ranges are the schema settings\' ranges', () => {
+describe("infer: option ranges are the schema settings' ranges", () => {
   it.each(MAPPED)('$option agrees with $setting', ({ option, bounds }) => {
     expect(() => infer({ [option]: bounds.min })).not.toThrow();
     expect(() => infer({ [option]: bounds.max })).not.toThrow();
@@ -113,7 +113,7 @@ describe('infer: option ranges are the schema settings\' ranges', () => {
     expect(spec.params.find((q) => q.name === option)).toMatchObject({ min: bounds.min, max: bounds.max });
   });
 
-  it.each(MAPPED)('live options: $option beyond its setting\'s range errors the stream', async ({ option, bounds }) => {
+  it.each(MAPPED)("live options: $option beyond its setting's range errors the stream", async ({ option, bounds }) => {
     const bad = bounds.max + step(bounds);
     const err = await lastValueFrom(from(featureRows(2, F)).pipe(infer(() => ({ model, [option]: bad })))).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RangeError);

@@ -152,7 +152,10 @@ describe('links: the primary link goes on, the others are joined to it', () => {
           toArray(),
         ),
       );
-      expect(seen.map((s) => s.seq), order.join()).toEqual(Array.from({ length: 20 }, (_, k) => k));
+      expect(
+        seen.map((s) => s.seq),
+        order.join(),
+      ).toEqual(Array.from({ length: 20 }, (_, k) => k));
       // From the second tick on (a link that never sent is not waited for: the first tick forms with the links seen so far).
       for (const s of seen.slice(1)) {
         expect(s.joined, order.join()).toBe(3);
@@ -195,7 +198,19 @@ describe('links: per-link figures and states', () => {
     }
     const r = m.report();
     const p = byId(r, 'tx-rx1');
-    expect(p).toMatchObject({ tx: 'tx', rx: 'rx1', state: 'live', primary: true, rateHz: 100, packetLossRate: 0, lastPacketAt: T0 + 990, lagMs: 0, layout: '3x3x30', frames: 100, reason: '' });
+    expect(p).toMatchObject({
+      tx: 'tx',
+      rx: 'rx1',
+      state: 'live',
+      primary: true,
+      rateHz: 100,
+      packetLossRate: 0,
+      lastPacketAt: T0 + 990,
+      lagMs: 0,
+      layout: '3x3x30',
+      frames: 100,
+      reason: '',
+    });
     const rx2 = byId(r, 'tx-rx2');
     expect(rx2).toMatchObject({ state: 'live', primary: false, frames: 90, lagMs: 0 });
     expect(rx2.packetLossRate).toBeCloseTo(10 / 100, 12);
@@ -219,7 +234,9 @@ describe('links: per-link figures and states', () => {
     m.finish();
     const r = m.report();
     expect(byId(r, 'tx-rx2')).toMatchObject({ state: 'lagging', lagMs: -40 });
-    expect(byId(r, 'tx-rx2').reason).toBe("tx-rx2 lagging: its frames are 40 ms behind tx-rx1's (tolerance 5 ms); poses go on from tx-rx1, this link is left out of the join");
+    expect(byId(r, 'tx-rx2').reason).toBe(
+      "tx-rx2 lagging: its frames are 40 ms behind tx-rx1's (tolerance 5 ms); poses go on from tx-rx1, this link is left out of the join",
+    );
     expect(byId(r, 'tx-rx3')).toMatchObject({ state: 'live', lagMs: 2 });
     // The first set forms before the others ever sent; then rx3 is in every set and rx2 in none.
     expect(sets).toEqual([1, ...new Array(99).fill(2)]);
@@ -237,12 +254,22 @@ describe('links: per-link figures and states', () => {
     c.t = T0 + 490 + 2000;
     let r = m.report();
     expect(r.map((l) => l.state)).toEqual(['live', 'live', 'waiting']);
-    expect(byId(r, 'tx-rx3')).toMatchObject({ rateHz: 0, packetLossRate: 0, lastPacketAt: null, lagMs: 0, layout: null, frames: 0, reason: 'tx-rx3 waiting: no packet yet' });
+    expect(byId(r, 'tx-rx3')).toMatchObject({
+      rateHz: 0,
+      packetLossRate: 0,
+      lastPacketAt: null,
+      lagMs: 0,
+      layout: null,
+      frames: 0,
+      reason: 'tx-rx3 waiting: no packet yet',
+    });
     c.t += 1;
     r = m.report();
     expect(r.map((l) => l.state)).toEqual(['stopped', 'stopped', 'waiting']);
     expect(byId(r, 'tx-rx1').reason).toBe('tx-rx1 stopped: no packet for 2.0 s (timeout 2.0 s); the model reads this link: no poses while it is stopped');
-    expect(byId(r, 'tx-rx2').reason).toBe('tx-rx2 stopped: no packet for 2.0 s (timeout 2.0 s); poses go on from tx-rx1, this link is left out of the join while it is stopped');
+    expect(byId(r, 'tx-rx2').reason).toBe(
+      'tx-rx2 stopped: no packet for 2.0 s (timeout 2.0 s); poses go on from tx-rx1, this link is left out of the join while it is stopped',
+    );
     // A secondary stopping changes nothing for the primary, and it is live again with its next packet.
     for (let k = 300; k < 310; k++) {
       c.t = T0 + k * 10;
@@ -314,7 +341,9 @@ describe('links: per-link figures and states', () => {
     const radios: RadioConfig[] = [DEFAULT_RADIOS[0]!, { ...DEFAULT_RADIOS[1]!, id: 'front' }];
     const joined: number[] = [];
     const stats: LinkStatsHolder = {};
-    const out = await lastValueFrom(from([frame(undefined, 0, 0), frame('tx-front', 10, 1)]).pipe(links({ radios: () => radios, stats, onSet: (s) => joined.push(s.joined) }), toArray()));
+    const out = await lastValueFrom(
+      from([frame(undefined, 0, 0), frame('tx-front', 10, 1)]).pipe(links({ radios: () => radios, stats, onSet: (s) => joined.push(s.joined) }), toArray()),
+    );
     expect(out).toHaveLength(2);
     expect(joined).toEqual([1, 1]);
     expect(stats.monitor!.report().map((l) => [l.linkId, l.state, l.frames])).toEqual([['tx-front', 'live', 2]]);
@@ -383,7 +412,17 @@ describe('links: an operator', () => {
   });
 
   it('an exception in onSet goes to the subscriber; a site without a link errors at subscription', async () => {
-    await expect(lastValueFrom(from([f.a, f.c]).pipe(links({ onSet: () => { throw new Error('set hook'); } })))).rejects.toThrow('set hook');
+    await expect(
+      lastValueFrom(
+        from([f.a, f.c]).pipe(
+          links({
+            onSet: () => {
+              throw new Error('set hook');
+            },
+          }),
+        ),
+      ),
+    ).rejects.toThrow('set hook');
     await expect(lastValueFrom(from([f.a]).pipe(links({ radios: () => [DEFAULT_RADIOS[0]!] })))).rejects.toThrow(/no link/);
     expect(() => links({ toleranceMs: -1 })).toThrow(RangeError);
     expect(() => links({ timeoutSeconds: 0 })).toThrow(RangeError);

@@ -7,8 +7,7 @@ import { makeFrame } from '../helpers/frames.js';
 
 const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 
-const run = (frames: CsiFrame[], opts: Parameters<typeof normalizeAmplitude>[0] = {}) =>
-  lastValueFrom(from(frames).pipe(normalizeAmplitude(opts), toArray()));
+const run = (frames: CsiFrame[], opts: Parameters<typeof normalizeAmplitude>[0] = {}) => lastValueFrom(from(frames).pipe(normalizeAmplitude(opts), toArray()));
 
 /**
  * A 3x1x4 frame whose samples are g times a pattern of unit-magnitude values (1, j, -1, ...), so
@@ -116,8 +115,7 @@ describe('normalize: golden', () => {
     const before = Float32Array.from(base.csi);
     for (const scope of ['packet', 'link'] as const) {
       const outs = await run([base, varied(7.3), varied(0.013), varied(2)], { scope });
-      for (const o of outs.slice(1))
-        for (let i = 0; i < o.csi.length; i++) expect(Math.abs(o.csi[i]! - outs[0]!.csi[i]!)).toBeLessThan(1e-6);
+      for (const o of outs.slice(1)) for (let i = 0; i < o.csi.length; i++) expect(Math.abs(o.csi[i]! - outs[0]!.csi[i]!)).toBeLessThan(1e-6);
       expect(rms(outs[0]!.csi)).toBeCloseTo(1, 6);
       expect(outs[0]).toEqual({ ...base, csi: outs[0]!.csi });
     }

@@ -12,8 +12,7 @@ const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 /** A frame on the 100 Hz grid (makeFrame puts seq k at T0 + 10k) with csi depending on k. */
 const gridFrame = (k: number) => makeFrame({ nRx: 2, nSub: 3, seq: k, value: (sc, rx) => [k + sc, rx - k] });
 
-const run = (frames: CsiFrame[], opts: Parameters<typeof resample>[0] = {}) =>
-  lastValueFrom(from(frames).pipe(resample(opts), toArray()));
+const run = (frames: CsiFrame[], opts: Parameters<typeof resample>[0] = {}) => lastValueFrom(from(frames).pipe(resample(opts), toArray()));
 
 describe('resample: marbles', () => {
   it('passes frames already on the grid through unchanged, in order', () => {

@@ -8,9 +8,7 @@ import { makeFrame } from '../helpers/frames.js';
 const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 
 /** Intel 5300's 30 grouped subcarriers at 20 MHz. */
-const INTEL = Int16Array.from([
-  -28, -26, -24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -4, -2, -1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 28,
-]);
+const INTEL = Int16Array.from([-28, -26, -24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -4, -2, -1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 28]);
 const UNIFORM = Int16Array.from({ length: 30 }, (_, i) => i - 15);
 const DF = 312.5e3;
 
@@ -166,8 +164,7 @@ function reference(frame: CsiFrame, method: SanitizeMethod, scope: SanitizeScope
   return out;
 }
 
-const run = async (frames: CsiFrame[], opts: Parameters<typeof sanitizePhase>[0] = {}) =>
-  lastValueFrom(from(frames).pipe(sanitizePhase(opts), toArray()));
+const run = async (frames: CsiFrame[], opts: Parameters<typeof sanitizePhase>[0] = {}) => lastValueFrom(from(frames).pipe(sanitizePhase(opts), toArray()));
 
 const one = async (frame: CsiFrame, opts: Parameters<typeof sanitizePhase>[0] = {}) => (await run([frame], opts))[0]!;
 
@@ -373,8 +370,7 @@ describe('sanitize: golden', () => {
         expect(err.amp).toBeLessThan(1e-5);
       }
       const silent = makeFrame({ nRx: 3, nTx: 2, nSub: 30, subcarriers: INTEL, value: () => [0, 0] });
-      for (const scope of ['packet', 'link'] as const)
-        expect(Array.from((await one(silent, { method, scope })).csi, Math.abs)).toEqual(Array.from(silent.csi));
+      for (const scope of ['packet', 'link'] as const) expect(Array.from((await one(silent, { method, scope })).csi, Math.abs)).toEqual(Array.from(silent.csi));
     });
   }
 
@@ -395,8 +391,7 @@ describe('sanitize: golden', () => {
       const a = await one(sorted, { method });
       const b = await one(shuffled, { method });
       const back = new Float32Array(a.csi.length);
-      for (let sc = 0; sc < 30; sc++)
-        for (let i = 0; i < 4; i++) back[perm[sc]! * 4 + i] = b.csi[sc * 4 + i]!;
+      for (let sc = 0; sc < 30; sc++) for (let i = 0; i < 4; i++) back[perm[sc]! * 4 + i] = b.csi[sc * 4 + i]!;
       for (let i = 0; i < back.length; i++) expect(back[i]).toBeCloseTo(a.csi[i]!, 5);
     });
   }

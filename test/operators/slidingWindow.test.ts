@@ -13,8 +13,7 @@ const testScheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));
 const frame = (k: number, init: Partial<Parameters<typeof makeFrame>[0]> = {}) =>
   makeFrame({ nRx: 2, nTx: 2, nSub: 3, seq: k, value: (sc, rx, tx) => [k * 100 + sc * 10 + rx * 2 + tx, -k], ...init });
 
-const windows = (frames: CsiFrame[], opts: Parameters<typeof slidingWindow>[0]) =>
-  lastValueFrom(from(frames).pipe(slidingWindow(opts), toArray()));
+const windows = (frames: CsiFrame[], opts: Parameters<typeof slidingWindow>[0]) => lastValueFrom(from(frames).pipe(slidingWindow(opts), toArray()));
 
 /** The window the operator must emit over frames[first .. first + size). */
 function expectedWindow(frames: CsiFrame[], first: number, size: number, windowIndex: number, rateHz: number): CsiWindow {

@@ -416,9 +416,7 @@ describe('track: scenarios', () => {
     expect(points[599]!.centerY).toBeCloseTo(280, 3);
     expect(points[599]!.confidence).toBeCloseTo(0.9, 6);
     expect(traj.at(0)).toEqual(points[0]);
-    expect(traj.toArray(T0 + 650 * DT_MS, T0 + 659 * DT_MS).map((p) => p.time)).toEqual(
-      Array.from({ length: 10 }, (_, i) => T0 + (650 + i) * DT_MS),
-    );
+    expect(traj.toArray(T0 + 650 * DT_MS, T0 + 659 * DT_MS).map((p) => p.time)).toEqual(Array.from({ length: 10 }, (_, i) => T0 + (650 + i) * DT_MS));
     // A smaller limit, changed live, keeps the newest points.
     tracker.setOptions({ trajectoryLimit: 50 });
     tracker.update(frame(700, [person(1.7, 2)]));

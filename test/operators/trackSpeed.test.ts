@@ -51,7 +51,16 @@ function frames(seconds: number, seed: number, path: (t: number) => { x: number;
     const t = k * DT_S;
     const p = path(t);
     const w = walking ? Math.min(1, Math.max(0, walking(t) + rng.gaussian(0, 0.1))) : undefined;
-    out.push({ frameId: k, time: T0 + Math.round(t * 1000), sourceId: 'sim', environmentId: 'room', persons: [detection(p.x, p.y, err(DT_S), w)], processingMs: 1, modelVersion: 'test', csiQuality: 1 });
+    out.push({
+      frameId: k,
+      time: T0 + Math.round(t * 1000),
+      sourceId: 'sim',
+      environmentId: 'room',
+      persons: [detection(p.x, p.y, err(DT_S), w)],
+      processingMs: 1,
+      modelVersion: 'test',
+      csiQuality: 1,
+    });
   }
   return out;
 }
@@ -73,7 +82,14 @@ describe('track: physical speeds through the model floor error, with the model a
   it('a person lying still for 2 minutes is reported still: speed 0, no distance, no time moving (5 seeds)', async () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       // The model is fairly sure nobody walks (about 0.05 of walking).
-      const { speeds, tracker } = await tracked(frames(120, seed, () => ({ x: 2.5, y: 3 }), () => 0.05));
+      const { speeds, tracker } = await tracked(
+        frames(
+          120,
+          seed,
+          () => ({ x: 2.5, y: 3 }),
+          () => 0.05,
+        ),
+      );
       expect(speeds.length).toBeGreaterThan(1400);
       // As it was: a median 0.5-0.6 m/s, and 0.3 m/s or more about 80% of the time.
       expect(quantile(speeds, 0.5), `seed ${seed}`).toBe(0);
@@ -90,7 +106,14 @@ describe('track: physical speeds through the model floor error, with the model a
   it('a walker at 1 m/s through the same error is reported at about 1 m/s, and its distance is about what it walked', async () => {
     for (const seed of [1, 2, 3]) {
       // 20 s along a 20 m corridor; the model gives walking about 0.6.
-      const { speeds, tracker } = await tracked(frames(20, seed, (t) => ({ x: 1 + t, y: 2 }), () => 0.6));
+      const { speeds, tracker } = await tracked(
+        frames(
+          20,
+          seed,
+          (t) => ({ x: 1 + t, y: 2 }),
+          () => 0.6,
+        ),
+      );
       // Past the first 3 s: the motion filter, tuned to the model's error, takes its time.
       const walking = speeds.slice(Math.round(3 / DT_S));
       expect(quantile(walking, 0.5), `seed ${seed}`).toBeGreaterThan(0.85);
@@ -105,7 +128,12 @@ describe('track: physical speeds through the model floor error, with the model a
   it('lying still for 30 s, then getting up and walking at 1 m/s: 0 while lying, about 1 m/s while walking', async () => {
     const walkFrom = 30;
     const { speeds } = await tracked(
-      frames(40, 11, (t) => ({ x: 2 + Math.max(0, t - walkFrom), y: 3 }), (t) => (t < walkFrom ? 0.05 : 0.6)),
+      frames(
+        40,
+        11,
+        (t) => ({ x: 2 + Math.max(0, t - walkFrom), y: 3 }),
+        (t) => (t < walkFrom ? 0.05 : 0.6),
+      ),
     );
     expect(quantile(speeds.slice(0, Math.round(walkFrom / DT_S)), 0.5)).toBe(0);
     const walking = speeds.slice(Math.round((walkFrom + 3) / DT_S));

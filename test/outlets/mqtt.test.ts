@@ -15,7 +15,17 @@ import { cliMain, ensureBuilt, repoRoot } from '../helpers/cli.js';
 import { FALL_HOLD_MS, HaEnvironment, haDiscovery } from '../../src/outlets/homeassistant.js';
 import type { ActivityEvent, PoseAlert } from '../../src/pose/types.js';
 
-const ROOM_ZONE = { id: 'room', name: 'Whole room', polygon: [[-50, -50], [50, -50], [50, 50], [-50, 50]], severity: 'low' };
+const ROOM_ZONE = {
+  id: 'room',
+  name: 'Whole room',
+  polygon: [
+    [-50, -50],
+    [50, -50],
+    [50, 50],
+    [-50, 50],
+  ],
+  severity: 'low',
+};
 
 interface Received {
   topic: string;
@@ -25,7 +35,10 @@ interface Received {
 }
 
 /** A subscriber that keeps every message with its topic, retain flag and QoS. */
-async function subscriber(url: string, filter: string): Promise<{ client: MqttClient; got: Received[]; next(match: (m: Received) => boolean, what: string): Promise<Received> }> {
+async function subscriber(
+  url: string,
+  filter: string,
+): Promise<{ client: MqttClient; got: Received[]; next(match: (m: Received) => boolean, what: string): Promise<Received> }> {
   const client = await mqtt.connectAsync(url, { reconnectPeriod: 0 });
   const got: Received[] = [];
   client.on('message', (topic, payload, packet) => {
@@ -100,7 +113,19 @@ describeWithMosquitto('MQTT publisher', () => {
       expect(alert.json).toMatchObject({ type: 'alert', alert_type: 'intrusion', severity: 'low', data: { zone: 'room', video_clip_url: null } });
       const event = await sub.next((m) => m.topic === 'csipose/v1/default/events', 'an event');
       expect(event.qos).toBe(1);
-      expect(Object.keys(event.json)).toEqual(['event_id', 'type', 'severity', 'timestamp', 'environment_id', 'person_id', 'track_id', 'confidence', 'location', 'metadata', 'actions_taken']);
+      expect(Object.keys(event.json)).toEqual([
+        'event_id',
+        'type',
+        'severity',
+        'timestamp',
+        'environment_id',
+        'person_id',
+        'track_id',
+        'confidence',
+        'location',
+        'metadata',
+        'actions_taken',
+      ]);
       // A subscriber that comes later gets the retained status at once.
       const late = await subscriber(broker.url, 'csipose/v1/default/status');
       try {
@@ -165,7 +190,14 @@ describeWithMosquitto('MQTT publisher', () => {
     ensureBuilt();
     const dir = mkdtempSync(join(tmpdir(), 'csipose-mqtt-will-'));
     const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ environment: { id: 'ward-7' }, neural_network: { model_path: testModel(dir) }, streaming: { mqtt_enabled: true, mqtt_url: broker.url } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        environment: { id: 'ward-7' },
+        neural_network: { model_path: testModel(dir) },
+        streaming: { mqtt_enabled: true, mqtt_url: broker.url },
+      }),
+    );
     const proc = spawn(process.execPath, [cliMain, 'serve', '--port', '0', '--data-dir', join(dir, 'data'), '--config', config], {
       cwd: repoRoot,
       env: { ...process.env, CSIPOSE_ADMIN_PASSWORD: ADMIN_PASSWORD },
@@ -190,7 +222,12 @@ describeWithMosquitto('MQTT publisher', () => {
     const s = await serve({ mqtt_homeassistant: true });
     try {
       const token = await s.login();
-      const ids = ['sensor/csipose_default/person_count', 'binary_sensor/csipose_default/occupancy', 'binary_sensor/csipose_default/fall', 'sensor/csipose_default/status'];
+      const ids = [
+        'sensor/csipose_default/person_count',
+        'binary_sensor/csipose_default/occupancy',
+        'binary_sensor/csipose_default/fall',
+        'sensor/csipose_default/status',
+      ];
       for (const id of ids) {
         const m = await sub.next((x) => x.topic === `homeassistant/${id}/config` && x.json, id);
         expect(m.qos).toBe(1);

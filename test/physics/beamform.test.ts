@@ -124,7 +124,16 @@ describe('FloorBeamformer', () => {
 
   it('with 4 principal components equals the plain sum on a window of rank 3, and writes in place', () => {
     const pts = [806 + 12 * 31 + 20, 10 * 31 + 5, 2 * 806 + 20 * 31 + 10];
-    const w = scatterWindow(full, pts, [(s) => [Math.cos(0.2 * s), Math.sin(0.2 * s)], (s) => [0.5 * Math.cos(-0.5 * s + 1), 0.5 * Math.sin(-0.5 * s + 1)], (s) => [0.2 * Math.sin(0.05 * s), 0]], 64);
+    const w = scatterWindow(
+      full,
+      pts,
+      [
+        (s) => [Math.cos(0.2 * s), Math.sin(0.2 * s)],
+        (s) => [0.5 * Math.cos(-0.5 * s + 1), 0.5 * Math.sin(-0.5 * s + 1)],
+        (s) => [0.2 * Math.sin(0.05 * s), 0],
+      ],
+      64,
+    );
     const a = new Float32Array(full.grid.size);
     const b = new Float32Array(full.grid.size).fill(123);
     full.beamform(w, a);
@@ -145,7 +154,11 @@ describe('FloorBeamformer', () => {
     const fast = new FloorBeamformer(g, exact.grid, { method: 'delay', components: 0 });
     expect([exact.method, fast.method]).toEqual(['factored', 'delay']);
     // Scatterers off the grid points too: (x, y, z) anywhere, built from the direct formula.
-    const pts: Array<[number, number, number]> = [[2.37, 1.91, 1.13], [4.62, 3.05, 0.71], [0.93, 4.4, 1.52]];
+    const pts: Array<[number, number, number]> = [
+      [2.37, 1.91, 1.13],
+      [4.62, 3.05, 0.71],
+      [0.93, 4.4, 1.52],
+    ];
     const nSubs = sc.length;
     const D = nSubs * 9;
     const data = new Float32Array(2 * D * 16);

@@ -104,7 +104,9 @@ describe('ChainPhaseFit', () => {
 
   it('refuses a window of another layout, and a fit of nothing', () => {
     const fit = new ChainPhaseFit(GEOM);
-    expect(() => fit.add({ nSub: 30, nRx: 2, nTx: 3, snapshots: 1, data: new Float32Array(2 * 30 * 6), time: 0 }, 1, 1)).toThrow(/a 30 x 2 x 3 window for a 30 x 3 x 3 link/);
+    expect(() => fit.add({ nSub: 30, nRx: 2, nTx: 3, snapshots: 1, data: new Float32Array(2 * 30 * 6), time: 0 }, 1, 1)).toThrow(
+      /a 30 x 2 x 3 window for a 30 x 3 x 3 link/,
+    );
     expect(() => fit.fit()).toThrow(/no labelled window/);
     fit.add({ nSub: 30, nRx: 3, nTx: 3, snapshots: 2, data: new Float32Array(2 * 2 * 30 * 9), time: 0 }, 1, 1);
     expect(() => fit.fit()).toThrow(/no labelled window with moving power/);
@@ -135,7 +137,17 @@ describe('room calibration JSON', () => {
         focusBefore: 0.1,
         focusAfter: 0.7,
       },
-      { id: 'tx-rx2', subcarriers: Int16Array.from([1]), nRx: 1, nTx: 1, chainPhases: Float64Array.from([0]), staticChannel: null, windows: 20, focusBefore: 0.5, focusAfter: 0.5 },
+      {
+        id: 'tx-rx2',
+        subcarriers: Int16Array.from([1]),
+        nRx: 1,
+        nTx: 1,
+        chainPhases: Float64Array.from([0]),
+        staticChannel: null,
+        windows: 20,
+        focusBefore: 0.5,
+        focusAfter: 0.5,
+      },
     ],
   };
 

@@ -86,7 +86,12 @@ describe('DopplerSteerer on the steering model', () => {
     const dop = new DopplerSteerer(geom);
     const g = { x: 2.2, y: 1.6, z: 1.0 };
     // Amplitude 0.3, phase turning 0.1 rad per snapshot: y_s must be that amplitude exactly.
-    const w = scatterer(dop, () => g, (s) => [0.3 * Math.cos(0.1 * s), 0.3 * Math.sin(0.1 * s)], W);
+    const w = scatterer(
+      dop,
+      () => g,
+      (s) => [0.3 * Math.cos(0.1 * s), 0.3 * Math.sin(0.1 * s)],
+      W,
+    );
     const y = dop.steer(w, g);
     expect(dop.snapshots).toBe(W);
     let worst = 0;

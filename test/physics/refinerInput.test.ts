@@ -15,11 +15,16 @@ const NX = 10;
 const NY = 8;
 const HEIGHTS = [0.5, 1.0, 1.4];
 const BINS = 16;
-const RATES = Float64Array.from({ length: BINS }, (_, i) => -((i - BINS / 2) * 100) / BINS * 0.058);
+const RATES = Float64Array.from({ length: BINS }, (_, i) => (-((i - BINS / 2) * 100) / BINS) * 0.058);
 const f = (name: string) => REFINER_FEATURES.indexOf(name);
 
 /** A map of the 10 x 8 x 3 grid (0.2 m cells from the origin) with candidates at the given cells. */
-function mapOf(time: number, cands: { ix: number; iy: number; layer?: number; power: number }[], doppler?: (i: number, b: number) => number, env = 'e'): RefinerMap {
+function mapOf(
+  time: number,
+  cands: { ix: number; iy: number; layer?: number; power: number }[],
+  doppler?: (i: number, b: number) => number,
+  env = 'e',
+): RefinerMap {
   const map = new Float32Array(NX * NY * HEIGHTS.length).fill(0.01);
   const candidates: Candidate[] = cands.map((c) => {
     const index = (c.layer ?? 1) * NX * NY + c.iy * NX + c.ix;
@@ -28,10 +33,21 @@ function mapOf(time: number, cands: { ix: number; iy: number; layer?: number; po
   });
   const d = new Float32Array(cands.length * BINS);
   if (doppler) for (let i = 0; i < cands.length; i++) for (let b = 0; b < BINS; b++) d[i * BINS + b] = doppler(i, b);
-  return { environmentId: env, time, grid: { nx: NX, ny: NY, heights: HEIGHTS }, map, candidates, links: ['tx-rx1', 'tx-rx2'], doppler: d, dopplerBins: BINS, dopplerRates: RATES };
+  return {
+    environmentId: env,
+    time,
+    grid: { nx: NX, ny: NY, heights: HEIGHTS },
+    map,
+    candidates,
+    links: ['tx-rx1', 'tx-rx2'],
+    doppler: d,
+    dopplerBins: BINS,
+    dopplerRates: RATES,
+  };
 }
 
-const row = (features: Float32Array, cand: number, step: number) => features.subarray((cand * REFINER_STEPS + step) * REFINER_FEATURE_DIM, (cand * REFINER_STEPS + step + 1) * REFINER_FEATURE_DIM);
+const row = (features: Float32Array, cand: number, step: number) =>
+  features.subarray((cand * REFINER_STEPS + step) * REFINER_FEATURE_DIM, (cand * REFINER_STEPS + step + 1) * REFINER_FEATURE_DIM);
 
 describe('RefinerInput', () => {
   it('names every feature once', () => {
@@ -65,7 +81,12 @@ describe('RefinerInput', () => {
 
   it('keeps each candidate on its own track when their order by power swaps', () => {
     const input = new RefinerInput(6);
-    let b = input.push(mapOf(0, [{ ix: 1, iy: 1, power: 2 }, { ix: 8, iy: 6, power: 1 }]));
+    let b = input.push(
+      mapOf(0, [
+        { ix: 1, iy: 1, power: 2 },
+        { ix: 8, iy: 6, power: 1 },
+      ]),
+    );
     for (let k = 1; k < 2 * REFINER_STRIDE; k++) {
       const a = { ix: 1, iy: 1, power: k % 2 ? 1 : 2 };
       const c = { ix: 8, iy: 6, power: k % 2 ? 2 : 1 };
@@ -84,7 +105,12 @@ describe('RefinerInput', () => {
   it('starts a new track for a candidate beyond the gate: its past steps are absent (all zeros)', () => {
     const input = new RefinerInput(6);
     for (let k = 0; k < 2 * REFINER_STEPS; k++) input.push(mapOf(k * 160, [{ ix: 0, iy: 0, power: 1 }]));
-    const b = input.push(mapOf(2 * REFINER_STEPS * 160, [{ ix: 0, iy: 0, power: 1 }, { ix: 9, iy: 7, power: 0.5 }]));
+    const b = input.push(
+      mapOf(2 * REFINER_STEPS * 160, [
+        { ix: 0, iy: 0, power: 1 },
+        { ix: 9, iy: 7, power: 0.5 },
+      ]),
+    );
     expect(row(b.features, 0, REFINER_STEPS - 2)[f('present')]).toBe(1);
     expect(row(b.features, 1, REFINER_STEPS - 1)[f('present')]).toBe(1);
     for (let s = 0; s < REFINER_STEPS - 1; s++) expect(Array.from(row(b.features, 1, s)).every((v) => v === 0)).toBe(true);
@@ -134,13 +160,20 @@ describe('RefinerInput', () => {
   it('summarises the Doppler row: bands over the links, total, share at 0 Hz, mean |rate|', () => {
     const input = new RefinerInput(6);
     // Candidate 0 all at 0 Hz (bin BINS / 2); candidate 1 split between the first bin and 0 Hz.
-    const m = mapOf(0, [{ ix: 2, iy: 2, power: 1 }, { ix: 8, iy: 6, power: 1 }], (i, b) => (i === 0 ? (b === BINS / 2 ? 1.2 : 0) : b === 0 || b === BINS / 2 ? 0.5 : 0));
+    const m = mapOf(
+      0,
+      [
+        { ix: 2, iy: 2, power: 1 },
+        { ix: 8, iy: 6, power: 1 },
+      ],
+      (i, b) => (i === 0 ? (b === BINS / 2 ? 1.2 : 0) : b === 0 || b === BINS / 2 ? 0.5 : 0),
+    );
     const b = input.push(m);
     const r0 = row(b.features, 0, REFINER_STEPS - 1);
     const r1 = row(b.features, 1, REFINER_STEPS - 1);
     const band0 = f('doppler_band_0');
     const per = BINS / DOPPLER_BANDS;
-    expect(r0[band0 + (BINS / 2) / per]).toBeCloseTo(0.6, 6); // 1.2 over 2 links
+    expect(r0[band0 + BINS / 2 / per]).toBeCloseTo(0.6, 6); // 1.2 over 2 links
     expect(r0[f('doppler_total')]).toBeCloseTo(0.6, 6);
     expect(r0[f('doppler_still')]).toBeCloseTo(1, 6);
     expect(r0[f('doppler_mean_rate')]).toBeCloseTo(0, 6);
@@ -151,7 +184,13 @@ describe('RefinerInput', () => {
 
   it('reads at most maxCandidates candidates', () => {
     const input = new RefinerInput(2);
-    const b = input.push(mapOf(0, [{ ix: 1, iy: 1, power: 3 }, { ix: 5, iy: 5, power: 2 }, { ix: 9, iy: 1, power: 1 }]));
+    const b = input.push(
+      mapOf(0, [
+        { ix: 1, iy: 1, power: 3 },
+        { ix: 5, iy: 5, power: 2 },
+        { ix: 9, iy: 1, power: 1 },
+      ]),
+    );
     expect(b.count).toBe(2);
     expect(b.features.length).toBe(2 * REFINER_STEPS * REFINER_FEATURE_DIM);
     expect(() => new RefinerInput(0)).toThrow(RangeError);

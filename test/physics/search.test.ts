@@ -55,7 +55,7 @@ describe('FloorBeamformer.reduce and scan', () => {
     expect(part.filter((v) => v === -1).length).toBe(grid.size - 5);
   });
 
-  it('beamforms the layers mirrored about the radios\' common height once: 1.4 m equals 1.0 m, and a grid of 1.4 m alone', () => {
+  it("beamforms the layers mirrored about the radios' common height once: 1.4 m equals 1.0 m, and a grid of 1.4 m alone", () => {
     // DEFAULT_RADIOS hang at 1.2 m: the 1.0 and 1.4 m layers are at the same distance from every antenna.
     const map = bfs[1]!.beamform(wins[1]!, new Float32Array(grid.size));
     for (let c = 0; c < grid.cells; c++) expect(map[2 * grid.cells + c]).toBe(map[grid.cells + c]);

@@ -96,7 +96,9 @@ describe('StaticChannel', () => {
     const ratio = person / personN / (empty / emptyN);
     const mean = (x: number[]): number => x.reduce((a, b) => a + b, 0) / x.length;
     const blockRatio = mean(blockE.person) / mean(blockE.empty);
-    console.log(`1 s mean of the moving part: empty ${mean(blockE.empty).toExponential(3)}, person ${mean(blockE.person).toExponential(3)}, ratio ${blockRatio.toFixed(1)}`);
+    console.log(
+      `1 s mean of the moving part: empty ${mean(blockE.empty).toExponential(3)}, person ${mean(blockE.person).toExponential(3)}, ratio ${blockRatio.toFixed(1)}`,
+    );
     console.log(`moving energy: empty ${(empty / emptyN).toExponential(3)}, person ${(person / personN).toExponential(3)}, ratio ${ratio.toFixed(1)}`);
     console.log(`told empty (tau 5 s), 90-100 s: per-packet moving energy ${(naiveE / naiveN).toExponential(3)}`);
     // Measured (seed 11, 30 subcarriers, 25 dB SNR): per packet 3.27e-3 empty (the noise floor,
@@ -110,7 +112,12 @@ describe('StaticChannel', () => {
     expect(naiveE / naiveN).toBeLessThan(1.3 * (empty / emptyN));
   });
 
-  for (const [nSub, realism] of [[30, 'ideal'], [114, 'ideal'], [30, 'room'], [114, 'room']] as const) {
+  for (const [nSub, realism] of [
+    [30, 'ideal'],
+    [114, 'ideal'],
+    [30, 'room'],
+    [114, 'room'],
+  ] as const) {
     it(`anchors the absolute delay at the line of sight (${nSub} subcarriers, realism ${realism})`, () => {
       const s = sim(4, 0, nSub, realism);
       const c = sim(4, 0, nSub, realism, true);

@@ -87,7 +87,12 @@ describe('MovingWindows', () => {
   it('carries a simulated person in the moving part (static channel taken away)', () => {
     const radios = [DEFAULT_RADIOS[0]!, DEFAULT_RADIOS[1]!];
     const empty = new CsiSimulator({ seed: 5, radios, people: 0, impairments: { outlierProbability: 0 } });
-    const walker = new CsiSimulator({ seed: 5, radios, people: [{ x: 2, y: 2, script: [{ at: 0, action: 'walk', to: { x: 4, y: 3.5 } }] }], impairments: { outlierProbability: 0 } });
+    const walker = new CsiSimulator({
+      seed: 5,
+      radios,
+      people: [{ x: 2, y: 2, script: [{ at: 0, action: 'walk', to: { x: 4, y: 3.5 } }] }],
+      impairments: { outlierProbability: 0 },
+    });
     const f0 = empty.nextTick().frames[0]!;
     const st = new StaticChannel({ subcarriers: f0.subcarriers, nRx: 3, nTx: 3 });
     const aligned = new Float32Array(f0.csi.length);

@@ -39,10 +39,34 @@ describe('one definition of each setting', () => {
     c.detection.max_persons = 2;
     c.detection.tracking_enabled = false;
     c.alerts.fall_detection.sensitivity = 0.3;
-    const radio = (id: string, role: 'tx' | 'rx', x: number, y: number, z: number) => ({ id, role, x, y, z, yaw_deg: 90, antennas: 3, spacing_m: 0.029, format: 'intel5300' as const });
+    const radio = (id: string, role: 'tx' | 'rx', x: number, y: number, z: number) => ({
+      id,
+      role,
+      x,
+      y,
+      z,
+      yaw_deg: 90,
+      antennas: 3,
+      spacing_m: 0.029,
+      format: 'intel5300' as const,
+    });
     // The primary link is the tx and the FIRST rx: rx2 is not read by the one-link model.
-    c.environment.site = { known: true, room_width: 7, room_depth: 5, radios: [radio('tx', 'tx', 6, 4.5, 1.3), radio('rx1', 'rx', 1, 0.2, 1.1), radio('rx2', 'rx', 0.1, 2, 1)] };
-    c.environment.zones = [{ id: 'bed', polygon: [[0, 0], [1, 0], [1, 1]] }] as never;
+    c.environment.site = {
+      known: true,
+      room_width: 7,
+      room_depth: 5,
+      radios: [radio('tx', 'tx', 6, 4.5, 1.3), radio('rx1', 'rx', 1, 0.2, 1.1), radio('rx2', 'rx', 0.1, 2, 1)],
+    };
+    c.environment.zones = [
+      {
+        id: 'bed',
+        polygon: [
+          [0, 0],
+          [1, 0],
+          [1, 1],
+        ],
+      },
+    ] as never;
     const snapshot = frozen(c);
     const p = liveParams(snapshot);
     expect(p.infer).toMatchObject({ confidenceThreshold: 0.65, maxPersons: 2, site: '7,5,1,0.2,1.1,6,4.5,1.3', receiverX: 1, receiverY: 0.2 });
@@ -87,7 +111,13 @@ describe('one definition of each pipeline', () => {
     };
     // The table the live pipeline was fed from when it was written out by hand (issue 20).
     expect(CONFIG_PARAMS).toEqual({
-      infer: { confidenceThreshold: 'detection.confidence_threshold', maxPersons: 'detection.max_persons', batchSize: 'neural_network.batch_size', maxWaitMs: 'neural_network.max_wait_ms', ...view },
+      infer: {
+        confidenceThreshold: 'detection.confidence_threshold',
+        maxPersons: 'detection.max_persons',
+        batchSize: 'neural_network.batch_size',
+        maxWaitMs: 'neural_network.max_wait_ms',
+        ...view,
+      },
       refine: { confidenceThreshold: 'detection.confidence_threshold', maxPersons: 'detection.max_persons', ...view },
       floorMap: { roomWidth: 'environment.site.room_width', roomDepth: 'environment.site.room_depth' },
       track: { enabled: 'detection.tracking_enabled', minHits: 'detection.tracking_min_hits', maxAge: 'detection.tracking_max_age' },

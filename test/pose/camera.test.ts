@@ -37,10 +37,18 @@ describe('pinhole camera', () => {
 
   it('marks points behind the camera and outside the image invisible', () => {
     const kp = new Float32Array([
-      3, 3, 1.2, // in front, inside
-      3, -1, 1.2, // behind
-      3, 0.1, 1.6, // at the optical centre
-      30, 1, 1.2, // in front, far outside to the right
+      3,
+      3,
+      1.2, // in front, inside
+      3,
+      -1,
+      1.2, // behind
+      3,
+      0.1,
+      1.6, // at the optical centre
+      30,
+      1,
+      1.2, // in front, far outside to the right
     ]);
     const out = new Float32Array(8);
     const vis = new Uint8Array(4);
@@ -100,7 +108,10 @@ describe('the reference view (environment.view) as a camera', () => {
       const cam = viewCamera(v);
       const p = v.pitch_deg * RAD;
       const half = (v.hfov_deg / 2) * RAD;
-      for (const [side, u] of [[-1, 0], [1, v.width]] as const) {
+      for (const [side, u] of [
+        [-1, 0],
+        [1, v.width],
+      ] as const) {
         // A ray hfov/2 off the optical axis in the camera's horizontal plane (its right is +x).
         const d = 2.5;
         const x = v.x + side * d * Math.tan(half);

@@ -46,13 +46,27 @@ function reference(x: number[], P: M, dt: number, z: [number, number], n: Kalman
     [r, 0],
     [0, r],
   ];
-  const xp = mul(F, x.map((v) => [v]));
+  const xp = mul(
+    F,
+    x.map((v) => [v]),
+  );
   const Pp = add(mul(mul(F, P), tr(F)), Q);
   const S = add(mul(mul(H, Pp), tr(H)), R);
   const K = mul(mul(Pp, tr(H)), inv2(S));
   const y = sub([[z[0]], [z[1]]], mul(H, xp));
   const xn = add(xp, mul(K, y)).map((row) => row[0]!);
-  const Pn = mul(sub([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], mul(K, H)), Pp);
+  const Pn = mul(
+    sub(
+      [
+        [1, 0, 0, 0],
+        [0, 1, 0, 0],
+        [0, 0, 1, 0],
+        [0, 0, 0, 1],
+      ],
+      mul(K, H),
+    ),
+    Pp,
+  );
   return { x: xn, P: Pn };
 }
 

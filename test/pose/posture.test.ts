@@ -278,14 +278,32 @@ describe('activityOf', () => {
 
   it('walking: standing posture and a floor speed >= 0.3 m/s', () => {
     const figs = Array.from({ length: 10 }, () => at(WALKING));
-    expect(run(figs, (k) => [k * 0.1, 1], () => 1.0).at(-1)!.activity).toBe('walking');
-    expect(run(figs, (k) => [k * 0.01, 1], () => 0.1).at(-1)!.activity).toBe('standing');
+    expect(
+      run(
+        figs,
+        (k) => [k * 0.1, 1],
+        () => 1.0,
+      ).at(-1)!.activity,
+    ).toBe('walking');
+    expect(
+      run(
+        figs,
+        (k) => [k * 0.01, 1],
+        () => 0.1,
+      ).at(-1)!.activity,
+    ).toBe('standing');
     // Without a given speed it is measured from the floor positions: 0.5 m/s here.
     const measured = run(figs, (k) => [k * 0.05, 1]).at(-1)!;
     expect(measured.activity).toBe('walking');
     expect(measured.speed).toBeCloseTo(0.5, 6);
     // Seated and moving (a wheelchair) stays sitting.
-    expect(run(Array.from({ length: 10 }, () => at(SITTING_SIDE)), (k) => [k * 0.1, 1], () => 1).at(-1)!.activity).toBe('sitting');
+    expect(
+      run(
+        Array.from({ length: 10 }, () => at(SITTING_SIDE)),
+        (k) => [k * 0.1, 1],
+        () => 1,
+      ).at(-1)!.activity,
+    ).toBe('sitting');
   });
 
   it('walking without floor positions: the box centre moving >= 0.25 box heights per second', () => {

@@ -73,8 +73,14 @@ describe('FallWatcher.step', () => {
       name: 'still down: high at onset + delay, critical at 3x',
       script: 's10f2l70',
       settings: {},
-      alerts: [['fall_detection', 'high', 3000], ['fall_detection', 'critical', 7000]],
-      events: [['fall_detection', 'high', 3000], ['fall_detection', 'critical', 7000]],
+      alerts: [
+        ['fall_detection', 'high', 3000],
+        ['fall_detection', 'critical', 7000],
+      ],
+      events: [
+        ['fall_detection', 'high', 3000],
+        ['fall_detection', 'critical', 7000],
+      ],
     },
     {
       name: 'up before the delay: no alert, a medium fall_detection event',
@@ -88,7 +94,10 @@ describe('FallWatcher.step', () => {
       script: 's10f2l25s5',
       settings: {},
       alerts: [['fall_detection', 'high', 3000]],
-      events: [['fall_detection', 'high', 3000], ['fall_recovery', 'low', 3700]],
+      events: [
+        ['fall_detection', 'high', 3000],
+        ['fall_recovery', 'low', 3700],
+      ],
     },
     {
       name: 'walking or sitting counts as up too',
@@ -122,8 +131,14 @@ describe('FallWatcher.step', () => {
       name: 'the episode ends at max(recovery window, 3x delay): getting up later records nothing',
       script: 's10f2l30s5',
       settings: { delayMs: 500, recoveryMs: 2000 },
-      alerts: [['fall_detection', 'high', 1500], ['fall_detection', 'critical', 2500]],
-      events: [['fall_detection', 'high', 1500], ['fall_detection', 'critical', 2500]],
+      alerts: [
+        ['fall_detection', 'high', 1500],
+        ['fall_detection', 'critical', 2500],
+      ],
+      events: [
+        ['fall_detection', 'high', 1500],
+        ['fall_detection', 'critical', 2500],
+      ],
     },
     {
       name: 'disabled: nothing',
@@ -182,16 +197,40 @@ describe('FallWatcher.step', () => {
       for (let t = 0; t <= at + 3000; t += 100) {
         w.step(poseFrame(t, [person(1, act(t, 1000), [1, 1]), person(2, act(t, at), [3, 1], ownFalling(own))]), FALL, sink);
       }
-      return sink.alerts.filter((a) => a.severity === 'high').map((a) => [a.trackId, a.metadata.fall_time as number - T0]);
+      return sink.alerts.filter((a) => a.severity === 'high').map((a) => [a.trackId, (a.metadata.fall_time as number) - T0]);
     };
 
     it.each([
       { name: 'a second fall 0.5 s later is the same event', at: 1500, own: 0.3, tracks: [[1, 1000]] },
-      { name: '...unless its own P(falling) reaches the trigger', at: 1500, own: 0.9, tracks: [[1, 1000], [2, 1500]] },
-      { name: 'the trigger itself counts', at: 1500, own: 0.8, tracks: [[1, 1000], [2, 1500]] },
+      {
+        name: '...unless its own P(falling) reaches the trigger',
+        at: 1500,
+        own: 0.9,
+        tracks: [
+          [1, 1000],
+          [2, 1500],
+        ],
+      },
+      {
+        name: 'the trigger itself counts',
+        at: 1500,
+        own: 0.8,
+        tracks: [
+          [1, 1000],
+          [2, 1500],
+        ],
+      },
       // Both falling frames of track 2 (at and at + 100 ms) fall inside the window.
       { name: 'just inside the window: merged', at: 1000 + FALL_ROOM_REFRACTORY_MS - 200, own: 0, tracks: [[1, 1000]] },
-      { name: 'at the end of the window: a new fall', at: 1000 + FALL_ROOM_REFRACTORY_MS, own: 0, tracks: [[1, 1000], [2, 11_000]] },
+      {
+        name: 'at the end of the window: a new fall',
+        at: 1000 + FALL_ROOM_REFRACTORY_MS,
+        own: 0,
+        tracks: [
+          [1, 1000],
+          [2, 11_000],
+        ],
+      },
     ])('$name', ({ at, own, tracks }) => {
       expect(room(at, own)).toEqual(tracks);
     });
@@ -226,7 +265,7 @@ describe('InactivityWatcher.step', () => {
   it.each([
     { name: 'within the radius for the threshold: one alert', seconds: 200, pos: jitter, settings: {}, at: [60] },
     { name: 'a longer threshold', seconds: 200, pos: jitter, settings: { thresholdMinutes: 2 }, at: [120] },
-    { name: 'moving away re-arms it', seconds: 200, pos: (k: number) => (k < 100 ? jitter(k) : [2.6, 2] as [number, number]), settings: {}, at: [60, 160] },
+    { name: 'moving away re-arms it', seconds: 200, pos: (k: number) => (k < 100 ? jitter(k) : ([2.6, 2] as [number, number])), settings: {}, at: [60, 160] },
     { name: 'just inside the radius is still', seconds: 100, pos: (k: number): [number, number] => [k % 2 ? 0.29 : 0, 0], settings: {}, at: [60] },
     { name: 'the radius itself is a move', seconds: 100, pos: (k: number): [number, number] => [k % 2 ? INACTIVITY_RADIUS_M : 0, 0], settings: {}, at: [] },
     { name: 'pacing raises nothing', seconds: 200, pos: (k: number): [number, number] => [1 + (k % 20) * 0.2, 2], settings: {}, at: [] },
@@ -265,7 +304,16 @@ describe('InactivityWatcher.step', () => {
 });
 
 describe('ZoneWatcher.step', () => {
-  const SQUARE: ZoneConfig = { id: 'sq', name: 'Square', polygon: [[0, 0], [4, 0], [4, 4], [0, 4]] };
+  const SQUARE: ZoneConfig = {
+    id: 'sq',
+    name: 'Square',
+    polygon: [
+      [0, 0],
+      [4, 0],
+      [4, 4],
+      [0, 4],
+    ],
+  };
   /** Track 6 walks the points, one a second from `startMs`; alert times in ms after T0. */
   const walk = (points: Array<[number, number]>, zones: ZoneConfig[] = [SQUARE], startMs = 0) => {
     const w = new ZoneWatcher();
@@ -276,11 +324,51 @@ describe('ZoneWatcher.step', () => {
   };
 
   it.each([
-    { name: 'an entry alerts once per stay', points: [[-1, 2], [1, 2], [2, 2], [3, 2]], at: [1000] },
-    { name: 'the boundary is inside', points: [[-1, 2], [0, 2]], at: [1000] },
-    { name: 'outside by less than the exit margin is still the same stay', points: [[2, 2], [4 + ZONE_EXIT_MARGIN_M - 0.05, 2], [3, 2]], at: [0] },
-    { name: 'outside by more than the margin ends the stay: coming back alerts again', points: [[2, 2], [4 + ZONE_EXIT_MARGIN_M + 0.05, 2], [3, 2]], at: [0, 2000] },
-    { name: 'never inside: nothing', points: [[-1, 2], [5, 5], [4.1, 2]], at: [] },
+    {
+      name: 'an entry alerts once per stay',
+      points: [
+        [-1, 2],
+        [1, 2],
+        [2, 2],
+        [3, 2],
+      ],
+      at: [1000],
+    },
+    {
+      name: 'the boundary is inside',
+      points: [
+        [-1, 2],
+        [0, 2],
+      ],
+      at: [1000],
+    },
+    {
+      name: 'outside by less than the exit margin is still the same stay',
+      points: [
+        [2, 2],
+        [4 + ZONE_EXIT_MARGIN_M - 0.05, 2],
+        [3, 2],
+      ],
+      at: [0],
+    },
+    {
+      name: 'outside by more than the margin ends the stay: coming back alerts again',
+      points: [
+        [2, 2],
+        [4 + ZONE_EXIT_MARGIN_M + 0.05, 2],
+        [3, 2],
+      ],
+      at: [0, 2000],
+    },
+    {
+      name: 'never inside: nothing',
+      points: [
+        [-1, 2],
+        [5, 5],
+        [4.1, 2],
+      ],
+      at: [],
+    },
   ])('$name', ({ points, at }) => {
     expect(walk(points as Array<[number, number]>)).toEqual(at);
   });
@@ -291,7 +379,18 @@ describe('ZoneWatcher.step', () => {
     { name: 'a day the zone is not watched: nothing', days: [2], start: -2000, at: [] },
   ])('schedules: $name', ({ days, start, at }) => {
     const zone: ZoneConfig = { ...SQUARE, schedule: { days, start: '12:00', end: '12:01' } };
-    expect(walk([[2, 2], [2, 2], [2, 2], [2, 2]], [zone], start)).toEqual(at);
+    expect(
+      walk(
+        [
+          [2, 2],
+          [2, 2],
+          [2, 2],
+          [2, 2],
+        ],
+        [zone],
+        start,
+      ),
+    ).toEqual(at);
   });
 
   it('fills the alert: zone, severity, persons in the zone', () => {
@@ -329,7 +428,18 @@ describe('TrackWatcher lifecycle', () => {
   it('skips untracked persons and a repeated track id in one frame', () => {
     const w = new ZoneWatcher();
     const out = w.step(poseFrame(0, [person(1, 'walking', [9, 9]), person(1, 'walking', [1, 1]), { ...person(2, 'walking', [1, 1]), trackId: undefined }]), {
-      zones: [compileZone({ id: 'z', name: 'Z', polygon: [[0, 0], [2, 0], [2, 2], [0, 2]] })],
+      zones: [
+        compileZone({
+          id: 'z',
+          name: 'Z',
+          polygon: [
+            [0, 0],
+            [2, 0],
+            [2, 2],
+            [0, 2],
+          ],
+        }),
+      ],
     });
     expect(out.alerts).toEqual([]);
     expect(w.has(2)).toBe(false);
@@ -337,7 +447,16 @@ describe('TrackWatcher lifecycle', () => {
 });
 
 describe('AlertWatchers.step', () => {
-  const ZONE: ZoneConfig = { id: 'z', name: 'Z', polygon: [[0, 0], [4, 0], [4, 4], [0, 4]] };
+  const ZONE: ZoneConfig = {
+    id: 'z',
+    name: 'Z',
+    polygon: [
+      [0, 0],
+      [4, 0],
+      [4, 4],
+      [0, 4],
+    ],
+  };
 
   it('returns the frame itself when nothing is raised, else a copy with the alerts appended', () => {
     const w = new AlertWatchers();
@@ -364,7 +483,10 @@ describe('AlertWatchers.step', () => {
     let out: PoseFrame = poseFrame(0, []);
     // Track 1 stands outside until 60 s, then falls inside the zone; track 2 sits still outside.
     for (let k = 0; k <= 60; k++) {
-      out = w.step(poseFrame(k * 1000, [person(1, k < 60 ? 'standing' : 'falling', k < 60 ? [-5 + k * 0.5, 9] : [1, 1]), person(2, 'sitting', [9, 9])]), settings);
+      out = w.step(
+        poseFrame(k * 1000, [person(1, k < 60 ? 'standing' : 'falling', k < 60 ? [-5 + k * 0.5, 9] : [1, 1]), person(2, 'sitting', [9, 9])]),
+        settings,
+      );
     }
     expect(out.alerts!.map((a) => [a.trackId, a.type])).toEqual([
       [1, 'fall_detection'],
@@ -373,7 +495,7 @@ describe('AlertWatchers.step', () => {
     ]);
   });
 
-  it("keeps every state of a track while its fall is open: a return to the zone is the same stay", () => {
+  it('keeps every state of a track while its fall is open: a return to the zone is the same stay', () => {
     // Track 1 is in the zone, falls at 1 s, is unseen for 20 s (track 2 keeps frames coming), and
     // is seen again in the zone, still down.
     const frames = Array.from({ length: 230 }, (_, k) => {

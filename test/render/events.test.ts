@@ -33,7 +33,7 @@ const alert: PoseAlert = {
   actionsRequired: ['medical_response', 'notification'],
 };
 
-describe('events and alerts on the wire: the spec\'s snake_case shapes', () => {
+describe("events and alerts on the wire: the spec's snake_case shapes", () => {
   it('renders an activity event as /analytics/events items are', () => {
     expect(renderEvent(event)).toEqual({
       event_id: event.eventId,
@@ -57,13 +57,32 @@ describe('events and alerts on the wire: the spec\'s snake_case shapes', () => {
       timestamp: '2026-11-24T10:00:00.000Z',
       alert_type: 'fall_detection',
       severity: 'high',
-      data: { person_id: 3, track_id: 3, environment_id: 'default', location: { x: 1.235, y: 2.5 }, confidence: 0.877, video_clip_url: null, metadata: { down_seconds: 5 } },
+      data: {
+        person_id: 3,
+        track_id: 3,
+        environment_id: 'default',
+        location: { x: 1.235, y: 2.5 },
+        confidence: 0.877,
+        video_clip_url: null,
+        metadata: { down_seconds: 5 },
+      },
       actions_required: ['medical_response', 'notification'],
     });
   });
 
   it('NDJSON pose frames carry them in the same style as the poses, never camelCase', () => {
-    const frame: PoseFrame = { frameId: 7, time: T, sourceId: 's', environmentId: 'default', persons: [], processingMs: 1, modelVersion: 'm', csiQuality: 1, events: [event], alerts: [alert] };
+    const frame: PoseFrame = {
+      frameId: 7,
+      time: T,
+      sourceId: 's',
+      environmentId: 'default',
+      persons: [],
+      processingMs: 1,
+      modelVersion: 'm',
+      csiQuality: 1,
+      events: [event],
+      alerts: [alert],
+    };
     const line = toJsonLine(frame);
     const o = JSON.parse(line);
     expect(o.events).toEqual([renderEvent(event)]);

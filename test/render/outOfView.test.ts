@@ -22,9 +22,23 @@ import { WsClient } from '../helpers/wsClient.js';
 
 /** Joint offsets of a standing adult: across (m, +x) and height (m), COCO-17 order. */
 const STANDING: ReadonlyArray<readonly [number, number]> = [
-  [0, 1.62], [-0.03, 1.65], [0.03, 1.65], [-0.07, 1.63], [0.07, 1.63],
-  [-0.19, 1.42], [0.19, 1.42], [-0.22, 1.12], [0.22, 1.12], [-0.23, 0.85], [0.23, 0.85],
-  [-0.1, 0.92], [0.1, 0.92], [-0.1, 0.5], [0.1, 0.5], [-0.1, 0.08], [0.1, 0.08],
+  [0, 1.62],
+  [-0.03, 1.65],
+  [0.03, 1.65],
+  [-0.07, 1.63],
+  [0.07, 1.63],
+  [-0.19, 1.42],
+  [0.19, 1.42],
+  [-0.22, 1.12],
+  [0.22, 1.12],
+  [-0.23, 0.85],
+  [0.23, 0.85],
+  [-0.1, 0.92],
+  [0.1, 0.92],
+  [-0.1, 0.5],
+  [0.1, 0.5],
+  [-0.1, 0.08],
+  [0.1, 0.08],
 ];
 
 /**
@@ -45,7 +59,18 @@ function personAt(cam: Camera, x: number, y: number, trackId: number): PersonPos
     const finite = Number.isFinite(u) && Number.isFinite(v);
     kp.set([finite ? u : 0, finite ? v : 0, vis[j] ? 0.9 : 0], 3 * j);
   }
-  return { slot: trackId - 1, trackId, trackAge: 10, confidence: 0.9, keypoints: kp, bbox: Float32Array.from(cam.bbox(px, vis)), floor: { x, y }, keypoints3d: k3, activity: 'standing', velocity: { x: 0, y: 0 } };
+  return {
+    slot: trackId - 1,
+    trackId,
+    trackAge: 10,
+    confidence: 0.9,
+    keypoints: kp,
+    bbox: Float32Array.from(cam.bbox(px, vis)),
+    floor: { x, y },
+    keypoints3d: k3,
+    activity: 'standing',
+    velocity: { x: 0, y: 0 },
+  };
 }
 
 /** What every rendered person must be, in either form: in view with a real box, or out of view with none. */
@@ -107,7 +132,10 @@ describe('renderings of a person outside the reference view', () => {
           const where = `form ${form} keypoints ${includeKeypoints} dense ${includeDensePose}`;
           const persons = [seen, behind, beside].map((p) => renderPerson(p, form, { includeKeypoints, includeDensePose }) as any);
           for (const p of persons) expectPersonRule(p, view.width, view.height, where);
-          expect(persons.map((p) => p.in_view), where).toEqual([true, false, false]);
+          expect(
+            persons.map((p) => p.in_view),
+            where,
+          ).toEqual([true, false, false]);
           if (form === 'b' && includeDensePose) expect(typeof persons[0].dense_pose.iuv_image).toBe('string');
         }
   });
@@ -174,7 +202,10 @@ describe('the live service with a view that sees nobody', () => {
     try {
       const id = (await c.subscribe('pose_updates', { include_dense_pose: true })).subscription_id;
       const seen: any[] = [];
-      while (seen.length < n) seen.push(...(await c.next((m) => m.type === 'pose_update' && m.subscription_id === id && m.data.persons.length > 0, 'a frame with persons')).data.persons);
+      while (seen.length < n)
+        seen.push(
+          ...(await c.next((m) => m.type === 'pose_update' && m.subscription_id === id && m.data.persons.length > 0, 'a frame with persons')).data.persons,
+        );
       return seen;
     } finally {
       await c.close();
@@ -191,7 +222,10 @@ describe('the live service with a view that sees nobody', () => {
       for (const p of (form === 'a' ? latest.body : latest.body.data).persons) expectPersonRule(p, away.width, away.height, `latest ${form}`);
     }
     if (broker) {
-      const frames = await until(async () => (mqttPose.filter((f) => f.persons.length > 0).length >= 5 ? mqttPose : undefined), 'MQTT pose frames with persons');
+      const frames = await until(
+        async () => (mqttPose.filter((f) => f.persons.length > 0).length >= 5 ? mqttPose : undefined),
+        'MQTT pose frames with persons',
+      );
       for (const f of frames) for (const p of f.persons) expectPersonRule(p, away.width, away.height, 'mqtt pose');
       // Home Assistant counts the people in the room, seen by the view or not.
       await until(async () => (haStates.some((h) => h.person_count > 0 && h.occupied) ? true : undefined), 'a Home Assistant state with persons');

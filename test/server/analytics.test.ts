@@ -48,7 +48,10 @@ async function expect422(path: string, query: Record<string, string | number>, f
   expect(b.status, `${path} ${JSON.stringify(query)}: ${b.text}`).toBe(422);
   expect(b.body.success).toBe(false);
   expect(b.body.error.code).toBe('VALIDATION_ERROR');
-  expect(b.body.error.details.errors.map((e: { field: string }) => e.field), b.text).toContain(field);
+  expect(
+    b.body.error.details.errors.map((e: { field: string }) => e.field),
+    b.text,
+  ).toContain(field);
   const a = await get(path, query, 'a');
   expect(a.status).toBe(422);
   expect(a.body.error.code).toBe('VALIDATION_ERROR');
@@ -86,7 +89,9 @@ describe('both response forms', () => {
     for (const path of ENDPOINTS) {
       const b = await get(path, VALID[path]!, 'b');
       expect(b.status, `${path}: ${b.text}`).toBe(200);
-      expect(Object.keys(b.body).sort(), path).toEqual(path === '/analytics/events' ? ['data', 'pagination', 'request_id', 'success', 'timestamp'] : ['data', 'request_id', 'success', 'timestamp']);
+      expect(Object.keys(b.body).sort(), path).toEqual(
+        path === '/analytics/events' ? ['data', 'pagination', 'request_id', 'success', 'timestamp'] : ['data', 'request_id', 'success', 'timestamp'],
+      );
       const a = await get(path, VALID[path]!, 'a');
       expect(a.status).toBe(200);
       if (path === '/analytics/events') {
@@ -128,7 +133,11 @@ describe('GET /analytics/healthcare', () => {
 
   it('period hour, week and month end at the end of date; without date they end now', async () => {
     const end = Date.parse(`${DAY}T00:00:00.000Z`) + 24 * HOUR;
-    for (const [period, len] of [['hour', HOUR], ['week', 7 * 24 * HOUR], ['month', 30 * 24 * HOUR]] as const) {
+    for (const [period, len] of [
+      ['hour', HOUR],
+      ['week', 7 * 24 * HOUR],
+      ['month', 30 * 24 * HOUR],
+    ] as const) {
       const r = await get('/analytics/healthcare', { period, date: DAY, metrics: 'fall_events', environment_id: 'care' });
       expect(r.body.data.time_period).toEqual({ period, start: iso(end - len), end: iso(end) });
       // The last hour of the day holds no fall; a week and a month do.
@@ -168,7 +177,9 @@ describe('GET /analytics/retail', () => {
       ['C', 3, 1],
     ]);
     expect(Math.abs(d.zones[1].avg_dwell_time_minutes - 3)).toBeLessThan(0.05);
-    expect([d.conversion_funnel.entrance, d.conversion_funnel.product_interaction, d.conversion_funnel.checkout_area, d.conversion_funnel.purchase]).toEqual([3, 2, 0, 2]);
+    expect([d.conversion_funnel.entrance, d.conversion_funnel.product_interaction, d.conversion_funnel.checkout_area, d.conversion_funnel.purchase]).toEqual([
+      3, 2, 0, 2,
+    ]);
     expect(d.conversion_funnel.notes.join(' ')).toMatch(/checkout_area/);
     expect(d.heat_map.high_traffic_areas.map((h: { zone: string }) => h.zone)).toEqual(['A', 'C', 'E']);
     expect(d.heat_map.high_traffic_areas[0].intensity).toBe(1);
@@ -208,7 +219,12 @@ describe('GET /analytics/summary', () => {
     const r = await get('/analytics/summary', { start_time: iso(T0 - HOUR), end_time: iso(T0 + 2 * HOUR) });
     const d = r.body.data;
     expect(d.time_period).toEqual({ start: iso(T0 - HOUR), end: iso(T0 + 2 * HOUR), duration_hours: 3 });
-    expect(d.detection_stats).toMatchObject({ total_detections: shopRun.tracked.reduce((a, b) => a + b, 0), unique_persons: 3, average_confidence: 0.9, peak_occupancy: 3 });
+    expect(d.detection_stats).toMatchObject({
+      total_detections: shopRun.tracked.reduce((a, b) => a + b, 0),
+      unique_persons: 3,
+      average_confidence: 0.9,
+      peak_occupancy: 3,
+    });
     expect(d.activity_stats).toMatchObject({ fall_detections: 0, alert_count: 6 });
     expect(d.system_stats).toMatchObject({ average_processing_time: 5, frames_processed: 3750, error_count: 0 });
     expect(d.hourly_breakdown.map((b: { hour: string }) => b.hour)).toEqual([iso(T0 - HOUR), iso(T0), iso(T0 + HOUR)]);
@@ -273,10 +289,29 @@ describe('GET /analytics/events', () => {
 
   it('pages the configured environment newest first: Form A by limit and cursor, Form B by page and per_page', async () => {
     const first = await get('/analytics/events', { limit: 4 }, 'a');
-    expect(first.body.pagination).toMatchObject({ limit: 4, returned_count: 4, total_count: shopRun.events.length, has_more: true, next_cursor: expect.any(String) });
-    expect(first.body.events[0]).toMatchObject({ event_id: expect.any(String), type: expect.any(String), environment_id: 'shop', metadata: expect.any(Object), actions_taken: expect.any(Array) });
+    expect(first.body.pagination).toMatchObject({
+      limit: 4,
+      returned_count: 4,
+      total_count: shopRun.events.length,
+      has_more: true,
+      next_cursor: expect.any(String),
+    });
+    expect(first.body.events[0]).toMatchObject({
+      event_id: expect.any(String),
+      type: expect.any(String),
+      environment_id: 'shop',
+      metadata: expect.any(Object),
+      actions_taken: expect.any(Array),
+    });
     const firstB = await get('/analytics/events', { per_page: 4, page: 2 }, 'b');
-    expect(firstB.body.pagination).toEqual({ page: 2, per_page: 4, total: shopRun.events.length, total_pages: Math.ceil(shopRun.events.length / 4), has_next: true, has_prev: true });
+    expect(firstB.body.pagination).toEqual({
+      page: 2,
+      per_page: 4,
+      total: shopRun.events.length,
+      total_pages: Math.ceil(shopRun.events.length / 4),
+      has_next: true,
+      has_prev: true,
+    });
     for (const form of ['a', 'b'] as const) {
       const { out, total } = await pageAll({}, form, 4);
       expect(total).toBe(shopRun.events.length);
@@ -326,7 +361,8 @@ describe('GET /analytics/events', () => {
     const bad = await get('/analytics/events', { event_type: 'fall_alarm' }, 'a');
     expect(bad.status).toBe(422);
     const message = bad.body.error.details.field_errors[0].message as string;
-    for (const valid of ['fall_detection', 'fall_recovery', 'activity_change', 'inactivity', 'intrusion', 'fall', 'alert', 'activity']) expect(message).toContain(valid);
+    for (const valid of ['fall_detection', 'fall_recovery', 'activity_change', 'inactivity', 'intrusion', 'fall', 'alert', 'activity'])
+      expect(message).toContain(valid);
   });
 
   it('a Form A cursor carries its query: following next_cursor alone continues the same listing', async () => {
@@ -346,11 +382,20 @@ describe('GET /analytics/events', () => {
     }
     expect(seen).toEqual(whole.out.map((e) => e.event_id));
     // The same parameters sent again (a time in another notation is the same instant), or another page size: fine.
-    const again = await get('/analytics/events', { ...query, start_time: iso(T0).replace('Z', '+00:00'), limit: 5, cursor: first.body.pagination.next_cursor }, 'a');
+    const again = await get(
+      '/analytics/events',
+      { ...query, start_time: iso(T0).replace('Z', '+00:00'), limit: 5, cursor: first.body.pagination.next_cursor },
+      'a',
+    );
     expect(again.status, again.text).toBe(200);
     expect(again.body.events.map((e: { event_id: string }) => e.event_id)).toEqual(whole.out.slice(2, 7).map((e) => e.event_id));
     // A parameter that disagrees with the cursor's query, or one the cursor's query did not have: 422 naming it.
-    for (const [field, value] of [['event_type', 'intrusion'], ['severity', 'high'], ['end_time', iso(T0 + 2 * HOUR)], ['environment_id', 'care']] as const) {
+    for (const [field, value] of [
+      ['event_type', 'intrusion'],
+      ['severity', 'high'],
+      ['end_time', iso(T0 + 2 * HOUR)],
+      ['environment_id', 'care'],
+    ] as const) {
       const r = await get('/analytics/events', { cursor: first.body.pagination.next_cursor, [field]: value }, 'a');
       expect(r.status, `${field}: ${r.text}`).toBe(422);
       expect(r.body.error.details.field_errors.map((e: { field: string }) => e.field)).toEqual([field]);

@@ -168,16 +168,14 @@ describe('analytics: every spec-typed number is a number, with data and without'
   });
 
   it('summary and occupancy over the data, over an hour without data inside a range with data, and over nothing', async () => {
-    const ranges = [
-      { start_time: iso(T0 - HOUR), end_time: iso(T0 + 2 * HOUR) },
-      EMPTY,
-    ];
+    const ranges = [{ start_time: iso(T0 - HOUR), end_time: iso(T0 + 2 * HOUR) }, EMPTY];
     for (const q of ranges) {
       for (const r of await both('/analytics/summary', q)) {
         const n = expectNumbers(`summary ${JSON.stringify(q)} ${r.form}`, r.body, SUMMARY);
         expect(n).toBeGreaterThan(SUMMARY.length - 3);
       }
-      for (const r of await both('/analytics/occupancy', { ...q, interval: '5min' })) expectNumbers(`occupancy ${JSON.stringify(q)} ${r.form}`, r.body, OCCUPANCY);
+      for (const r of await both('/analytics/occupancy', { ...q, interval: '5min' }))
+        expectNumbers(`occupancy ${JSON.stringify(q)} ${r.form}`, r.body, OCCUPANCY);
     }
     // The first range's first hour is empty: its bucket is in the breakdown, with numbers.
     const [sum] = await both('/analytics/summary', ranges[0]!);
@@ -189,8 +187,16 @@ describe('analytics: every spec-typed number is a number, with data and without'
       for (const r of await both('/analytics/events', { event_type })) {
         const items = r.form === 'a' ? r.body.events : r.body;
         expect(items.length, event_type).toBeGreaterThan(0);
-        expectNumbers(`events ${event_type} ${r.form}`, { items }, EVENT.map((p) => `items[].${p}`));
-        expectNumbers(`events pagination ${r.form}`, r.raw.pagination, r.form === 'a' ? ['total_count', 'returned_count'] : ['page', 'per_page', 'total', 'total_pages']);
+        expectNumbers(
+          `events ${event_type} ${r.form}`,
+          { items },
+          EVENT.map((p) => `items[].${p}`),
+        );
+        expectNumbers(
+          `events pagination ${r.form}`,
+          r.raw.pagination,
+          r.form === 'a' ? ['total_count', 'returned_count'] : ['page', 'per_page', 'total', 'total_pages'],
+        );
       }
     }
   });
@@ -198,12 +204,28 @@ describe('analytics: every spec-typed number is a number, with data and without'
 
 describe('history, query and tracks: every spec-typed number is a number', () => {
   const range = () => ({ start_time: iso(T0), end_time: iso(T0 + HOUR) });
-  const PERSON_B = ['frame_id', 'person_id', 'track_id', 'confidence', 'bounding_box.x', 'bounding_box.y', 'bounding_box.width', 'bounding_box.height', 'keypoints[].x', 'keypoints[].y', 'keypoints[].confidence'];
+  const PERSON_B = [
+    'frame_id',
+    'person_id',
+    'track_id',
+    'confidence',
+    'bounding_box.x',
+    'bounding_box.y',
+    'bounding_box.width',
+    'bounding_box.height',
+    'keypoints[].x',
+    'keypoints[].y',
+    'keypoints[].confidence',
+  ];
 
   it('Form B history records and Form A history frames', async () => {
     const b = await s.api('GET', '/pose/history', { token, query: { ...range(), per_page: 200 } });
     expect(b.status, b.text).toBe(200);
-    expectNumbers('history B', b.body, PERSON_B.map((p) => `data[].${p}`));
+    expectNumbers(
+      'history B',
+      b.body,
+      PERSON_B.map((p) => `data[].${p}`),
+    );
     expectNumbers('history B pagination', b.body.pagination, ['page', 'per_page', 'total', 'total_pages']);
     const a = await s.api('GET', '/pose/history', { token, form: 'a', query: { ...range(), limit: 100 } });
     expect(a.status, a.text).toBe(200);
@@ -225,12 +247,23 @@ describe('history, query and tracks: every spec-typed number is a number', () =>
       const r = await s.api('POST', '/pose/query', {
         token,
         form,
-        body: { query: { time_range: { start: iso(T0 - HOUR), end: iso(T0 + HOUR) }, filters: { confidence: { min: 0.99 } }, aggregation: { type: 'minute_summary' } } },
+        body: {
+          query: {
+            time_range: { start: iso(T0 - HOUR), end: iso(T0 + HOUR) },
+            filters: { confidence: { min: 0.99 } },
+            aggregation: { type: 'minute_summary' },
+          },
+        },
       });
       expect(r.status, r.text).toBe(200);
       const body = form === 'a' ? r.body : r.body.data;
       expect(body.results.length).toBeGreaterThan(0);
-      expectNumbers(`query ${form}`, body, ['results[].person_count', 'results[].avg_confidence', 'query_metadata.execution_time_ms', 'query_metadata.total_records_scanned']);
+      expectNumbers(`query ${form}`, body, [
+        'results[].person_count',
+        'results[].avg_confidence',
+        'query_metadata.execution_time_ms',
+        'query_metadata.total_records_scanned',
+      ]);
     }
   });
 

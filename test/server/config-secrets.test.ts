@@ -18,12 +18,20 @@ const SOURCE = `mqtt://csi:${PASSWORD}@broker.example:1883/csi/%23?format=esp32`
 const MASKED = 'mqtt://csi:***@broker.example:1883/csi/%23?format=esp32';
 
 describe('masking URL passwords', () => {
-  it('masks the password of a URL\'s userinfo and nothing else', () => {
+  it("masks the password of a URL's userinfo and nothing else", () => {
     expect(maskUrlPassword(SOURCE)).toBe(MASKED);
     // The userinfo ends at the last @ before the path, as the MQTT source reads it; # does not end it.
     expect(maskUrlPassword('mqtt://u:p@ss#w@host/t#?format=esp32')).toBe('mqtt://u:***@host/t#?format=esp32');
     expect(maskUrlPassword('mqtts://u:pw@h?format=nexmon')).toBe('mqtts://u:***@h?format=nexmon');
-    for (const same of ['sim?seed=3', 'mqtt://host/t?format=esp32', 'mqtt://user@host/t?format=esp32', 'file:/x@y:z', 'udp://0.0.0.0:5500?format=esp32', 'mqtt://host/a@b:c', 'mqtt://u:@host/t']) {
+    for (const same of [
+      'sim?seed=3',
+      'mqtt://host/t?format=esp32',
+      'mqtt://user@host/t?format=esp32',
+      'file:/x@y:z',
+      'udp://0.0.0.0:5500?format=esp32',
+      'mqtt://host/a@b:c',
+      'mqtt://u:@host/t',
+    ]) {
       expect(maskUrlPassword(same)).toBe(same);
     }
     expect(maskUrlPassword(42)).toBe(42);
@@ -46,9 +54,13 @@ describe('masking URL passwords', () => {
   it('reads the mask written back as the password held, for the same user only', () => {
     expect(restoreMasked('hardware.source', MASKED, SOURCE)).toEqual({ value: SOURCE });
     // Another topic, same user: the held password goes with it.
-    expect(restoreMasked('hardware.source', 'mqtt://csi:***@other:1883/x?format=nexmon', SOURCE)).toEqual({ value: `mqtt://csi:${PASSWORD}@other:1883/x?format=nexmon` });
+    expect(restoreMasked('hardware.source', 'mqtt://csi:***@other:1883/x?format=nexmon', SOURCE)).toEqual({
+      value: `mqtt://csi:${PASSWORD}@other:1883/x?format=nexmon`,
+    });
     // A new password is a new password.
-    expect(restoreMasked('hardware.source', 'mqtt://csi:new@broker.example/t?format=esp32', SOURCE)).toEqual({ value: 'mqtt://csi:new@broker.example/t?format=esp32' });
+    expect(restoreMasked('hardware.source', 'mqtt://csi:new@broker.example/t?format=esp32', SOURCE)).toEqual({
+      value: 'mqtt://csi:new@broker.example/t?format=esp32',
+    });
     const other = restoreMasked('hardware.source', 'mqtt://admin:***@broker.example/t?format=esp32', SOURCE);
     expect('error' in other && other.error.field).toBe('hardware.source');
     const none = restoreMasked('hardware.source', MASKED, 'sim');
@@ -58,22 +70,28 @@ describe('masking URL passwords', () => {
   });
 });
 
-  it('masks and restores every password of a list of sources (one URI per link)', () => {
-    const list = `mqtt://a:pw1@broker/csi/rx1?format=esp32&link=rx1\n  mqtt://b:pw2@broker/csi/rx2?format=esp32&link=rx2`;
-    const masked = maskUrlPassword(list);
-    expect(masked).toBe(`mqtt://a:***@broker/csi/rx1?format=esp32&link=rx1\n  mqtt://b:***@broker/csi/rx2?format=esp32&link=rx2`);
-    expect(restoreMasked('hardware.source', masked, list)).toEqual({ value: list });
-    // A mask where the held list has no password for that user is refused, naming the whole value.
-    const wrong = restoreMasked('hardware.source', `${masked} mqtt://c:***@broker/x?format=esp32&link=rx3`, list);
-    expect('error' in wrong && wrong.error.received_value).toBe(`${masked} mqtt://c:***@broker/x?format=esp32&link=rx3`);
-    // The schema takes such a list, and every source alone, mqtts:// included.
-    for (const ok of [list, 'mqtts://u:p@broker/t?format=esp32', 'udp://0.0.0.0:5501?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=intel5300&link=rx2', 'file:/data/my capture.dat', 'sim?links=1']) {
-      expect(parseUpdate({ hardware: { source: ok } }).ok, ok).toBe(true);
-    }
-    for (const bad of ['sim udp://0.0.0.0:1?format=esp32', 'udp://0.0.0.0:1?format=esp32 stdin', 'http://example.com']) {
-      expect(parseUpdate({ hardware: { source: bad } }).ok, bad).toBe(false);
-    }
-  });
+it('masks and restores every password of a list of sources (one URI per link)', () => {
+  const list = `mqtt://a:pw1@broker/csi/rx1?format=esp32&link=rx1\n  mqtt://b:pw2@broker/csi/rx2?format=esp32&link=rx2`;
+  const masked = maskUrlPassword(list);
+  expect(masked).toBe(`mqtt://a:***@broker/csi/rx1?format=esp32&link=rx1\n  mqtt://b:***@broker/csi/rx2?format=esp32&link=rx2`);
+  expect(restoreMasked('hardware.source', masked, list)).toEqual({ value: list });
+  // A mask where the held list has no password for that user is refused, naming the whole value.
+  const wrong = restoreMasked('hardware.source', `${masked} mqtt://c:***@broker/x?format=esp32&link=rx3`, list);
+  expect('error' in wrong && wrong.error.received_value).toBe(`${masked} mqtt://c:***@broker/x?format=esp32&link=rx3`);
+  // The schema takes such a list, and every source alone, mqtts:// included.
+  for (const ok of [
+    list,
+    'mqtts://u:p@broker/t?format=esp32',
+    'udp://0.0.0.0:5501?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=intel5300&link=rx2',
+    'file:/data/my capture.dat',
+    'sim?links=1',
+  ]) {
+    expect(parseUpdate({ hardware: { source: ok } }).ok, ok).toBe(true);
+  }
+  for (const bad of ['sim udp://0.0.0.0:1?format=esp32', 'udp://0.0.0.0:1?format=esp32 stdin', 'http://example.com']) {
+    expect(parseUpdate({ hardware: { source: bad } }).ok, bad).toBe(false);
+  }
+});
 
 describe('the configuration store', () => {
   it('keeps the real password when the mask is written back, and refuses a mask that stands for nothing', async () => {

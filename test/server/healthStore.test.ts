@@ -61,11 +61,16 @@ describe.skipIf(!mounted)('health and metrics on a data disk that fills up', () 
 
       // The errors logged during the outage reach the summary with the next metrics sample (every 10 s).
       const logged = s.svc.log.errors;
-      const summary = await until(async () => {
-        const r = await s.api('GET', '/analytics/summary', { token, query: { start_time: started, end_time: new Date(Date.now() + 60_000).toISOString() } });
-        const n = r.body?.data?.system_stats?.error_count;
-        return typeof n === 'number' && n >= logged ? r.body.data : undefined;
-      }, 'the errors in the summary', 300, 100);
+      const summary = await until(
+        async () => {
+          const r = await s.api('GET', '/analytics/summary', { token, query: { start_time: started, end_time: new Date(Date.now() + 60_000).toISOString() } });
+          const n = r.body?.data?.system_stats?.error_count;
+          return typeof n === 'number' && n >= logged ? r.body.data : undefined;
+        },
+        'the errors in the summary',
+        300,
+        100,
+      );
       expect(summary.system_stats.error_count).toBe(s.svc.log.errors);
     } finally {
       await s.close();

@@ -19,7 +19,17 @@ const tempDir = tempDirs('csipose-history-');
 function person(slot: number, trackId: number, confidence: number, x: number, y: number, activity: Activity): PersonPose {
   const kp = new Float32Array(51);
   for (let k = 0; k < 17; k++) kp.set([100 + 10 * x + k, 200 + k, 0.9], 3 * k);
-  return { slot, trackId, trackAge: 1, confidence, keypoints: kp, bbox: Float32Array.of(100 * x, 100, 60, 160), floor: { x, y }, activity, activityConfidence: 0.9 };
+  return {
+    slot,
+    trackId,
+    trackAge: 1,
+    confidence,
+    keypoints: kp,
+    bbox: Float32Array.of(100 * x, 100, 60, 160),
+    floor: { x, y },
+    activity,
+    activityConfidence: 0.9,
+  };
 }
 
 /**
@@ -69,7 +79,15 @@ describe('history over a scripted store', () => {
     expect(r.body.data).toHaveLength(50);
     const first = r.body.data[0];
     // Row 50 in storage order: frame 25, its first person (track 1).
-    expect(first).toMatchObject({ timestamp: iso(T0 + 25 * DT), frame_id: 25, environment_id: 'lab', person_id: 1, track_id: 1, confidence: 0.9, activity: 'walking' });
+    expect(first).toMatchObject({
+      timestamp: iso(T0 + 25 * DT),
+      frame_id: 25,
+      environment_id: 'lab',
+      person_id: 1,
+      track_id: 1,
+      confidence: 0.9,
+      activity: 'walking',
+    });
     expect(first.keypoints).toHaveLength(17);
     expect(first.keypoints[0]).toMatchObject({ name: 'nose', confidence: 0.9, visible: true });
     expect(first.bounding_box).toEqual({ x: 300, y: 100, width: 60, height: 160 });
@@ -88,7 +106,9 @@ describe('history over a scripted store', () => {
     const track = await s.api('GET', '/pose/history', { token, query: { ...range, track_id: 1, per_page: 1 } });
     expect(track.body.pagination.total).toBe(N);
     const slice = await s.api('GET', '/pose/history', { token, query: { start_time: iso(T0 + 10 * DT), end_time: iso(T0 + 19 * DT), per_page: 1000 } });
-    expect(slice.body.data.map((d: { frame_id: number }) => d.frame_id)).toEqual([10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18, 19, 19]);
+    expect(slice.body.data.map((d: { frame_id: number }) => d.frame_id)).toEqual([
+      10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18, 19, 19,
+    ]);
     const other = await s.api('GET', '/pose/history', { token, query: { ...range, environment_id: 'elsewhere' } });
     expect(other.status).toBe(404);
   });
@@ -216,7 +236,8 @@ describe('history over a scripted store', () => {
   });
 
   it('POST /pose/query summarises per minute, hour or day, and returns raw frames, with the metrics asked for', async () => {
-    const query = (q: Record<string, unknown>) => s.api('POST', '/pose/query', { token, body: { query: { time_range: { start: range.start_time, end: range.end_time }, ...q } } });
+    const query = (q: Record<string, unknown>) =>
+      s.api('POST', '/pose/query', { token, body: { query: { time_range: { start: range.start_time, end: range.end_time }, ...q } } });
     const minute = await query({ aggregation: { type: 'minute_summary' } });
     expect(minute.status, minute.text).toBe(200);
     const [bucket] = minute.body.data.results;
@@ -228,18 +249,37 @@ describe('history over a scripted store', () => {
       avg_confidence: 0.65,
       max_confidence: 0.9,
       // Shares to 4 decimals (docs/service.md "Conventions").
-      activities: { walking: Math.round((walkFrames / (2 * N)) * 10_000) / 10_000, standing: Math.round(((N - walkFrames) / (2 * N)) * 10_000) / 10_000, sitting: 0.5 },
+      activities: {
+        walking: Math.round((walkFrames / (2 * N)) * 10_000) / 10_000,
+        standing: Math.round(((N - walkFrames) / (2 * N)) * 10_000) / 10_000,
+        sitting: 0.5,
+      },
     });
-    expect(minute.body.data.query_metadata).toMatchObject({ total_records_scanned: 3 * N, cache_hit: false, aggregation: 'minute_summary', returned_count: 1, truncated: false });
+    expect(minute.body.data.query_metadata).toMatchObject({
+      total_records_scanned: 3 * N,
+      cache_hit: false,
+      aggregation: 'minute_summary',
+      returned_count: 1,
+      truncated: false,
+    });
     expect(minute.body.data.query_metadata.execution_time_ms).toBeGreaterThan(0);
-    const sitting = await query({ filters: { activity: ['sitting'], confidence: { min: 0.3 } }, aggregation: { type: 'hourly_summary', metrics: ['avg_confidence', 'activities'] } });
+    const sitting = await query({
+      filters: { activity: ['sitting'], confidence: { min: 0.3 } },
+      aggregation: { type: 'hourly_summary', metrics: ['avg_confidence', 'activities'] },
+    });
     expect(sitting.body.data.results).toEqual([{ timestamp: '2026-11-20T10:00:00.000Z', frames: N, avg_confidence: 0.4, activities: { sitting: 1 } }]);
     const raw = await query({ filters: { confidence: { min: 0.5 } }, aggregation: { type: 'none', metrics: ['person_count', 'max_confidence'] }, limit: 3 });
-    expect(raw.body.data.results).toEqual([0, 1, 2].map((i) => ({ timestamp: iso(T0 + i * DT), frame_id: i, frames: 1, person_count: 2, max_confidence: 0.9 })));
+    expect(raw.body.data.results).toEqual(
+      [0, 1, 2].map((i) => ({ timestamp: iso(T0 + i * DT), frame_id: i, frames: 1, person_count: 2, max_confidence: 0.9 })),
+    );
     expect(raw.body.data.query_metadata.truncated).toBe(true);
     const none = await query({ filters: { person_count: { min: 3 } }, aggregation: { type: 'daily_summary' } });
     expect(none.body.data.results).toEqual([]);
-    const a = await s.api('POST', '/pose/query', { token, form: 'a', body: { query: { time_range: { start: range.start_time, end: range.end_time }, aggregation: { type: 'daily_summary', metrics: ['person_count'] } } } });
+    const a = await s.api('POST', '/pose/query', {
+      token,
+      form: 'a',
+      body: { query: { time_range: { start: range.start_time, end: range.end_time }, aggregation: { type: 'daily_summary', metrics: ['person_count'] } } },
+    });
     expect(a.body).toMatchObject({ results: [{ timestamp: '2026-11-20T00:00:00.000Z', person_count: 2, frames: N }], query_metadata: { cache_hit: false } });
     const bad: Array<[unknown, string]> = [
       [{}, 'query'],
@@ -248,7 +288,10 @@ describe('history over a scripted store', () => {
       [{ query: { time_range: { start: range.start_time, end: range.end_time }, aggregation: { type: 'weekly_summary' } } }, 'query.aggregation.type'],
       [{ query: { time_range: { start: range.start_time, end: range.end_time }, aggregation: { metrics: ['mood'] } } }, 'query.aggregation.metrics'],
       [{ query: { time_range: { start: range.start_time, end: range.end_time }, filters: { activity: ['dancing'] } } }, 'query.filters.activity'],
-      [{ query: { time_range: { start: range.start_time, end: range.end_time }, filters: { person_count: { min: 3, max: 1 } } } }, 'query.filters.person_count.min'],
+      [
+        { query: { time_range: { start: range.start_time, end: range.end_time }, filters: { person_count: { min: 3, max: 1 } } } },
+        'query.filters.person_count.min',
+      ],
       [{ query: { time_range: { start: range.start_time, end: range.end_time }, filters: { confidence: { min: 2 } } } }, 'query.filters.confidence.min'],
       [{ query: { time_range: { start: range.start_time, end: range.end_time }, limit: 5000 } }, 'query.limit'],
     ];
@@ -317,7 +360,13 @@ describe('history while the pipeline stores', () => {
       await waitForStatus(s, token, 'running');
       const start = iso(Date.now() - 60_000);
       const end = iso(Date.now() + 600_000);
-      await until(async () => ((await s.api('GET', '/pose/history', { token, query: { start_time: start, end_time: end, per_page: 1 } })).body.pagination?.total > 30 ? true : undefined), 'stored persons');
+      await until(
+        async () =>
+          (await s.api('GET', '/pose/history', { token, query: { start_time: start, end_time: end, per_page: 1 } })).body.pagination?.total > 30
+            ? true
+            : undefined,
+        'stored persons',
+      );
       // Form B: small pages while the store grows, as a client does: the next page once this one
       // is full (has_next); the last, partial page again later, for what arrived meanwhile.
       const keys: string[] = [];

@@ -82,7 +82,7 @@ describe('hostile requests', () => {
     expect((await srv.s.api('GET', '/health')).status).toBe(200);
   });
 
-  it('answers the issue\'s requests (POST /pose/tracking/%ff, DELETE /auth/keys/%) with 400 in both forms', async () => {
+  it("answers the issue's requests (POST /pose/tracking/%ff, DELETE /auth/keys/%) with 400 in both forms", async () => {
     for (const [method, path] of [
       ['POST', '/pose/tracking/%ff'],
       ['DELETE', '/auth/keys/%'],
@@ -146,13 +146,19 @@ describe('hostile requests', () => {
       expect(r.closedByServer, extra).toBe(true);
       // With a request behind it in the same packet, that request is never run or answered.
       const behind = await rawExchange(srv.s.port, `${head}\r\n${extra}\r\n\r\n0\r\n\r\n${smuggled}`);
-      expect(statusLines(behind.text).every((l) => / 400 /.test(l)), `${extra}\n${behind.text}`).toBe(true);
+      expect(
+        statusLines(behind.text).every((l) => / 400 /.test(l)),
+        `${extra}\n${behind.text}`,
+      ).toBe(true);
       expect(behind.text).not.toContain('"status"');
       expect(behind.closedByServer, extra).toBe(true);
     }
     // Plain chunked still works.
     const body = '{"username":"admin","password":"wrong"}';
-    const ok = await rawExchange(srv.s.port, `${head}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    const ok = await rawExchange(
+      srv.s.port,
+      `${head}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
     expect(statusLines(ok.text).map((l) => l.slice(9, 12))).toEqual(['401']);
     expect(ok.text).toContain('AUTHENTICATION_ERROR');
     expect((await srv.s.api('GET', '/health')).status).toBe(200);
@@ -166,7 +172,10 @@ describe('hostile requests', () => {
     expect(alone.text).toContain('two different Content-Length headers');
     expect(alone.closedByServer).toBe(true);
     const behind = await rawExchange(srv.s.port, `${head}${smuggled}`);
-    expect(statusLines(behind.text).every((l) => / 400 /.test(l)), behind.text).toBe(true);
+    expect(
+      statusLines(behind.text).every((l) => / 400 /.test(l)),
+      behind.text,
+    ).toBe(true);
     expect(behind.text).not.toContain('"status"');
     expect(behind.closedByServer).toBe(true);
     expect((await srv.s.api('GET', '/health')).status).toBe(200);

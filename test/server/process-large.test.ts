@@ -69,7 +69,13 @@ describe('large POST /pose/process submissions', () => {
   it('gives the same 422 for a bad sample deep inside, and the same 400 for a body that is not JSON', async () => {
     const body = submission(120);
     (body.csi_data.frames[77]!.antenna_data[2]![13] as unknown) = { real: 1, imag: 'x' };
-    (body.csi_data.frames[90]!.antenna_data as unknown) = [[{ real: 1, imag: 0 }], [{ real: 1, imag: 0 }, { real: 2, imag: 0 }]];
+    (body.csi_data.frames[90]!.antenna_data as unknown) = [
+      [{ real: 1, imag: 0 }],
+      [
+        { real: 1, imag: 0 },
+        { real: 2, imag: 0 },
+      ],
+    ];
     const json = JSON.stringify(body);
     const small = await s.api('POST', '/pose/process', { token, rawBody: json, form: 'a' });
     const large = await s.api('POST', '/pose/process', { token, rawBody: padded(json), form: 'a' });

@@ -26,7 +26,10 @@ function frame(k: number): PoseFrame {
 
 /** `<scratch>/data` holding a store of `n` frames. */
 function seeded(n: number): Promise<string> {
-  return seededDataDir(tempDir, Array.from({ length: n }, (_, k) => frame(k)));
+  return seededDataDir(
+    tempDir,
+    Array.from({ length: n }, (_, k) => frame(k)),
+  );
 }
 
 describe('POST /store/query: results are capped in bytes (storage.query_max_bytes)', () => {
@@ -102,7 +105,7 @@ describe('POST /store/query: files of the data directory, relative paths taken f
   let s: TestServer;
   let admin: string;
   let dataDir: string;
-  const ask = async (sql: string) => (await s.api('POST', '/store/query', { token: admin, form: 'a', body: { sql } }));
+  const ask = async (sql: string) => await s.api('POST', '/store/query', { token: admin, form: 'a', body: { sql } });
 
   beforeAll(async () => {
     dataDir = await seeded(3);
@@ -118,7 +121,9 @@ describe('POST /store/query: files of the data directory, relative paths taken f
   it('reads the lake by the path relative to the data directory, and by the documented data/lake/... path', async () => {
     expect(process.cwd()).not.toBe(dataDir);
     for (const path of ['lake/pose_frames/**/*.parquet', './lake/pose_frames/**/*.parquet', 'data/lake/pose_frames/**/*.parquet']) {
-      const r = await ask(`SELECT environment_id, count(*) AS n FROM read_parquet('${path}', hive_partitioning = true, hive_types = {'environment_id': VARCHAR}) GROUP BY ALL`);
+      const r = await ask(
+        `SELECT environment_id, count(*) AS n FROM read_parquet('${path}', hive_partitioning = true, hive_types = {'environment_id': VARCHAR}) GROUP BY ALL`,
+      );
       expect(r.status, `${path}: ${r.text}`).toBe(200);
       expect(r.body.rows, path).toEqual([['lab', 3]]);
     }

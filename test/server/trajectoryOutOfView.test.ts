@@ -46,7 +46,16 @@ describe('trajectory over a scripted store with out-of-view frames', () => {
   let token: string;
 
   beforeAll(async () => {
-    const frames = Array.from({ length: N }, (_, i): PoseFrame => ({ frameId: i, time: T0 + i * DT, sourceId: 'scripted', environmentId: 'lab', persons: [person(i)], processingMs: 5, modelVersion: 'scripted', csiQuality: 1 }));
+    const frames = Array.from({ length: N }, (_, i): PoseFrame => ({
+      frameId: i,
+      time: T0 + i * DT,
+      sourceId: 'scripted',
+      environmentId: 'lab',
+      persons: [person(i)],
+      processingMs: 5,
+      modelVersion: 'scripted',
+      csiQuality: 1,
+    }));
     const dataDir = await seededDataDir(tempDir, frames);
     s = await startServer({ dataDir, rateLimitScale: 100, config: { environment: { id: 'lab' } } });
     token = await s.login();
@@ -67,7 +76,14 @@ describe('trajectory over a scripted store with out-of-view frames', () => {
         if (i >= OUT_FROM && i < OUT_TO) {
           expect(p, `${form} point ${i}`).toEqual({ timestamp: iso(T0 + i * DT), in_view: false, confidence: 0.8, ...floor });
         } else {
-          expect(p, `${form} point ${i}`).toEqual({ timestamp: iso(T0 + i * DT), center_x: 130 + 10 * i, center_y: 180, in_view: true, confidence: 0.8, ...floor });
+          expect(p, `${form} point ${i}`).toEqual({
+            timestamp: iso(T0 + i * DT),
+            center_x: 130 + 10 * i,
+            center_y: 180,
+            in_view: true,
+            confidence: 0.8,
+            ...floor,
+          });
         }
       });
     }

@@ -33,7 +33,9 @@ describeWithSamples('untrained CSI layouts in the service', () => {
     const r = await s.api('POST', '/pose/process', { token, body: { csi_data: { frames } } });
     expect(r.status, r.text).toBe(503);
     expect(r.body.error.code).toBe('MODEL_ERROR');
-    expect(r.body.error.message).toMatch(/not trained on the CSI layout of process:\S+: 1x1 antennas, 64 subcarriers spanning 20 MHz, band unknown; not trained on 64 subcarriers/);
+    expect(r.body.error.message).toMatch(
+      /not trained on the CSI layout of process:\S+: 1x1 antennas, 64 subcarriers spanning 20 MHz, band unknown; not trained on 64 subcarriers/,
+    );
 
     // 3 antennas x 30 subcarriers: the layout the shipped model reads.
     const antenna_data = [0, 1, 2].map((rx) => Array.from({ length: 30 }, (_, sc) => ({ real: Math.cos(sc * 0.2 + rx), imag: Math.sin(sc * 0.2 + rx) })));

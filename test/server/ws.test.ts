@@ -11,7 +11,17 @@ import { JWT_SECRET, startServer, until, withServer, type TestServer } from '../
 import { refusal, WsClient, type Message } from '../helpers/wsClient.js';
 
 /** A zone over the whole floor plan: every tracked person with a floor position raises an intrusion alert. */
-const ROOM_ZONE = { id: 'room', name: 'Whole room', polygon: [[-50, -50], [50, -50], [50, 50], [-50, 50]], severity: 'low' };
+const ROOM_ZONE = {
+  id: 'room',
+  name: 'Whole room',
+  polygon: [
+    [-50, -50],
+    [50, -50],
+    [50, 50],
+    [-50, 50],
+  ],
+  severity: 'low',
+};
 const STREAMING = { status_interval_seconds: 1 };
 
 const isPose = (id: string) => (m: Message) => m.type === 'pose_update' && m.subscription_id === id;
@@ -123,7 +133,13 @@ describe('/ws/pose', () => {
         if (u.subscription_id === one.subscription_id) for (const p of persons) expect(p.person_id).toBe(pid);
       }
       // The same frame reaches every subscription: frame ids of one subscription are those of the others.
-      const frames = (id: string) => new Set(c.all('pose_update').filter((u) => u.subscription_id === id).map((u) => u.data.frame_id));
+      const frames = (id: string) =>
+        new Set(
+          c
+            .all('pose_update')
+            .filter((u) => u.subscription_id === id)
+            .map((u) => u.data.frame_id),
+        );
       const last = Math.min(...[all, confident, bare, dense, one].map((x) => Math.max(...frames(x.subscription_id))));
       const first = Math.max(...[all, confident, bare, dense, one].map((x) => Math.min(...frames(x.subscription_id))));
       for (let f = first; f <= last; f++) for (const x of [all, bare, dense]) expect(frames(x.subscription_id).has(f), `frame ${f}`).toBe(true);
@@ -176,7 +192,10 @@ describe('/ws/pose', () => {
       const falls = await c.subscribe('alerts', { alert_types: ['fall_detection'] });
       const critical = await c.subscribe('alerts', { severity: ['critical'] });
       const everything = await c.subscribe('alerts');
-      expect(everything.filters_applied).toEqual({ alert_types: ['fall_detection', 'inactivity', 'intrusion'], severity: ['critical', 'high', 'low', 'medium'] });
+      expect(everything.filters_applied).toEqual({
+        alert_types: ['fall_detection', 'inactivity', 'intrusion'],
+        severity: ['critical', 'high', 'low', 'medium'],
+      });
       const a = await c.next((m) => m.type === 'alert' && m.subscription_id === intrusion.subscription_id, 'an intrusion alert');
       expect(a).toMatchObject({
         alert_type: 'intrusion',
@@ -383,7 +402,10 @@ describe('/ws/pose: slow clients', () => {
           expect(after.pose_frames_dropped).toBeGreaterThan(0);
 
           // The client that caught up received the alert raised while it was not reading, and stays open.
-          await late.next((m) => m.type === 'alert' && m.subscription_id === lateAlerts && m.alert_id === raisedWhileLate.alert_id, 'the alert raised while stalled');
+          await late.next(
+            (m) => m.type === 'alert' && m.subscription_id === lateAlerts && m.alert_id === raisedWhileLate.alert_id,
+            'the alert raised while stalled',
+          );
           expect(late.closed).toBeUndefined();
           // A reconnect after the slow close works and streams again.
           const back = await WsClient.connect(s.port, { token });

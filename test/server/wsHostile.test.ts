@@ -148,17 +148,21 @@ describe('/ws/pose: hostile upgrades', () => {
     expect((await s.api('GET', '/health')).status).toBe(200);
     // Every slot of this address comes back (a vanished client's once the server has seen it
     // go): the full allowance connects, one more is refused.
-    const open = await until(async () => {
-      const got: WsClient[] = [];
-      try {
-        for (let i = 0; i < MAX_PER_IP; i++) got.push(await WsClient.connect(s.port, { token }));
-        return got;
-      } catch (e) {
-        for (const c of got) await c.close();
-        if (e instanceof Refused && e.status === 429) return undefined;
-        throw e;
-      }
-    }, `${MAX_PER_IP} connections`, 100);
+    const open = await until(
+      async () => {
+        const got: WsClient[] = [];
+        try {
+          for (let i = 0; i < MAX_PER_IP; i++) got.push(await WsClient.connect(s.port, { token }));
+          return got;
+        } catch (e) {
+          for (const c of got) await c.close();
+          if (e instanceof Refused && e.status === 429) return undefined;
+          throw e;
+        }
+      },
+      `${MAX_PER_IP} connections`,
+      100,
+    );
     expect((await refusal(WsClient.connect(s.port, { token }))).status).toBe(429);
     for (const c of open) await c.close();
   });

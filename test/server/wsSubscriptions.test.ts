@@ -9,7 +9,17 @@ import { startServer, type TestServer } from '../helpers/server.js';
 import { WsClient, type Message } from '../helpers/wsClient.js';
 
 /** A zone over the whole floor plan: every tracked person raises an intrusion alert. */
-const ROOM_ZONE = { id: 'room', name: 'Whole room', polygon: [[-50, -50], [50, -50], [50, 50], [-50, 50]], severity: 'low' };
+const ROOM_ZONE = {
+  id: 'room',
+  name: 'Whole room',
+  polygon: [
+    [-50, -50],
+    [50, -50],
+    [50, 50],
+    [-50, 50],
+  ],
+  severity: 'low',
+};
 
 const isPose = (id: string) => (m: Message) => m.type === 'pose_update' && m.subscription_id === id;
 const frameIds = (c: WsClient, id: string) => new Set(c.messages.filter(isPose(id)).map((m) => m.data.frame_id as number));
@@ -72,7 +82,9 @@ describe('/ws/pose: equal filters, separate subscriptions', () => {
     for (let i = 0; i < 3; i++) await c.next(isPose(two.subscription_id), `update ${i + 1} of the second after unsubscribing the first`);
     expect(c.messages.slice(after).filter(isPose(one.subscription_id))).toEqual([]);
     // The first is gone, the second can still be ended.
-    expect(await c.request({ type: 'unsubscribe', subscription_id: one.subscription_id }, (m) => m.type === 'error')).toMatchObject({ code: 'RESOURCE_NOT_FOUND' });
+    expect(await c.request({ type: 'unsubscribe', subscription_id: one.subscription_id }, (m) => m.type === 'error')).toMatchObject({
+      code: 'RESOURCE_NOT_FOUND',
+    });
     expect((await c.request({ type: 'unsubscribe', subscription_id: two.subscription_id }, (m) => m.type === 'unsubscription_confirmed')).subscription_id).toBe(
       two.subscription_id,
     );
@@ -97,7 +109,11 @@ describe('/ws/pose: equal filters, separate subscriptions', () => {
       ids.add(r.subscription_id);
     }
     expect(ids.size).toBe(limit);
-    expect(await c.subscribe('pose_updates', { include_keypoints: false })).toMatchObject({ type: 'error', code: 'RATE_LIMIT_EXCEEDED', details: { limit, current: limit } });
+    expect(await c.subscribe('pose_updates', { include_keypoints: false })).toMatchObject({
+      type: 'error',
+      code: 'RATE_LIMIT_EXCEEDED',
+      details: { limit, current: limit },
+    });
     expect((await websocketMetrics()).subscriptions).toBe(limit);
   });
 

@@ -134,7 +134,8 @@ class RawWebSocket {
       const payload = this.buf.subarray(at, at + len);
       this.buf = this.buf.subarray(at + len);
       if (opcode === 0x1) this.push({ text: payload.toString('utf8') });
-      else if (opcode === 0x8) this.closeFrame = { code: payload.length >= 2 ? payload.readUInt16BE(0) : undefined, reason: payload.subarray(2).toString('utf8') };
+      else if (opcode === 0x8)
+        this.closeFrame = { code: payload.length >= 2 ? payload.readUInt16BE(0) : undefined, reason: payload.subarray(2).toString('utf8') };
     }
   }
 }

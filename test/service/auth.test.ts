@@ -41,7 +41,10 @@ describe('authentication', () => {
   });
 
   it('a wrong password or an unknown user is 401; missing fields 422; malformed JSON 400', async () => {
-    for (const body of [{ username: 'admin', password: 'wrong' }, { username: 'nobody', password: ADMIN_PASSWORD }]) {
+    for (const body of [
+      { username: 'admin', password: 'wrong' },
+      { username: 'nobody', password: ADMIN_PASSWORD },
+    ]) {
       const b = await s.api('POST', '/auth/token', { body });
       expect(b.status).toBe(401);
       expect(b.body.error.code).toBe('AUTHENTICATION_ERROR');

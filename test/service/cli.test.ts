@@ -91,10 +91,7 @@ describe('csipose serve and keys as real processes', () => {
     root = mkdtempSync(join(tmpdir(), 'csipose-cli-'));
     dataDir = join(root, 'data');
     overlay = join(root, 'overlay.json');
-    writeFileSync(
-      overlay,
-      JSON.stringify({ neural_network: { model_path: testModel(root) }, detection: { confidence_threshold: 0, tracking_min_hits: 1 } }),
-    );
+    writeFileSync(overlay, JSON.stringify({ neural_network: { model_path: testModel(root) }, detection: { confidence_threshold: 0, tracking_min_hits: 1 } }));
   }, 120_000);
   afterAll(() => {
     for (const c of running) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

@@ -65,9 +65,48 @@ function badValues(path: string, def: FieldDef): Array<{ value: unknown; field: 
     case 'zones':
       add('zone', 'a string where an array belongs');
       add({ id: 'z' }, 'an object where an array belongs');
-      add([{ id: 'z', polygon: [[0, 0], [1, 0]] }], 'a polygon of two vertices', `${path}[0].polygon`);
-      add([{ id: 'z', polygon: [[0, 0], [1, 0], ['a', 1]] }], 'a vertex with a string', `${path}[0].polygon[2]`);
-      add([{ id: 'z', polygon: [[0, 0], [1, 0], [1, 1]], severity: 'apocalyptic' }], 'an unknown severity', `${path}[0].severity`);
+      add(
+        [
+          {
+            id: 'z',
+            polygon: [
+              [0, 0],
+              [1, 0],
+            ],
+          },
+        ],
+        'a polygon of two vertices',
+        `${path}[0].polygon`,
+      );
+      add(
+        [
+          {
+            id: 'z',
+            polygon: [
+              [0, 0],
+              [1, 0],
+              ['a', 1],
+            ],
+          },
+        ],
+        'a vertex with a string',
+        `${path}[0].polygon[2]`,
+      );
+      add(
+        [
+          {
+            id: 'z',
+            polygon: [
+              [0, 0],
+              [1, 0],
+              [1, 1],
+            ],
+            severity: 'apocalyptic',
+          },
+        ],
+        'an unknown severity',
+        `${path}[0].severity`,
+      );
       break;
   }
   return out;
@@ -152,7 +191,7 @@ describe('configuration endpoints', () => {
     expect(live.body).toEqual({ status: 'updated', changes_applied: ['detection.max_persons'], restart_required: false, validation_warnings: [] });
   });
 
-  it('PUT /config takes either form\'s names and answers in the request\'s form', async () => {
+  it("PUT /config takes either form's names and answers in the request's form", async () => {
     const b = await srv.s.api('PUT', '/config', {
       token: srv.token,
       body: { detection: { enable_tracking: false }, hardware: { buffer_size: 2048 }, analytics: { alert_thresholds: { inactivity_timeout: 600 } } },
@@ -190,7 +229,10 @@ describe('configuration endpoints', () => {
         const a = await srv.s.api('PUT', '/config', { token: srv.token, body, form: 'a' });
         expect(a.status, what).toBe(422);
         const fe = a.body.error.details.field_errors;
-        expect(fe.map((e: { field: string }) => e.field), what).toEqual([bad.field]);
+        expect(
+          fe.map((e: { field: string }) => e.field),
+          what,
+        ).toEqual([bad.field]);
         expect(typeof fe[0].message, what).toBe('string');
         expect('received_value' in fe[0], what).toBe(true);
         checked++;
@@ -283,7 +325,12 @@ describe('configuration lifetime', () => {
       await withServer({ dataDir }, async (s) => {
         const token = await s.login();
         const a = await s.api('GET', '/config', { token, form: 'a' });
-        expect(a.body).toMatchObject({ domain: 'healthcare', environment: { name: 'Ward 3' }, detection: { max_persons: 2 }, hardware: { source: 'sim?seed=11' } });
+        expect(a.body).toMatchObject({
+          domain: 'healthcare',
+          environment: { name: 'Ward 3' },
+          detection: { max_persons: 2 },
+          hardware: { source: 'sim?seed=11' },
+        });
         // Untouched settings keep their defaults.
         expect(a.body.detection.confidence_threshold).toBe(0.5);
       });

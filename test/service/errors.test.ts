@@ -192,7 +192,9 @@ describe('envelopes and errors', () => {
     expect(d.reason).toMatch(/between 0\.0 and 1\.0/);
     const ruleA = await srv.s.api('PUT', '/config', { token: srv.token, body: { detection: { confidence_threshold: 1.5 } }, form: 'a' });
     const da = expectFormAError(ruleA, 422, 'VALIDATION_ERROR');
-    expect(da.field_errors).toEqual([{ field: 'detection.confidence_threshold', message: expect.stringMatching(/between 0\.0 and 1\.0/), received_value: 1.5 }]);
+    expect(da.field_errors).toEqual([
+      { field: 'detection.confidence_threshold', message: expect.stringMatching(/between 0\.0 and 1\.0/), received_value: 1.5 },
+    ]);
   });
 
   it('a deployment whose default is Form A answers Form A unless a request asks for B', async () => {

@@ -31,10 +31,12 @@ function item(layers: number[][], over: Partial<FloorMapItem> = {}): FloorMapIte
 describe('reduceFloorMap', () => {
   it('takes the largest value over the layers at each floor point, normalised by the map maximum to 0..255', () => {
     // Floor point 4 (ix 1, iy 1) peaks in the upper layer (8); point 2 in the lower (2, upper 1).
-    const d = reduceFloorMap(item([
-      [1, 0, 2, 0, 4, 0],
-      [0.5, 0, 1, 0, 8, 6],
-    ]));
+    const d = reduceFloorMap(
+      item([
+        [1, 0, 2, 0, 4, 0],
+        [0.5, 0, 1, 0, 8, 6],
+      ]),
+    );
     expect(d.maxPower).toBe(8);
     expect([...d.floor]).toEqual([32, 0, 64, 0, 255, 191]); // round(255 * [1, 0, 2, 0, 8, 6] / 8)
     expect(d.floor).toBeInstanceOf(Uint8Array);
@@ -46,17 +48,21 @@ describe('reduceFloorMap', () => {
   });
 
   it('counts values that are not finite or below 0 as 0, and reduces a map with nothing above 0 to zeros', () => {
-    const d = reduceFloorMap(item([
-      [NaN, -3, Infinity, 0, 2, 0],
-      [0, 0, 1, -Infinity, 0, 0],
-    ]));
+    const d = reduceFloorMap(
+      item([
+        [NaN, -3, Infinity, 0, 2, 0],
+        [0, 0, 1, -Infinity, 0, 0],
+      ]),
+    );
     expect(d.maxPower).toBe(2);
     expect([...d.floor]).toEqual([0, 0, 128, 0, 255, 0]);
 
-    const empty = reduceFloorMap(item([
-      [0, 0, 0, 0, 0, 0],
-      [0, -1, 0, NaN, 0, 0],
-    ]));
+    const empty = reduceFloorMap(
+      item([
+        [0, 0, 0, 0, 0, 0],
+        [0, -1, 0, NaN, 0, 0],
+      ]),
+    );
     expect(empty.maxPower).toBe(0);
     expect([...empty.floor]).toEqual([0, 0, 0, 0, 0, 0]);
     expect(empty.candidates.map((c) => c.power)).toEqual([0, 0]);
@@ -68,10 +74,12 @@ describe('reduceFloorMap', () => {
   });
 
   it('renders the resource once: the documented fields, the floor as base64 bytes', () => {
-    const d = reduceFloorMap(item([
-      [1, 0, 2, 0, 4, 0],
-      [0.5, 0, 1, 0, 8, 6],
-    ]));
+    const d = reduceFloorMap(
+      item([
+        [1, 0, 2, 0, 4, 0],
+        [0.5, 0, 1, 0, 8, 6],
+      ]),
+    );
     const text = d.json();
     expect(d.json()).toBe(text);
     const r = JSON.parse(text);
@@ -92,9 +100,30 @@ describe('FloorMaps', () => {
     expect(maps.frontEnd).toBeUndefined();
     maps.begin(true);
     expect(maps.frontEnd).toBe(true);
-    maps.take(item([[1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]));
-    maps.take(item([[0, 0, 0, 0, 0, 2], [0, 0, 0, 0, 0, 0]], { time: Date.UTC(2026, 0, 5, 10, 0, 1) }));
-    maps.take(item([[0, 0, 3, 0, 0, 0], [0, 0, 0, 0, 0, 0]], { environmentId: 'hall' }));
+    maps.take(
+      item([
+        [1, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+      ]),
+    );
+    maps.take(
+      item(
+        [
+          [0, 0, 0, 0, 0, 2],
+          [0, 0, 0, 0, 0, 0],
+        ],
+        { time: Date.UTC(2026, 0, 5, 10, 0, 1) },
+      ),
+    );
+    maps.take(
+      item(
+        [
+          [0, 0, 3, 0, 0, 0],
+          [0, 0, 0, 0, 0, 0],
+        ],
+        { environmentId: 'hall' },
+      ),
+    );
     expect(maps.environments().sort()).toEqual(['hall', 'lab']);
     expect([...maps.get('lab')!.floor]).toEqual([0, 0, 0, 0, 0, 255]);
     expect(maps.get('lab')!.time).toBe(Date.UTC(2026, 0, 5, 10, 0, 1));

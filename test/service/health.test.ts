@@ -82,8 +82,7 @@ describe('health and metrics endpoints', () => {
       expect(Object.keys(d).sort()).toEqual(['current', 'historical']);
       const cur = d.current;
       expect(cur.timestamp).toMatch(ISO);
-      for (const k of ['frames_per_second', 'average_latency_ms', 'processing_queue_size', 'error_rate'])
-        expect(typeof cur.performance[k], k).toBe('number');
+      for (const k of ['frames_per_second', 'average_latency_ms', 'processing_queue_size', 'error_rate']) expect(typeof cur.performance[k], k).toBe('number');
       expect(cur.performance.frames_per_second).toBe(0);
       for (const k of ['cpu_usage', 'memory_usage', 'gpu_usage']) expect(typeof cur.resources[k], k).toBe('number');
       expect(cur.resources.memory_usage).toBeGreaterThan(0);

@@ -179,7 +179,13 @@ describe('links of a configured site', () => {
       { id: 'front', role: 'rx', x: 3, y: 0.2, yaw_deg: 90, ...radio },
       { id: 'side', role: 'rx', x: 0.2, y: 2.5, yaw_deg: 0, ...radio },
     ];
-    s = await startServer({ model: true, autostart: true, rateLimitScale: 50, source: `udp://127.0.0.1:${port}?format=intel5300`, config: { environment: { site: { radios } } } });
+    s = await startServer({
+      model: true,
+      autostart: true,
+      rateLimitScale: 50,
+      source: `udp://127.0.0.1:${port}?format=intel5300`,
+      config: { environment: { site: { radios } } },
+    });
     token = await s.login();
     await waitForStatus(s, token, 'running');
   });

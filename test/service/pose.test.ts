@@ -202,7 +202,10 @@ describe('pose endpoints', () => {
       expect(b.body.error.details.field, what).toBe(field);
       const a = await s.api('POST', '/pose/process', { token, body, form: 'a' });
       expect(a.status, what).toBe(422);
-      expect(a.body.error.details.field_errors.map((e: { field: string }) => e.field), what).toContain(field);
+      expect(
+        a.body.error.details.field_errors.map((e: { field: string }) => e.field),
+        what,
+      ).toContain(field);
     }
     const empty = await s.api('POST', '/pose/process', { token });
     expect(empty.status).toBe(422);
@@ -261,21 +264,30 @@ describe('pose endpoints', () => {
     });
 
     it('POST /pose/process: confidence_threshold drops persons below it; Form A layout', async () => {
-      const all = await s.api('POST', '/pose/process', { token, body: { csi_data: { antenna_data: packet(3) }, processing_options: { confidence_threshold: 0 } } });
+      const all = await s.api('POST', '/pose/process', {
+        token,
+        body: { csi_data: { antenna_data: packet(3) }, processing_options: { confidence_threshold: 0 } },
+      });
       const confs: number[] = all.body.data.poses[0].persons.map((p: { confidence: number }) => p.confidence).sort((x: number, y: number) => x - y);
       expect(confs.length).toBeGreaterThan(0);
       // A threshold in the widest gap between confidences keeps exactly those above it (the
       // confidences shown are rounded to 0.001, so the gap must be wider than that).
       let mid = (confs[0]! + confs[confs.length - 1]!) / 2;
       let gap = 0;
-      for (let i = 1; i < confs.length; i++)
-        if (confs[i]! - confs[i - 1]! > gap) [gap, mid] = [confs[i]! - confs[i - 1]!, (confs[i]! + confs[i - 1]!) / 2];
-      const some = await s.api('POST', '/pose/process', { token, body: { csi_data: { antenna_data: packet(3) }, processing_options: { confidence_threshold: mid } } });
+      for (let i = 1; i < confs.length; i++) if (confs[i]! - confs[i - 1]! > gap) [gap, mid] = [confs[i]! - confs[i - 1]!, (confs[i]! + confs[i - 1]!) / 2];
+      const some = await s.api('POST', '/pose/process', {
+        token,
+        body: { csi_data: { antenna_data: packet(3) }, processing_options: { confidence_threshold: mid } },
+      });
       const kept = some.body.data.poses[0].persons.map((p: { confidence: number }) => p.confidence);
       for (const c of kept) expect(c).toBeGreaterThanOrEqual(mid - 0.0005);
       if (gap > 0.002) expect(kept.length).toBe(confs.filter((c) => c > mid).length);
 
-      const a = await s.api('POST', '/pose/process', { token, form: 'a', body: { csi_data: { antenna_data: packet(3) }, processing_options: { confidence_threshold: 0 } } });
+      const a = await s.api('POST', '/pose/process', {
+        token,
+        form: 'a',
+        body: { csi_data: { antenna_data: packet(3) }, processing_options: { confidence_threshold: 0 } },
+      });
       expect(a.status).toBe(200);
       expect(a.body.status).toBe('completed');
       expect(a.body.poses).toHaveLength(1);
@@ -304,7 +316,10 @@ describe('pose endpoints', () => {
     it('POST /pose/process: a sequence of 40 packets', async () => {
       const t0 = Date.parse('2026-01-05T10:00:00.000Z');
       const frames = Array.from({ length: 40 }, (_, i) => ({ timestamp: new Date(t0 + i * 10).toISOString(), antenna_data: packet(i) }));
-      const r = await s.api('POST', '/pose/process', { token, body: { csi_data: { frames }, processing_options: { return_dense_pose: true, confidence_threshold: 0 } } });
+      const r = await s.api('POST', '/pose/process', {
+        token,
+        body: { csi_data: { frames }, processing_options: { return_dense_pose: true, confidence_threshold: 0 } },
+      });
       expect(r.status, r.text).toBe(200);
       const d = r.body.data;
       expect(d.status).toBe('completed');
@@ -385,7 +400,10 @@ describe('pose endpoints', () => {
           const mid = (distinct[0]! + distinct[1]!) / 2;
           const some = await s.api('GET', '/pose/latest', { token, form: 'a', query: { min_confidence: mid } });
           expect(some.body.persons.map((p: any) => p.id).sort()).toEqual(
-            b.persons.filter((p: any) => p.confidence > mid).map((p: any) => p.person_id).sort(),
+            b.persons
+              .filter((p: any) => p.confidence > mid)
+              .map((p: any) => p.person_id)
+              .sort(),
           );
         }
       });

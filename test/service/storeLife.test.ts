@@ -14,7 +14,7 @@ describe('the store of a running service', () => {
       const token = await s.login();
       await waitForStatus(s, token, 'running');
       const maxTrack = () => s.svc.store.query<{ m: number | null }>('SELECT max(track_id) AS m FROM pose_persons').then((r) => r[0]!.m);
-      const first = await until(async () => ((await maxTrack()) ?? 0) >= 1 ? await maxTrack() : undefined, 'stored tracks');
+      const first = await until(async () => (((await maxTrack()) ?? 0) >= 1 ? await maxTrack() : undefined), 'stored tracks');
       await s.api('POST', '/system/stop', { token });
       await waitForStatus(s, token, 'stopped');
       const stored = (await maxTrack())!;
@@ -52,7 +52,11 @@ describe('the store of a running service', () => {
     const store = await Store.open(join(dataDir, 'csipose.duckdb'));
     const old = new Date(Date.now() - 3 * 86_400_000);
     const recent = new Date(Date.now() - 86_400_000);
-    for (const ts of [old, recent]) await store.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, ?, 'intrusion', 'low', 'default')`, [ts, `a${ts.getTime()}`]);
+    for (const ts of [old, recent])
+      await store.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, ?, 'intrusion', 'low', 'default')`, [
+        ts,
+        `a${ts.getTime()}`,
+      ]);
     await store.close();
     const again = await startServer({ dataDir, rateLimitScale: 100, config: { privacy: { data_retention_days: 2 } } });
     try {

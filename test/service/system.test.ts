@@ -50,7 +50,13 @@ describe('system lifecycle', () => {
     expect(typeof d.performance.cpu_usage).toBe('number');
     expect(typeof d.performance.average_latency_ms).toBe('number');
     expect(d.components.csi_processor).toEqual({ status: 'stopped', last_heartbeat: null, links: [] });
-    expect(d.components.neural_network).toMatchObject({ status: 'not_loaded', model_loaded: false, inference_queue_size: 0, site_input: false, site_known: false });
+    expect(d.components.neural_network).toMatchObject({
+      status: 'not_loaded',
+      model_loaded: false,
+      inference_queue_size: 0,
+      site_input: false,
+      site_known: false,
+    });
     expect(d.components.tracker).toEqual({ status: 'stopped', active_tracks: 0 });
     expect(d.components.database.status).toBe('healthy');
     expect(d.components.database.connection_pool).toMatch(/^\d+\/\d+$/);
@@ -167,7 +173,14 @@ describe('system lifecycle', () => {
   it('the controller is read-only from outside: a write throws and changes nothing; only start, stop and restart move it', async () => {
     const sys = s.svc.system;
     expect(sys.state).toBe('stopped');
-    const before = { sessionId: sys.sessionId, startedAt: sys.startedAt, everRan: sys.everRan, error: sys.error, steps: sys.steps, history: sys.history.length };
+    const before = {
+      sessionId: sys.sessionId,
+      startedAt: sys.startedAt,
+      everRan: sys.everRan,
+      error: sys.error,
+      steps: sys.steps,
+      history: sys.history.length,
+    };
     // Getters without setters: assignment in a module (strict mode) is a TypeError, not a silent no-op.
     const writes: Array<[string, unknown]> = [
       ['state', 'running'],
@@ -180,7 +193,14 @@ describe('system lifecycle', () => {
     ];
     for (const [field, value] of writes) expect(() => ((sys as unknown as Record<string, unknown>)[field] = value), field).toThrow(TypeError);
     expect(sys.state).toBe('stopped');
-    expect({ sessionId: sys.sessionId, startedAt: sys.startedAt, everRan: sys.everRan, error: sys.error, steps: sys.steps, history: sys.history.length }).toEqual(before);
+    expect({
+      sessionId: sys.sessionId,
+      startedAt: sys.startedAt,
+      everRan: sys.everRan,
+      error: sys.error,
+      steps: sys.steps,
+      history: sys.history.length,
+    }).toEqual(before);
 
     // The public transitions still move it, through the state machine, and the history records each move.
     const t = sys.start();

@@ -54,7 +54,22 @@ describe('bend: a hard negative for falls', () => {
   });
 
   it('takes an angle and a duration, stops a walk first, and checks their ranges', () => {
-    const truths = run({ seed: 2, people: [{ x: 1, y: 2.5, script: [{ at: 0, action: 'walk', to: { x: 5, y: 2.5 } }, { at: 1, action: 'bend', angle: 85, duration: 4 }] }] }, 8);
+    const truths = run(
+      {
+        seed: 2,
+        people: [
+          {
+            x: 1,
+            y: 2.5,
+            script: [
+              { at: 0, action: 'walk', to: { x: 5, y: 2.5 } },
+              { at: 1, action: 'bend', angle: 85, duration: 4 },
+            ],
+          },
+        ],
+      },
+      8,
+    );
     const pitch = truths.map((t) => trunkPitch(t.persons[0]!));
     expect(Math.max(...pitch)).toBeCloseTo(85, 1);
     expect(pitch.filter((a) => a > 45).length / 100).toBeGreaterThan(2.5);
@@ -68,7 +83,10 @@ describe('bend: a hard negative for falls', () => {
     const f0 = truths[bentAt]!.persons[0]!.floor;
     const f1 = truths[bentAt + 200]!.persons[0]!.floor;
     expect(Math.hypot(f1.x - f0.x, f1.y - f0.y)).toBeLessThan(0.01);
-    const bad = (step: object): (() => CsiSimulator) => () => new CsiSimulator({ people: [{ x: 2, y: 2, script: [{ at: 1, action: 'bend', ...step }] }] });
+    const bad =
+      (step: object): (() => CsiSimulator) =>
+      () =>
+        new CsiSimulator({ people: [{ x: 2, y: 2, script: [{ at: 1, action: 'bend', ...step }] }] });
     expect(bad({ duration: 1 })).toThrow(/bend duration must be 1\.5\.\.10 s/);
     expect(bad({ angle: 100 })).toThrow(/bend angle must be 30\.\.90 degrees/);
   });
@@ -132,7 +150,10 @@ describe('people who come and go', () => {
   it('stands up to leave, walks around the others, and checks its times and the entry', () => {
     const sitter: PersonSpec = { x: 2, y: 2, enterAt: 0, leaveAt: 8, script: [{ at: 4, action: 'sit' }] };
     const truths = run({ seed: 4, people: [sitter, { x: 3.5, y: 3.5, script: [] }] }, 18);
-    const changes = truths.flatMap((t) => t.events).filter((e) => e.personId === 0).map((e) => e.type === 'activity_change' ? e.activity : e.type);
+    const changes = truths
+      .flatMap((t) => t.events)
+      .filter((e) => e.personId === 0)
+      .map((e) => (e.type === 'activity_change' ? e.activity : e.type));
     expect(changes).toEqual(['enter', 'walking', 'standing', 'sitting', 'standing', 'walking', 'standing', 'leave']);
     // Never closer than the spacing people keep to the one standing in the way.
     for (const t of truths) {
@@ -140,7 +161,8 @@ describe('people who come and go', () => {
       const [a, b] = t.persons;
       expect(Math.hypot(a!.floor.x - b!.floor.x, a!.floor.y - b!.floor.y)).toBeGreaterThan(0.4);
     }
-    const sim = (p: Partial<PersonSpec>, entry?: { x: number; y: number }) => () => new CsiSimulator({ people: [{ x: 2, y: 2, ...p }], ...(entry ? { scenario: { entry } } : {}) });
+    const sim = (p: Partial<PersonSpec>, entry?: { x: number; y: number }) => () =>
+      new CsiSimulator({ people: [{ x: 2, y: 2, ...p }], ...(entry ? { scenario: { entry } } : {}) });
     expect(sim({ enterAt: -1 })).toThrow(/enterAt must be a number of seconds >= 0/);
     expect(sim({ enterAt: 5, leaveAt: 5 })).toThrow(/leaveAt must be .* after enterAt/);
     expect(sim({ enterAt: 1 }, { x: 0.1, y: 2 })).toThrow(/entry must be inside the walls' margin/);

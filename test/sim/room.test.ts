@@ -176,7 +176,11 @@ describe('room: second-order reflections', () => {
       { L: D, g0: gw, gL: gw },
       { L: H, g0: gf, gL: gc },
     ];
-    for (const [a, b] of [[0, 1], [0, 2], [1, 2]] as const) {
+    for (const [a, b] of [
+      [0, 1],
+      [0, 2],
+      [1, 2],
+    ] as const) {
       for (const atL of [false, true]) {
         for (const btL of [false, true]) {
           const g = (atL ? axis[a]!.gL : axis[a]!.g0) * (btL ? axis[b]!.gL : axis[b]!.g0);

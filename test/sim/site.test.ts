@@ -192,7 +192,13 @@ describe('one room, one set of people, a receiver per link', () => {
   });
 
   it('each link draws its own noise, common phase, AGC, chain offsets and clock', () => {
-    const sim = new CsiSimulator({ seed: 8, people: 1, radios: TWINS, realism: 'room', impairments: { lossRate: 0, outlierProbability: 0, agcStepProbability: 0.05 } });
+    const sim = new CsiSimulator({
+      seed: 8,
+      people: 1,
+      radios: TWINS,
+      realism: 'room',
+      impairments: { lossRate: 0, outlierProbability: 0, agcStepProbability: 0.05 },
+    });
     const ts = ticks(sim, 400);
     // Device clocks: each link its own offset and skew.
     const [c0, c1] = [ts[0]!.frames[0]!.clockUs, ts[0]!.frames[1]!.clockUs];
@@ -216,7 +222,11 @@ describe('one room, one set of people, a receiver per link', () => {
       }
       rot.push(Math.atan2(im, re));
     }
-    const mean = Math.hypot(rot.reduce((s, r) => s + Math.cos(r), 0), rot.reduce((s, r) => s + Math.sin(r), 0)) / rot.length;
+    const mean =
+      Math.hypot(
+        rot.reduce((s, r) => s + Math.cos(r), 0),
+        rot.reduce((s, r) => s + Math.sin(r), 0),
+      ) / rot.length;
     // Independent uniform phase differences: the mean resultant length of 400 is ~1/sqrt(400).
     expect(mean).toBeLessThan(0.15);
     // AGC: the links' gains step at different ticks.
@@ -242,7 +252,11 @@ describe('one room, one set of people, a receiver per link', () => {
     const share = got.map((g) => g.reduce((a, b) => a + b, 0) / n);
     for (const s of share) expect(Math.abs(s - 0.7)).toBeLessThan(0.03);
     // Independent: both received as often as the product says; all three lost (no tick at all) ~2.7 %.
-    for (const [a, b] of [[0, 1], [0, 2], [1, 2]] as const) {
+    for (const [a, b] of [
+      [0, 1],
+      [0, 2],
+      [1, 2],
+    ] as const) {
       let both = 0;
       for (let i = 0; i < n; i++) both += got[a]![i]! & got[b]![i]!;
       expect(Math.abs(both / n - share[a]! * share[b]!)).toBeLessThan(0.03);
@@ -253,7 +267,14 @@ describe('one room, one set of people, a receiver per link', () => {
   it('bodies shadow each link’s own paths', () => {
     // A person standing on the line between tx and rx1, far off the others' lines of sight.
     const person = [{ x: 3, y: 2.5, script: [] }];
-    const opts = (realism: SimOptions['realism']): SimOptions => ({ seed: 1, people: person, radios: DEFAULT_RADIOS, impairments: false, realism, scenario: { room: EMPTY_BOX } });
+    const opts = (realism: SimOptions['realism']): SimOptions => ({
+      seed: 1,
+      people: person,
+      radios: DEFAULT_RADIOS,
+      impairments: false,
+      realism,
+      scenario: { room: EMPTY_BOX },
+    });
     const shade = { shadowLossDb: 12 };
     const power = (f: CsiFrame): number => f.csi.reduce((s, v) => s + v * v, 0);
     const [plain, shaded] = [new CsiSimulator(opts('ideal')).nextTick(), new CsiSimulator(opts(shade)).nextTick()];

@@ -137,7 +137,15 @@ describe('skeleton kinematics', () => {
     const d = bodyDims(H);
     const samples = run(
       [
-        { x: 2, y: 2.5, height: H, script: [{ at: 0.5, action: 'sit', seat: 0.45 }, { at: 4, action: 'stand' }] },
+        {
+          x: 2,
+          y: 2.5,
+          height: H,
+          script: [
+            { at: 0.5, action: 'sit', seat: 0.45 },
+            { at: 4, action: 'stand' },
+          ],
+        },
         { x: 4.2, y: 2.5, height: H, heading: -Math.PI / 2, script: [{ at: 0.5, action: 'lie', surface: 0.5 }] },
       ],
       7,

@@ -6,7 +6,7 @@ import { DEFAULT_VIEW, viewCamera, viewSpec } from '../../src/pose/camera.js';
 import { defaults } from '../../src/config/schema.js';
 
 describe('ground truth', () => {
-  it('is projected through the reference view: by default the configuration\'s default view', () => {
+  it("is projected through the reference view: by default the configuration's default view", () => {
     const cam = viewCamera(defaults().environment.view);
     const sim = new CsiSimulator({ seed: 11, people: 3, impairments: false });
     const px = new Float32Array(NUM_KEYPOINTS * 2);

@@ -40,12 +40,19 @@ async function listen(opts: Omit<MqttSourceOptions, 'stats' | 'onReady'>): Promi
     next: (f) => frames.push(f),
     error: (e) => errors.push(e),
   });
-  await until(() => ready || errors.length > 0, () => `no SUBACK from ${opts.url}`);
+  await until(
+    () => ready || errors.length > 0,
+    () => `no SUBACK from ${opts.url}`,
+  );
   return {
     frames,
     errors,
     stats,
-    frameCount: (n) => until(() => frames.length >= n || errors.length > 0, () => `only ${frames.length} of ${n} frames`),
+    frameCount: (n) =>
+      until(
+        () => frames.length >= n || errors.length > 0,
+        () => `only ${frames.length} of ${n} frames`,
+      ),
     stop: () => sub.unsubscribe(),
   };
 }
@@ -55,7 +62,10 @@ async function sourceError(opts: MqttSourceOptions): Promise<unknown> {
   const errors: unknown[] = [];
   const sub = mqttSource(opts).subscribe({ next: () => errors.push(new Error('unexpected frame')), error: (e) => errors.push(e) });
   try {
-    await until(() => errors.length > 0, () => 'the source did not error');
+    await until(
+      () => errors.length > 0,
+      () => 'the source did not error',
+    );
   } finally {
     sub.unsubscribe();
   }
@@ -217,7 +227,10 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
       const l = await open({ topic: 'csi/ap1/nexmon', format: 'nexmon', environmentId: 'lab-4', qos: 1 });
       await publishAll(await publisher(), 'csi/ap1/nexmon', payloads);
       await l.frameCount(548);
-      await until(() => l.stats.messages >= 566, () => `${l.stats.messages} of 566 messages`);
+      await until(
+        () => l.stats.messages >= 566,
+        () => `${l.stats.messages} of 566 messages`,
+      );
       expect(l.errors).toEqual([]);
       expect(l.frames).toHaveLength(548);
       l.frames.forEach((f, i) => {
@@ -239,7 +252,14 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
       for (const l of [plus, hashEncoded, hashLiteral]) {
         await l.frameCount(6);
         expect(l.errors).toEqual([]);
-        expect(l.frames.map((f) => f.sourceId)).toEqual(['csi/room1/esp32', 'csi/room2/esp32', 'csi/room1/esp32', 'csi/room2/esp32', 'csi/room1/esp32', 'csi/room2/esp32']);
+        expect(l.frames.map((f) => f.sourceId)).toEqual([
+          'csi/room1/esp32',
+          'csi/room2/esp32',
+          'csi/room1/esp32',
+          'csi/room2/esp32',
+          'csi/room1/esp32',
+          'csi/room2/esp32',
+        ]);
         // One decoder per topic: each topic counts its own records.
         expect(l.frames.map((f) => f.index)).toEqual([0, 0, 1, 1, 2, 2]);
         // ESP32 lines carry no sequence number: seq is the per-topic index, so compare the rest.
@@ -256,7 +276,10 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
       const l = await open({ topic: 'csi/junk/esp32', format: 'esp32' });
       await publishAll(await publisher(), 'csi/junk/esp32', ['hello', '', 'CSI_DATA,AP,[1 2 3', Buffer.from([0, 255, 128]), line]);
       await l.frameCount(1);
-      await until(() => l.stats.messages >= 5, () => `${l.stats.messages} of 5 messages`);
+      await until(
+        () => l.stats.messages >= 5,
+        () => `${l.stats.messages} of 5 messages`,
+      );
       expect(l.errors).toEqual([]);
       expect(l.frames).toHaveLength(1);
       expectSameRecord(l.frames[0]!, want);
@@ -272,9 +295,15 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
       pub = undefined;
 
       await broker.stop();
-      await until(() => !l.stats.connected, () => 'the source did not notice the broker going away');
+      await until(
+        () => !l.stats.connected,
+        () => 'the source did not notice the broker going away',
+      );
       await broker.start();
-      await until(() => l.stats.connected && l.stats.reconnects >= 1, () => 'the source did not reconnect');
+      await until(
+        () => l.stats.connected && l.stats.reconnects >= 1,
+        () => 'the source did not reconnect',
+      );
 
       // The resubscription may land a little after the CONNACK: publish until a frame comes through.
       const p = await publisher();
@@ -304,7 +333,10 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
         await sleep(300);
         expect(stats.connected).toBe(false);
         await late.start();
-        await until(() => ready || errors.length > 0, () => 'no SUBACK after the broker came up');
+        await until(
+          () => ready || errors.length > 0,
+          () => 'no SUBACK after the broker came up',
+        );
         expect(errors).toEqual([]);
         expect(stats.connected).toBe(true);
       } finally {
@@ -319,9 +351,11 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
     expect(broker.logs()).toContain(`as ${clientId} `);
     expect(l.stats.connected).toBe(true);
     l.stop();
-    const left = () =>
-      broker.logs().includes(`Client ${clientId} closed its connection`) || broker.logs().includes(`Client ${clientId} disconnected`);
-    await until(() => left() && !l.stats.connected, () => `the broker did not log ${clientId} leaving:\n${broker.logs()}`);
+    const left = () => broker.logs().includes(`Client ${clientId} closed its connection`) || broker.logs().includes(`Client ${clientId} disconnected`);
+    await until(
+      () => left() && !l.stats.connected,
+      () => `the broker did not log ${clientId} leaving:\n${broker.logs()}`,
+    );
   });
 
   it('a format that cannot come over mqtt errors the stream with a SourceError', async () => {
@@ -344,7 +378,10 @@ describeWithMosquitto('mqttSource with a real mosquitto', () => {
       const p = await connectPublisher(secured.url, { username: 'alice', password });
       try {
         await p.publishAsync('csi/auth', 'hello');
-        await until(() => l.stats.messages >= 1, () => 'no message');
+        await until(
+          () => l.stats.messages >= 1,
+          () => 'no message',
+        );
         expect(l.stats).toMatchObject({ messages: 1, skipped: 1, connected: true });
       } finally {
         await p.endAsync();

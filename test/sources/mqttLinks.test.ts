@@ -53,14 +53,20 @@ describeWithMosquitto('mqtt sources: a topic per link, with a real mosquitto', (
           onReady: () => (ready = true),
         }).subscribe({ next: (f) => frames.push(f), error: (e) => errors.push(e) }),
       );
-      await until(() => ready || errors.length > 0, () => 'no SUBACK');
+      await until(
+        () => ready || errors.length > 0,
+        () => 'no SUBACK',
+      );
       pub = await connectPublisher(broker.url);
       for (let i = 0; i < 6; i++) {
         await pub.publishAsync('csi/room/rx1', lines[i]!);
         await pub.publishAsync('csi/room/rx9', lines[i]!);
         await pub.publishAsync('csi/room/rx2', lines[6 + i]!);
       }
-      await until(() => stats.messages >= 18, () => `${stats.messages} of 18 messages`);
+      await until(
+        () => stats.messages >= 18,
+        () => `${stats.messages} of 18 messages`,
+      );
       expect(errors).toEqual([]);
       const rx1 = frames.filter((f) => f.linkId === 'ap-rx1');
       const rx2 = frames.filter((f) => f.linkId === 'ap-rx2');

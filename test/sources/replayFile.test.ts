@@ -94,9 +94,7 @@ describeWithSamples('replayFile', () => {
       expect(want.frames).toHaveLength(c.records);
       let stats: DecodeStats | undefined;
       // A small odd read size makes records straddle reads throughout the file.
-      const got = await lastValueFrom(
-        replay(c, { speed: 0, startTime: START, chunkSize: 997, onStats: (s) => (stats = s) }).pipe(toArray()),
-      );
+      const got = await lastValueFrom(replay(c, { speed: 0, startTime: START, chunkSize: 997, onStats: (s) => (stats = s) }).pipe(toArray()));
       expect(got).toHaveLength(c.records);
       got.forEach((f, i) => {
         expect(f.index).toBe(i);

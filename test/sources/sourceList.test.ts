@@ -23,9 +23,7 @@ describe('parseSource: links and lists of sources, accepted forms', () => {
     expect(def.emits).toEqual(['frame']);
     // Any white space separates, also newlines (a list in a config file).
     expect(parseSource('file:/a.dat?format=intel5300&link=rx1\n  file:/b.dat?format=intel5300&link=rx2\n').emits).toEqual(['frame']);
-    expect(
-      parseSource('mqtt://broker/csi/a/+?format=esp32&link=topic udp://0.0.0.0:5500?format=esp32&senders=rx3@10.0.0.23').emits,
-    ).toEqual(['frame']);
+    expect(parseSource('mqtt://broker/csi/a/+?format=esp32&link=topic udp://0.0.0.0:5500?format=esp32&senders=rx3@10.0.0.23').emits).toEqual(['frame']);
   });
 
   it('a single file path may still hold spaces', () => {
@@ -75,19 +73,25 @@ describe('parseSource: malformed links and lists raise SourceError with a useful
       'udp://0.0.0.0:5501?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=intel5300&link=rx1',
       /link "rx1" is given by two sources: udp:\/\/0\.0\.0\.0:5501\S* and udp:\/\/0\.0\.0\.0:5502/,
     ],
-    [
-      'udp://0.0.0.0:5501?format=esp32&senders=rx1@10.0.0.2 udp://0.0.0.0:5502?format=esp32&link=rx1',
-      /link "rx1" is given by two sources/,
-    ],
+    ['udp://0.0.0.0:5501?format=esp32&senders=rx1@10.0.0.2 udp://0.0.0.0:5502?format=esp32&link=rx1', /link "rx1" is given by two sources/],
     ['udp://0.0.0.0:5501?format=intel5300&link=rx1 udp://127.0.0.1:5501?format=intel5300&link=rx2', /udp port 5501 is listed twice/],
     ['file:/a.dat?format=intel5300&link=rx1 file:/a.dat?format=intel5300&link=rx2', /file:\/a\.dat is listed twice/],
-    ['file:/a.dat?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=intel5300&link=rx2', /file replays and live sources \(udp, mqtt\) cannot be listed together/],
+    [
+      'file:/a.dat?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=intel5300&link=rx2',
+      /file replays and live sources \(udp, mqtt\) cannot be listed together/,
+    ],
     ['sim udp://0.0.0.0:5502?format=intel5300&link=rx2', /sim cannot be listed with other sources: the simulator brings its site's links itself/],
     ['udp://0.0.0.0:5502?format=intel5300&link=rx2 stdin?format=esp32', /stdin cannot be listed with other sources/],
     ['file:/a.bin?link=rx1 file:/b.bin?link=rx2', /cannot tell the format of \/a\.bin: add \?format=/],
-    ['file:/a.dat?format=intel5300&link=rx1&speed=1 file:/b.dat?format=intel5300&link=rx2&speed=2', /listed files replay at one speed: got speed=1 and speed=2/],
-    ["udp://0.0.0.0:5501?format=intel5300&link=rx1 http://x", /"http:\/\/x" is not a source \(a list holds file:PATH, udp:\/\/HOST:PORT or mqtt:\/\/HOST\/TOPIC URIs/],
-    ["sim?seed=1 people=2", /"people=2" is not a source/],
+    [
+      'file:/a.dat?format=intel5300&link=rx1&speed=1 file:/b.dat?format=intel5300&link=rx2&speed=2',
+      /listed files replay at one speed: got speed=1 and speed=2/,
+    ],
+    [
+      'udp://0.0.0.0:5501?format=intel5300&link=rx1 http://x',
+      /"http:\/\/x" is not a source \(a list holds file:PATH, udp:\/\/HOST:PORT or mqtt:\/\/HOST\/TOPIC URIs/,
+    ],
+    ['sim?seed=1 people=2', /"people=2" is not a source/],
     ['udp://0.0.0.0:5501?format=intel5300&link=rx1 udp://0.0.0.0:5502?format=wifi&link=rx2', /unknown format "wifi"/],
   ];
   for (const [uri, message] of cases) {

@@ -166,9 +166,7 @@ describe('udpSource', () => {
     await new Promise<void>((r) => holder.bind(0, '127.0.0.1', r));
     try {
       const port = holder.address().port;
-      const err = await firstValueFrom(
-        udpSource({ host: '127.0.0.1', port, format: 'esp32' }).pipe(timeout(GIVE_UP_MS)),
-      ).then(
+      const err = await firstValueFrom(udpSource({ host: '127.0.0.1', port, format: 'esp32' }).pipe(timeout(GIVE_UP_MS))).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -180,8 +178,7 @@ describe('udpSource', () => {
 
   it('each subscription gets its own socket and decoder', async () => {
     const ports: number[] = [];
-    const src = (stats: UdpStats) =>
-      udpSource({ host: '127.0.0.1', port: 0, format: 'esp32', stats, onListening: (a) => ports.push(a.port) });
+    const src = (stats: UdpStats) => udpSource({ host: '127.0.0.1', port: 0, format: 'esp32', stats, onListening: (a) => ports.push(a.port) });
     const a = newStats();
     const b = newStats();
     const subA = src(a).subscribe();

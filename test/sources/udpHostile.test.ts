@@ -38,9 +38,7 @@ function validDatagrams(format: CaptureFormat): Uint8Array[] {
       return esp32Lines().map((l) => Buffer.from(l + '\n'));
     case 'nexmon':
       // The 18 packets of the wrong size are not valid datagrams.
-      return pcapUdpPayloads(sampleBytes('nexmon/example_43455c0.pcap')).filter(
-        (p) => decodeAll(createDatagramDecoder('nexmon'), p).frames.length === 1,
-      );
+      return pcapUdpPayloads(sampleBytes('nexmon/example_43455c0.pcap')).filter((p) => decodeAll(createDatagramDecoder('nexmon'), p).frames.length === 1);
     case 'intel5300': {
       const b = sampleBytes('intel5300/log.all_csi.6.7.6');
       const offsets = decodeIntel5300(b).frames.map((f) => f.meta!.file_offset as number);

@@ -65,7 +65,10 @@ async function sendCounted(s: Socket, port: number, payloads: readonly Uint8Arra
   for (const p of payloads) {
     const before = stats.datagrams;
     await send(s, port, p);
-    await until(() => stats.datagrams > before, () => `datagram ${before + 1} not received`);
+    await until(
+      () => stats.datagrams > before,
+      () => `datagram ${before + 1} not received`,
+    );
   }
 }
 
@@ -81,7 +84,10 @@ async function listen(opts: Omit<Parameters<typeof udpSource>[0], 'host' | 'port
       error: (e) => errors.push(e),
     }),
   );
-  await until(() => port > 0 || errors.length > 0, () => 'the source did not listen');
+  await until(
+    () => port > 0 || errors.length > 0,
+    () => 'the source did not listen',
+  );
   return { frames, errors, stats, port };
 }
 
@@ -89,9 +95,7 @@ async function listen(opts: Omit<Parameters<typeof udpSource>[0], 'host' | 'port
 function collect(uri: string, ctx: SourceContext): { frames: CsiFrame[]; errors: unknown[] } {
   const frames: CsiFrame[] = [];
   const errors: unknown[] = [];
-  subs.push(
-    (parseSource(uri).open('frame', ctx) as Observable<CsiFrame>).subscribe({ next: (f) => frames.push(f), error: (e) => errors.push(e) }),
-  );
+  subs.push((parseSource(uri).open('frame', ctx) as Observable<CsiFrame>).subscribe({ next: (f) => frames.push(f), error: (e) => errors.push(e) }));
   return { frames, errors };
 }
 
@@ -111,7 +115,10 @@ describe('udpSource: links', () => {
     const l = await listen({ format: 'intel5300', linkId: 'tx-rx2' });
     const s = await senderOn('127.0.0.1');
     await sendCounted(s, l.port, records(4, 100), l.stats);
-    await until(() => l.frames.length >= 4, () => `${l.frames.length} of 4 frames`);
+    await until(
+      () => l.frames.length >= 4,
+      () => `${l.frames.length} of 4 frames`,
+    );
     expect(l.errors).toEqual([]);
     expect(l.frames.map((f) => f.seq)).toEqual([100, 101, 102, 103]);
     for (const f of l.frames) expect(f).toMatchObject({ linkId: 'tx-rx2', sourceId: `udp://127.0.0.1:${l.port}`, format: 'intel5300' });
@@ -121,7 +128,10 @@ describe('udpSource: links', () => {
     const l = await listen({ format: 'intel5300' });
     const s = await senderOn('127.0.0.1');
     await sendCounted(s, l.port, records(2, 7), l.stats);
-    await until(() => l.frames.length >= 2, () => `${l.frames.length} of 2 frames`);
+    await until(
+      () => l.frames.length >= 2,
+      () => `${l.frames.length} of 2 frames`,
+    );
     expect(l.frames.every((f) => f.linkId === undefined && !('linkId' in f))).toBe(true);
   });
 
@@ -143,7 +153,10 @@ describe('udpSource: links', () => {
     await sendCounted(a, l.port, [ra[1]!], l.stats);
     await sendCounted(b, l.port, [rb[1]!], l.stats);
     await sendCounted(a, l.port, [ra[2]!], l.stats);
-    await until(() => l.frames.length >= 5, () => `${l.frames.length} of 5 frames`);
+    await until(
+      () => l.frames.length >= 5,
+      () => `${l.frames.length} of 5 frames`,
+    );
     expect(l.errors).toEqual([]);
     expect(l.frames.map((f) => [f.seq, f.linkId, f.index])).toEqual([
       [100, 'tx-rx1', 0],

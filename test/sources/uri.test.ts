@@ -120,9 +120,7 @@ describeWithSamples('parseSource: opening file sources', () => {
 
   it('file:PATH takes its speed from the context when the URI has none', async () => {
     const def = parseSource(`file:${sample('intel5300/log.all_csi.6.7.6')}`);
-    const frames = (await lastValueFrom(
-      (def.open('frame', { speed: 0, environmentId: 'lab-1' }) as Observable<CsiFrame>).pipe(toArray()),
-    )) as CsiFrame[];
+    const frames = (await lastValueFrom((def.open('frame', { speed: 0, environmentId: 'lab-1' }) as Observable<CsiFrame>).pipe(toArray()))) as CsiFrame[];
     expect(frames).toHaveLength(29);
     expect(frames.every((f) => f.environmentId === 'lab-1')).toBe(true);
   });
@@ -136,8 +134,7 @@ describeWithSamples('parseSource: opening file sources', () => {
 
 describeWithSimulator('parseSource: opening sim sources', () => {
   it('sim?seed=1&people=2&truth=1 gives a deterministic stream with two people in the truth', async () => {
-    const run = (uri: string) =>
-      lastValueFrom((parseSource(uri).open('frame', { speed: 0 }) as Observable<CsiFrame>).pipe(take(5), toArray()));
+    const run = (uri: string) => lastValueFrom((parseSource(uri).open('frame', { speed: 0 }) as Observable<CsiFrame>).pipe(take(5), toArray()));
     const a = await run('sim?seed=1&people=2&truth=1');
     const b = await run('sim?seed=1&people=2&truth=1');
     const c = await run('sim?seed=2&people=2&truth=1');
@@ -154,7 +151,11 @@ describeWithSimulator('parseSource: opening sim sources', () => {
     const fallsIn = async (uri: string) => {
       const frames = await lastValueFrom((parseSource(uri).open('frame', { speed: 0 }) as Observable<CsiFrame>).pipe(take(1200), toArray()));
       const t0 = frames[0]!.time;
-      return frames.flatMap((f) => ((f.meta?.truth as { events: Array<{ type: string; personId: number; time: number }> }).events ?? []).filter((e) => e.type === 'fall_start').map((e) => ({ ...e, at: (e.time - t0) / 1000 })));
+      return frames.flatMap((f) =>
+        ((f.meta?.truth as { events: Array<{ type: string; personId: number; time: number }> }).events ?? [])
+          .filter((e) => e.type === 'fall_start')
+          .map((e) => ({ ...e, at: (e.time - t0) / 1000 })),
+      );
     };
     const asked = await fallsIn('sim?seed=1&people=2&truth=1&fall=6');
     expect(asked.length).toBeGreaterThanOrEqual(1);

@@ -61,7 +61,16 @@ beforeAll(async () => {
   fallDown = await writeTruthRun(store, { people: fallPeople(4, 'walk_fall', 1), seconds: 25, startMs: T0 + 45 * MIN, environmentId: 'care', seed: 4 });
   // The service's metrics sampler: one row every 10 s for the first 30 minutes of the hour.
   for (let i = 0; i < 180; i++) {
-    await store.recordMetrics({ time: T0 + i * 10_000 + 3, framesPerSecond: 100, averageLatencyMs: 20, cpuUsage: 10, memoryUsage: 5, processingQueueSize: 0, errorRate: 0, activePersons: 2 });
+    await store.recordMetrics({
+      time: T0 + i * 10_000 + 3,
+      framesPerSecond: 100,
+      averageLatencyMs: 20,
+      cpuUsage: 10,
+      memoryUsage: 5,
+      processingQueueSize: 0,
+      errorRate: 0,
+      activePersons: 2,
+    });
   }
 });
 
@@ -318,15 +327,21 @@ describe('retail', () => {
     expect(f.notes).toHaveLength(1);
     expect(f.notes[0]).toMatch(/checkout_area.*analytics\.retail_checkout_zone/);
 
-    const g = (await retail(ctx.store, shopRange, { zones: shop.zones, funnel: { entrance: 'C', product_interaction: 'E', checkout_area: 'A', purchase: 'nowhere' } }, ['conversion_funnel']))
-      .conversion_funnel!;
+    const g = (
+      await retail(ctx.store, shopRange, { zones: shop.zones, funnel: { entrance: 'C', product_interaction: 'E', checkout_area: 'A', purchase: 'nowhere' } }, [
+        'conversion_funnel',
+      ])
+    ).conversion_funnel!;
     // C first: all three; E after C: only visitor 2 (0 and 1 were in E before C); A after that: none.
     expect([g.entrance, g.product_interaction, g.checkout_area, g.purchase]).toEqual([3, 1, 0, 0]);
     expect(g.notes.join('\n')).toMatch(/purchase: zone nowhere .* not in environment\.zones/);
   });
 
   it('zones: no purchase zone -> conversion_rate 0 (nobody can convert); no zones at all -> empty lists', async () => {
-    const r = await retail(ctx.store, shopRange, { zones: shop.zones, funnel: { entrance: 'E', product_interaction: '', checkout_area: '', purchase: '' } }, ['zones', 'conversion_funnel']);
+    const r = await retail(ctx.store, shopRange, { zones: shop.zones, funnel: { entrance: 'E', product_interaction: '', checkout_area: '', purchase: '' } }, [
+      'zones',
+      'conversion_funnel',
+    ]);
     expect(r.zones!.every((z) => z.conversion_rate === 0 && z.visitor_count > 0)).toBe(true);
     expect(r.conversion_funnel!.notes.join('\n')).toMatch(/purchase: no zone configured/);
     const none = await retail(ctx.store, shopRange, { zones: [], funnel: FUNNEL }, ['zones', 'heat_map', 'conversion_funnel']);
@@ -428,7 +443,12 @@ describe('security', () => {
 
   it('perimeter_monitoring: the schedule rule in SQL agrees with scheduleActive (overnight, days, UTC offsets, all day)', async () => {
     const store = ctx.store;
-    const square: Array<[number, number]> = [[0, 0], [1, 0], [1, 1], [0, 1]];
+    const square: Array<[number, number]> = [
+      [0, 0],
+      [1, 0],
+      [1, 1],
+      [0, 1],
+    ];
     const schedules = [
       undefined,
       { start: '08:00', end: '18:00' },
@@ -444,14 +464,41 @@ describe('security', () => {
     for (let i = 0; i < 130; i++) {
       const t = t0 + i * 97 * MIN + 13_000;
       times.push(t);
-      const p: PersonPose = { slot: 0, trackId: 5000 + i, confidence: 0.8, keypoints: new Float32Array(51), bbox: Float32Array.of(0, 0, 10, 10), floor: { x: 0.5, y: 0.5 } };
+      const p: PersonPose = {
+        slot: 0,
+        trackId: 5000 + i,
+        confidence: 0.8,
+        keypoints: new Float32Array(51),
+        bbox: Float32Array.of(0, 0, 10, 10),
+        floor: { x: 0.5, y: 0.5 },
+      };
       sink.write({ frameId: i, time: t, sourceId: 't', environmentId: 'sched', persons: [p], processingMs: 1, modelVersion: 't', csiQuality: 1 });
     }
     // One more track going in, out and in again: two entries into every zone.
     const t1 = t0 + 10 * 24 * HOUR + 12 * HOUR;
-    [[0.5, 0.5], [2, 2], [0.5, 0.5]].forEach(([x, y], k) => {
-      const p: PersonPose = { slot: 0, trackId: 6000, confidence: 0.8, keypoints: new Float32Array(51), bbox: Float32Array.of(0, 0, 10, 10), floor: { x: x!, y: y! } };
-      sink.write({ frameId: 1000 + k, time: t1 + k * FRAME_MS, sourceId: 't', environmentId: 'sched', persons: [p], processingMs: 1, modelVersion: 't', csiQuality: 1 });
+    [
+      [0.5, 0.5],
+      [2, 2],
+      [0.5, 0.5],
+    ].forEach(([x, y], k) => {
+      const p: PersonPose = {
+        slot: 0,
+        trackId: 6000,
+        confidence: 0.8,
+        keypoints: new Float32Array(51),
+        bbox: Float32Array.of(0, 0, 10, 10),
+        floor: { x: x!, y: y! },
+      };
+      sink.write({
+        frameId: 1000 + k,
+        time: t1 + k * FRAME_MS,
+        sourceId: 't',
+        environmentId: 'sched',
+        persons: [p],
+        processingMs: 1,
+        modelVersion: 't',
+        csiQuality: 1,
+      });
     });
     await sink.flush();
     const p = (await security(store, { environmentId: 'sched', start: t0, end: t0 + 12 * 24 * HOUR }, { zones, crowdThreshold: 2 }, ['perimeter_monitoring']))
@@ -460,7 +507,12 @@ describe('security', () => {
     schedules.forEach((s, i) => {
       const compiled = s ? compileSchedule(s) : null;
       const watched = [...times, ...again].filter((t) => scheduleActive(compiled, t)).length;
-      expect(p.zones[i], `Z${i}`).toEqual({ zone_id: `Z${i}`, entries: times.length + 2, authorized_entries: times.length + 2 - watched, unauthorized_attempts: watched });
+      expect(p.zones[i], `Z${i}`).toEqual({
+        zone_id: `Z${i}`,
+        entries: times.length + 2,
+        authorized_entries: times.length + 2 - watched,
+        unauthorized_attempts: watched,
+      });
     });
     // The schedules are neither always nor never open over these times.
     for (const z of p.zones.slice(1)) expect(z.unauthorized_attempts * z.authorized_entries).toBeGreaterThan(0);
@@ -593,7 +645,8 @@ describe('events', () => {
     const got = await all({ environmentId: 'shop', limit: 5 });
     expect(got.map((e) => e.event_id).sort()).toEqual(shopRun.events.map((e) => e.eventId).sort());
     const keys = got.map((e) => [Date.parse(e.timestamp!), e.event_id] as const);
-    for (let i = 1; i < keys.length; i++) expect(keys[i - 1]![0] > keys[i]![0] || (keys[i - 1]![0] === keys[i]![0] && keys[i - 1]![1] > keys[i]![1])).toBe(true);
+    for (let i = 1; i < keys.length; i++)
+      expect(keys[i - 1]![0] > keys[i]![0] || (keys[i - 1]![0] === keys[i]![0] && keys[i - 1]![1] > keys[i]![1])).toBe(true);
     const intrusion = got.find((e) => e.type === 'intrusion')!;
     expect(intrusion.actions_taken).toEqual(['alert_sent', 'notification_dispatched']);
     expect(intrusion.metadata).toMatchObject({ zone: expect.any(String), threat_level: expect.any(String) });
@@ -674,7 +727,12 @@ describe('a range without data', () => {
     expect(o.summary).toEqual({ average_occupancy: 0, peak_occupancy: 0, peak_time: null, total_person_hours: 0, frames: 0 });
     expect(o.time_series).toEqual([]);
     expect(Object.values(o.distribution)).toEqual([0, 0, 0, 0, 0]);
-    expect(await events(ctx.store, { environmentId: 'shop', start: empty.start, end: empty.end })).toEqual({ events: [], total_count: 0, has_more: false, next: null });
+    expect(await events(ctx.store, { environmentId: 'shop', start: empty.start, end: empty.end })).toEqual({
+      events: [],
+      total_count: 0,
+      has_more: false,
+      next: null,
+    });
   });
 
   it('an unknown environment is a range without data', async () => {

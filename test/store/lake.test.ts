@@ -49,7 +49,16 @@ async function seed(store: Store, rows: Array<{ t: number; env: string }>, k0 = 
       `INSERT INTO alerts (ts, alert_id, type, severity, environment_id, confidence, metadata, actions_required) VALUES (?, ?, 'fall_detected', 'high', ?, 0.9, '{"a":1}', ['call'])`,
       [new Date(r.t), `al-${r.t}-${r.env}`, r.env],
     );
-    await store.recordMetrics({ time: r.t, framesPerSecond: 10, averageLatencyMs: 5, cpuUsage: 0.1, memoryUsage: 0.2, processingQueueSize: 0, errorRate: 0, activePersons: 2 });
+    await store.recordMetrics({
+      time: r.t,
+      framesPerSecond: 10,
+      averageLatencyMs: 5,
+      cpuUsage: 0.1,
+      memoryUsage: 0.2,
+      processingQueueSize: 0,
+      errorRate: 0,
+      activePersons: 2,
+    });
   }
 }
 
@@ -132,10 +141,16 @@ describe('Parquet lake', () => {
         expect(canon(unescaped.map(pick)), table).toEqual(canon(fromStore.map(pick)));
         expect(fromLake.length, table).toBeGreaterThan(0);
       }
-      const metrics = (await reader.runAndReadAll(`SELECT count(*)::INTEGER AS n, min(date)::VARCHAR AS d FROM read_parquet('${lakeDir}/system_metrics/**/*.parquet', hive_partitioning = true)`)).getRowObjectsJS();
+      const metrics = (
+        await reader.runAndReadAll(
+          `SELECT count(*)::INTEGER AS n, min(date)::VARCHAR AS d FROM read_parquet('${lakeDir}/system_metrics/**/*.parquet', hive_partitioning = true)`,
+        )
+      ).getRowObjectsJS();
       expect(metrics).toEqual([{ n: 4, d: '2026-01-05' }]);
       // environment_id is in the path, not in the files (Spark refuses a column that is both).
-      const cols = (await reader.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${lakeDir}/pose_frames/**/*.parquet', hive_partitioning = false)`)).getRowObjectsJS();
+      const cols = (
+        await reader.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${lakeDir}/pose_frames/**/*.parquet', hive_partitioning = false)`)
+      ).getRowObjectsJS();
       expect(cols.map((c) => c.column_name)).not.toContain('environment_id');
       await lake.close();
     } finally {
@@ -200,9 +215,13 @@ describe('Parquet lake', () => {
       let now = H10 + HOUR + 60_000; // 11:01: 10:00-11:00 ended a minute ago, inside the 2 min margin
       let days: number | undefined;
       const lake = new Lake(store, { dir: lakeDir, now: () => now, retentionDays: () => days });
-      expect((await lake.runOnce()).written.filter((f) => f.startsWith('pose_frames/'))).toEqual(['pose_frames/environment_id=lab/date=2026-01-05/hour=09.parquet']);
+      expect((await lake.runOnce()).written.filter((f) => f.startsWith('pose_frames/'))).toEqual([
+        'pose_frames/environment_id=lab/date=2026-01-05/hour=09.parquet',
+      ]);
       now = H10 + HOUR + 5 * 60_000;
-      expect((await lake.runOnce()).written.filter((f) => f.startsWith('pose_frames/'))).toEqual(['pose_frames/environment_id=lab/date=2026-01-05/hour=10.parquet']);
+      expect((await lake.runOnce()).written.filter((f) => f.startsWith('pose_frames/'))).toEqual([
+        'pose_frames/environment_id=lab/date=2026-01-05/hour=10.parquet',
+      ]);
       // A retention that starts at 10:30 removes the 09 hour (and the 10 hour, which began before it).
       days = (now - (H10 + 30 * 60_000)) / 86_400_000;
       const pass = await lake.runOnce();
@@ -263,7 +282,10 @@ describe('Parquet lake', () => {
       await expect(store.copyTo('SELECT 1 AS one', undefined, join(dir, 'x.parquet'), 'parquet')).rejects.toThrow(/disabled by configuration/);
       await expect(store.copyTo('SELECT 1 AS one', undefined, join(lakeDir, '..', 'x.parquet'), 'parquet')).rejects.toThrow(/disabled by configuration/);
       for (const sql of ['SET enable_external_access = true', `SET allowed_directories = ['/']`, 'SET threads = 1']) {
-        await expect(store.withWriter((c) => c.run(sql)), sql).rejects.toThrow(/locked/);
+        await expect(
+          store.withWriter((c) => c.run(sql)),
+          sql,
+        ).rejects.toThrow(/locked/);
       }
       await expect(store.sql(`SELECT * FROM read_text('/etc/hostname')`)).rejects.toMatchObject({ kind: 'permission' });
       expect((await store.sql(`SELECT count(*) AS n FROM read_parquet('${lakeDir}/x.parquet')`)).rows).toEqual([[1]]);

@@ -50,7 +50,7 @@ afterEach(() => {
   process.umask(umask);
 });
 
-describe('store files are the owner\'s only', () => {
+describe("store files are the owner's only", () => {
   it('tightens the folder and the file at open; the WAL, recreated after each checkpoint, and exports are 0600', async () => {
     const { dir, file } = await oldDataDir('old');
     const exportsDir = join(dir, 'exports');
@@ -87,14 +87,16 @@ describe('store files are the owner\'s only', () => {
   });
 });
 
-describe('the service\'s data directory', () => {
+describe("the service's data directory", () => {
   it('is 0700 with every file in it 0600 (store, WAL, users, configuration, service.json, exports)', async () => {
     const { dir } = await oldDataDir('svc');
     await withServer({ dataDir: dir }, async (s) => {
       const token = await s.login();
       // Something of each kind: a configuration change, a stored row, an export.
       expect((await s.api('PUT', '/config', { token, body: { detection: { confidence_threshold: 0.4 } } })).status).toBe(200);
-      await s.svc.store.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, 'a1', 'intrusion', 'high', 'default')`, [new Date()]);
+      await s.svc.store.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, 'a1', 'intrusion', 'high', 'default')`, [
+        new Date(),
+      ]);
       const exp = await s.api('POST', '/store/export', { token, body: { format: 'csv', tables: ['alerts'] } });
       expect(exp.status, exp.text).toBe(200);
       expect(mode(dir)).toBe(0o700);

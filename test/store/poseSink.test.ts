@@ -371,7 +371,7 @@ async function storedFrameIds(store: Store): Promise<number[]> {
   return rows.map((r) => Number(r.id));
 }
 
-describe('the store outlet (the service\'s path into the sink)', () => {
+describe("the store outlet (the service's path into the sink)", () => {
   it('stores every frame of the pose stream, all of it by the stop step flush_sinks', async () => {
     const store = await Store.open(dbPath());
     const out = storeOutlet(store, { maxRows: 100_000, maxDelayMs: 60_000 });

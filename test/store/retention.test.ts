@@ -35,7 +35,8 @@ const INSERT: Record<TimeTable, (store: Store, ts: Date, tag: number) => Promise
     ),
   activity_events: (s, ts, tag) =>
     s.execute(`INSERT INTO activity_events (ts, event_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'e')`, [ts, String(tag)]),
-  alerts: (s, ts, tag) => s.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'e')`, [ts, String(tag)]),
+  alerts: (s, ts, tag) =>
+    s.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'e')`, [ts, String(tag)]),
   system_metrics: (s, ts, tag) => s.execute(`INSERT INTO system_metrics (ts, frames_per_second) VALUES (?, ?)`, [ts, tag]),
 };
 

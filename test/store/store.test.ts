@@ -68,17 +68,27 @@ describe('Store', () => {
       for (const sql of MIGRATIONS[0]!.statements) await conn.run(sql);
       await conn.run(`INSERT INTO schema_version (version, description) VALUES (1, 'v1')`);
       await conn.run(`INSERT INTO pose_frames VALUES ('2026-11-24 10:00:00', 'lab', 'sim', 7, 1, 5, 'm', 0.9, 0.8, 0.8)`);
-      for (const [t, x] of [['10:00:00', 1], ['10:00:01', 2]] as const)
-        await conn.run(`INSERT INTO pose_persons VALUES ('2026-11-24 ${t}', 'lab', 7, 0, 3, 3, 1, 0.8, 1, 2, 3, 4, ${x}, 1, NULL, NULL, 'walking', 0.9, '\\x00'::BLOB, NULL)`);
+      for (const [t, x] of [
+        ['10:00:00', 1],
+        ['10:00:01', 2],
+      ] as const)
+        await conn.run(
+          `INSERT INTO pose_persons VALUES ('2026-11-24 ${t}', 'lab', 7, 0, 3, 3, 1, 0.8, 1, 2, 3, 4, ${x}, 1, NULL, NULL, 'walking', 0.9, '\\x00'::BLOB, NULL)`,
+        );
       conn.closeSync();
       inst.closeSync();
       const store = await Store.open(path);
       try {
         expect(await store.query(`SELECT version FROM schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
         // Version 3: the errors logged per metrics sample, NULL (none counted) on older rows.
-        expect(await store.query(`SELECT data_type FROM duckdb_columns() WHERE table_name = 'system_metrics' AND column_name = 'error_count'`)).toEqual([{ data_type: 'INTEGER' }]);
+        expect(await store.query(`SELECT data_type FROM duckdb_columns() WHERE table_name = 'system_metrics' AND column_name = 'error_count'`)).toEqual([
+          { data_type: 'INTEGER' },
+        ]);
         expect(await store.query(`SELECT seq FROM pose_frames`)).toEqual([{ seq: Date.parse('2026-11-24T10:00:00Z') * 1000 }]);
-        expect((await store.query(`SELECT seq FROM pose_persons ORDER BY ts`)).map((r) => r.seq)).toEqual([Date.parse('2026-11-24T10:00:00Z') * 1000, Date.parse('2026-11-24T10:00:01Z') * 1000]);
+        expect((await store.query(`SELECT seq FROM pose_persons ORDER BY ts`)).map((r) => r.seq)).toEqual([
+          Date.parse('2026-11-24T10:00:00Z') * 1000,
+          Date.parse('2026-11-24T10:00:01Z') * 1000,
+        ]);
         const [track] = await store.query(`SELECT environment_id, track_id, frames, last_activity, last_floor_x FROM tracks`);
         expect(track).toEqual({ environment_id: 'lab', track_id: 3, frames: 2, last_activity: 'walking', last_floor_x: 2 });
       } finally {
@@ -201,16 +211,16 @@ describe('Store', () => {
       for (const age of [40, 31, 29, 1]) {
         const t = new Date(now - age * DAY);
         await store.recordMetrics(metrics(t.getTime(), age));
-        await store.execute(
-          `INSERT INTO pose_frames (ts, environment_id, source_id, frame_id, person_count) VALUES (?, 'e', 's', ?, 0)`,
-          [t, age],
-        );
+        await store.execute(`INSERT INTO pose_frames (ts, environment_id, source_id, frame_id, person_count) VALUES (?, 'e', 's', ?, 0)`, [t, age]);
         await store.execute(
           `INSERT INTO pose_persons (ts, environment_id, frame_id, slot, person_id, confidence, bbox_x, bbox_y, bbox_w, bbox_h, keypoints)
            VALUES (?, 'e', ?, 0, 0, 1, 0, 0, 1, 1, ?)`,
           [t, age, new Uint8Array(204)],
         );
-        await store.execute(`INSERT INTO activity_events (ts, event_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'e')`, [t, `ev${age}`]);
+        await store.execute(`INSERT INTO activity_events (ts, event_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'e')`, [
+          t,
+          `ev${age}`,
+        ]);
         await store.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'e')`, [t, `al${age}`]);
       }
       const deleted = await store.pruneOlderThan(30, now);

@@ -22,7 +22,17 @@ const T0 = Date.UTC(2026, 0, 5, 12);
 const { dir: mnt, mounted, fill } = smallDisk('4m', 'test/store/storeFull.test.ts', { prefix: 'csipose-full-' });
 
 function sample(i: number): SystemMetricsSample {
-  return { time: T0 + i * 10_000, framesPerSecond: 100, averageLatencyMs: 20, cpuUsage: 10, memoryUsage: 5, processingQueueSize: 0, errorRate: 0, activePersons: 1, errorCount: i };
+  return {
+    time: T0 + i * 10_000,
+    framesPerSecond: 100,
+    averageLatencyMs: 20,
+    cpuUsage: 10,
+    memoryUsage: 5,
+    processingQueueSize: 0,
+    errorRate: 0,
+    activePersons: 1,
+    errorCount: i,
+  };
 }
 
 function frame(k: number): PoseFrame {
@@ -51,7 +61,11 @@ describe.skipIf(!mounted)('a full disk (tmpfs filled to the last byte)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const stored = async () => (await store.query<{ ts: Date; error_count: number }>('SELECT ts, error_count FROM system_metrics ORDER BY ts')).map((r) => [r.ts.getTime(), r.error_count]);
+  const stored = async () =>
+    (await store.query<{ ts: Date; error_count: number }>('SELECT ts, error_count FROM system_metrics ORDER BY ts')).map((r) => [
+      r.ts.getTime(),
+      r.error_count,
+    ]);
 
   it('keeps system_metrics samples while writes fail and writes them all, in order, once there is room', async () => {
     const errors: StoreError[] = [];
@@ -64,7 +78,9 @@ describe.skipIf(!mounted)('a full disk (tmpfs filled to the last byte)', () => {
     try {
       for (const i of [1, 2, 3]) await recorder.record(sample(i));
       expect(recorder.stats).toMatchObject({ written: 1, pending: 3, dropped: 0, failedWrites: 3 });
-      expect(errors.map((e) => e.message)).toEqual(Array(3).fill(expect.stringMatching(/metrics sample not written, \d kept for retry: .*No space left on device/)));
+      expect(errors.map((e) => e.message)).toEqual(
+        Array(3).fill(expect.stringMatching(/metrics sample not written, \d kept for retry: .*No space left on device/)),
+      );
       const h = store.health();
       expect(h.status).toBe('degraded');
       expect(h.last_error).toMatch(/^metrics: .*No space left on device/);

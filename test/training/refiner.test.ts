@@ -41,7 +41,11 @@ describe.skipIf(problem !== null)('the v3 refiner trained with PyTorch', () => {
   beforeAll(() => {
     // `npm run train` as it runs: the compiled script (npm run build:training), its worker thread and PyTorch.
     ensureBuilt('training');
-    execFileSync(process.execPath, ['dist/training/ts/trainRefiner.js', '--quick', '--out', onnxPath, '--data', data, '--workers', '1'], { cwd: repoRoot, stdio: 'pipe', timeout: 900_000 });
+    execFileSync(process.execPath, ['dist/training/ts/trainRefiner.js', '--quick', '--out', onnxPath, '--data', data, '--workers', '1'], {
+      cwd: repoRoot,
+      stdio: 'pipe',
+      timeout: 900_000,
+    });
   }, 900_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -141,7 +145,12 @@ describe.skipIf(problem !== null)('the v3 refiner trained with PyTorch', () => {
       const frames: CsiFrame[] = [];
       for (let i = 0; i < 500; i++) frames.push(...sim.nextTick().frames);
       const maps = await firstValueFrom(from(frames).pipe(floorMap(), toArray()));
-      const poses = await firstValueFrom(from(frames).pipe(livePipeline({ model, radios: () => DEFAULT_RADIOS }, () => defaultLiveParams()), toArray()));
+      const poses = await firstValueFrom(
+        from(frames).pipe(
+          livePipeline({ model, radios: () => DEFAULT_RADIOS }, () => defaultLiveParams()),
+          toArray(),
+        ),
+      );
       expect(poses.length).toBe(maps.length);
       expect(poses.every((p) => p.modelVersion === '3.0.0')).toBe(true);
       // Tracked: every person reported carries a track id.

@@ -163,7 +163,12 @@ describe('targets', () => {
     expect(t[TARGET.offsets + 2]).toBeCloseTo(-0.575, 5);
     expect(t[TARGET.offsets + 48]).toBeCloseTo(0.045, 5);
     expect(t[TARGET.offsets + 50]).toBeCloseTo(0.225, 5);
-    expect(Array.from(t.subarray(TARGET.activity, TARGET.activity + 4))).toEqual([MODEL_ACTIVITIES.indexOf('sitting'), MODEL_ACTIVITIES.indexOf('walking'), -1, -1]);
+    expect(Array.from(t.subarray(TARGET.activity, TARGET.activity + 4))).toEqual([
+      MODEL_ACTIVITIES.indexOf('sitting'),
+      MODEL_ACTIVITIES.indexOf('walking'),
+      -1,
+      -1,
+    ]);
     expect(t[TARGET.fall]).toBe(0);
     // Round trip to room metres.
     const kp = new Float32Array(51);

@@ -17,7 +17,16 @@ import { countFromProbabilities, type ModelOutputsV2 } from '../../src/model/run
 import { MODEL_ACTIVITIES } from '../../src/model/contract.js';
 import { N_KEYPOINTS } from '../../src/pose/types.js';
 import { MAX_PERSONS, TARGET, TARGET_DIM, targetSkeleton } from '../../src/calibration/targets.js';
-import { addPose3dCounts, baselineSkeleton, emptyPose3dCounts, matchByPelvis, pose3dScores, scorePose3dFrame, type Pose3dCounts, type Pose3dScores } from './eval/pose3d.js';
+import {
+  addPose3dCounts,
+  baselineSkeleton,
+  emptyPose3dCounts,
+  matchByPelvis,
+  pose3dScores,
+  scorePose3dFrame,
+  type Pose3dCounts,
+  type Pose3dScores,
+} from './eval/pose3d.js';
 
 /** The mean pose of a training set: joint offsets from the pelvis and the pelvis height. */
 export interface MeanPose {
@@ -57,7 +66,15 @@ interface Tally {
   activityTotal: number;
 }
 
-const tally = (): Tally => ({ windows: 0, countExact: 0, occupiedRight: 0, pose: emptyPose3dCounts(), baseline: emptyPose3dCounts(), activityRight: 0, activityTotal: 0 });
+const tally = (): Tally => ({
+  windows: 0,
+  countExact: 0,
+  occupiedRight: 0,
+  pose: emptyPose3dCounts(),
+  baseline: emptyPose3dCounts(),
+  activityRight: 0,
+  activityTotal: 0,
+});
 
 /** Scores of one group of windows. */
 export interface GroupScores {
@@ -149,7 +166,9 @@ export function scoreOutputs(
       targetSkeleton(t, p, rec, kp);
       truths.push(kp);
       trueActivity.push(Math.round(t[TARGET.activity + p]!));
-      baseline.push(baselineSkeleton(mean.offsets, mean.pelvisZ, { x: 0.5 * (kp[3 * L_HIP]! + kp[3 * R_HIP]!), y: 0.5 * (kp[3 * L_HIP + 1]! + kp[3 * R_HIP + 1]!) }));
+      baseline.push(
+        baselineSkeleton(mean.offsets, mean.pelvisZ, { x: 0.5 * (kp[3 * L_HIP]! + kp[3 * R_HIP]!), y: 0.5 * (kp[3 * L_HIP + 1]! + kp[3 * R_HIP + 1]!) }),
+      );
     }
     const match = matchByPelvis(preds, truths);
     const frame = scorePose3dFrame(preds, truths, match);

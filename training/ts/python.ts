@@ -34,7 +34,10 @@ export function ensureTrainingPython(): string | null {
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   const apt = spawnSync('sh', ['-c', 'command -v apt-get'], { encoding: 'utf8' }).status === 0;
   if (!root || !apt) return problem;
-  spawnSync('sh', ['-c', `apt-get update >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y ${TRAINING_PACKAGES} >/dev/null 2>&1`], { stdio: 'ignore', timeout: 1_800_000 });
+  spawnSync('sh', ['-c', `apt-get update >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y ${TRAINING_PACKAGES} >/dev/null 2>&1`], {
+    stdio: 'ignore',
+    timeout: 1_800_000,
+  });
   problem = trainingPythonProblem();
   return problem;
 }

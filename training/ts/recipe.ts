@@ -261,10 +261,7 @@ export function recipeSite(r: ScenarioRecipe, mirrored = false): SiteGeometry {
 export function isHeldOut(r: ScenarioRecipe): boolean {
   const f = r.tx.wall === 'back' ? r.tx.x / r.room.width : r.tx.y / r.room.depth;
   return (
-    inBands(r.room.width, HELD_OUT_WIDTH) &&
-    inBands(r.room.depth, HELD_OUT_DEPTH) &&
-    inBands(f, HELD_OUT_TX_FRACTION) &&
-    inBands(r.rx.z, HELD_OUT_RX_HEIGHT)
+    inBands(r.room.width, HELD_OUT_WIDTH) && inBands(r.room.depth, HELD_OUT_DEPTH) && inBands(f, HELD_OUT_TX_FRACTION) && inBands(r.rx.z, HELD_OUT_RX_HEIGHT)
   );
 }
 

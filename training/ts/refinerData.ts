@@ -218,7 +218,9 @@ function shrink(a: RefinerFrames, n: number): RefinerFrames {
 
 /** The buffers of a result, to transfer from a worker. */
 export function refinerBuffers(f: RefinerFrames): ArrayBuffer[] {
-  return [f.candidates, f.candMask, f.candPos, f.truthMask, f.truthPos, f.truthHeading, f.truthActivity, f.truthFall, f.truthSkeleton].map((a) => a.buffer as ArrayBuffer);
+  return [f.candidates, f.candMask, f.candPos, f.truthMask, f.truthPos, f.truthHeading, f.truthActivity, f.truthFall, f.truthSkeleton].map(
+    (a) => a.buffer as ArrayBuffer,
+  );
 }
 
 /** The ONNX metadata a model trained on these files carries (meta.json `contract`; every value a string). */
@@ -285,16 +287,71 @@ export async function writeRefinerData(o: WriteRefinerDataOptions): Promise<Reco
       }
       return all;
     };
-    const write = (name: string, a: Float32Array | Uint8Array | Int32Array) => writeFileSync(join(d, name), new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
-    write('candidates.f32', cat((f) => f.candidates, (l) => new Float32Array(l)));
-    write('cand_mask.u8', cat((f) => f.candMask, (l) => new Uint8Array(l)));
-    write('cand_pos.f32', cat((f) => f.candPos, (l) => new Float32Array(l)));
-    write('truth_mask.u8', cat((f) => f.truthMask, (l) => new Uint8Array(l)));
-    write('truth_pos.f32', cat((f) => f.truthPos, (l) => new Float32Array(l)));
-    write('truth_heading.f32', cat((f) => f.truthHeading, (l) => new Float32Array(l)));
-    write('truth_activity.u8', cat((f) => f.truthActivity, (l) => new Uint8Array(l)));
-    write('truth_fall.u8', cat((f) => f.truthFall, (l) => new Uint8Array(l)));
-    write('truth_skeleton.f32', cat((f) => f.truthSkeleton, (l) => new Float32Array(l)));
+    const write = (name: string, a: Float32Array | Uint8Array | Int32Array) =>
+      writeFileSync(join(d, name), new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+    write(
+      'candidates.f32',
+      cat(
+        (f) => f.candidates,
+        (l) => new Float32Array(l),
+      ),
+    );
+    write(
+      'cand_mask.u8',
+      cat(
+        (f) => f.candMask,
+        (l) => new Uint8Array(l),
+      ),
+    );
+    write(
+      'cand_pos.f32',
+      cat(
+        (f) => f.candPos,
+        (l) => new Float32Array(l),
+      ),
+    );
+    write(
+      'truth_mask.u8',
+      cat(
+        (f) => f.truthMask,
+        (l) => new Uint8Array(l),
+      ),
+    );
+    write(
+      'truth_pos.f32',
+      cat(
+        (f) => f.truthPos,
+        (l) => new Float32Array(l),
+      ),
+    );
+    write(
+      'truth_heading.f32',
+      cat(
+        (f) => f.truthHeading,
+        (l) => new Float32Array(l),
+      ),
+    );
+    write(
+      'truth_activity.u8',
+      cat(
+        (f) => f.truthActivity,
+        (l) => new Uint8Array(l),
+      ),
+    );
+    write(
+      'truth_fall.u8',
+      cat(
+        (f) => f.truthFall,
+        (l) => new Uint8Array(l),
+      ),
+    );
+    write(
+      'truth_skeleton.f32',
+      cat(
+        (f) => f.truthSkeleton,
+        (l) => new Float32Array(l),
+      ),
+    );
     const scenario = new Int32Array(n);
     let at = 0;
     results.forEach((f, i) => scenario.fill(recipes[i]!.id, at, (at += f.n)));

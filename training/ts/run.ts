@@ -140,7 +140,13 @@ export function roundScores(s: unknown): unknown {
  * Runs a v2 model on a dataset in batches and gathers the outputs of every row. A batch never spans
  * two scenarios, so each runs with its own site (`recipeSite`, or unknown when `withSite` is false).
  */
-export async function runModel(model: PoseModel, d: Dataset, recipes: ReadonlyMap<number, ScenarioRecipe>, withSite = true, batch = 1024): Promise<ModelOutputsV2> {
+export async function runModel(
+  model: PoseModel,
+  d: Dataset,
+  recipes: ReadonlyMap<number, ScenarioRecipe>,
+  withSite = true,
+  batch = 1024,
+): Promise<ModelOutputsV2> {
   const P = model.maxPersons;
   const A = MODEL_ACTIVITIES.length;
   const all: ModelOutputsV2 = {
@@ -153,7 +159,7 @@ export async function runModel(model: PoseModel, d: Dataset, recipes: ReadonlyMa
     activity: new Float32Array(d.n * P * A),
     fall: new Float32Array(d.n),
   };
-  for (let s = 0; s < d.n; ) {
+  for (let s = 0; s < d.n;) {
     const id = d.scenario[s]!;
     const mirrored = d.mirrored[s]!;
     let b = 1;
@@ -215,7 +221,9 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
     mirrorTrain: cfg.mirror,
     onProgress: (done, total) => {
       const el = (performance.now() - g0) / 1000;
-      progress.update(`simulating ${bar(done / total)} ${done}/${total} scenarios, ${formatSeconds(el)} elapsed, ETA ${formatSeconds((el / done) * (total - done))}`);
+      progress.update(
+        `simulating ${bar(done / total)} ${done}/${total} scenarios, ${formatSeconds(el)} elapsed, ETA ${formatSeconds((el / done) * (total - done))}`,
+      );
     },
   });
   const genSeconds = (performance.now() - g0) / 1000;
@@ -266,7 +274,14 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
     history_stride_frames: HISTORY_STRIDE_FRAMES,
     fall_window_s: FALL_WINDOW_S,
   };
-  const shape = { featureDim: FEATURE_DIM, historySteps: HISTORY_STEPS, historyDim: HISTORY_DIM, siteDim: SITE_DIM, maxPersons: MAX_PERSONS, activities: MODEL_ACTIVITIES.length };
+  const shape = {
+    featureDim: FEATURE_DIM,
+    historySteps: HISTORY_STEPS,
+    historyDim: HISTORY_DIM,
+    siteDim: SITE_DIM,
+    maxPersons: MAX_PERSONS,
+    activities: MODEL_ACTIVITIES.length,
+  };
   const bytes = buildPoseModelV2(weights, shape, metadata);
   await mkdir(outDir, { recursive: true });
   const onnxPath = join(outDir, 'csipose-pose.onnx');
@@ -355,11 +370,18 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
       samples_per_second: Math.round(result.samplesPerSecond),
       epochs: result.history.map((h) => roundScores(h)),
     },
-    mean_pose: { note: 'TRAIN mean joint offsets from the pelvis (17 x 3, m) and pelvis height: the baseline skeleton', offsets: mean.offsets.map((v) => round(v, 4)), pelvis_z: round(mean.pelvisZ, 4) },
+    mean_pose: {
+      note: 'TRAIN mean joint offsets from the pelvis (17 x 3, m) and pelvis height: the baseline skeleton',
+      offsets: mean.offsets.map((v) => round(v, 4)),
+      pelvis_z: round(mean.pelvisZ, 4),
+    },
     generation_seconds: round(genSeconds, 1),
     total_seconds: round(totalSeconds, 1),
     export_check_max_abs_diff: exportCheck,
-    validation_scores: { note: 'VALIDATION scenarios (training distribution, unseen seeds): what model selection looked at.', ...(roundScores(valScores) as object) },
+    validation_scores: {
+      note: 'VALIDATION scenarios (training distribution, unseen seeds): what model selection looked at.',
+      ...(roundScores(valScores) as object),
+    },
     test_scores: {
       note: 'Held-out SIMULATED scenarios (rooms, antenna layouts and seeds never seen in training), each with its own site; real CSI will score lower. Scored from the exported ONNX file run by PoseModel (onnxruntime-node). Skeletons in room metres; baseline = the TRAIN mean pose at the true floor position.',
       ...(roundScores(scores) as object),
@@ -369,7 +391,21 @@ export async function runTraining(opts: RunOptions = {}): Promise<RunResult> {
   };
   const jsonPath = join(outDir, 'csipose-pose.json');
   await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
-  return { onnxPath, jsonPath, metadata, net: result.net, norm, weights, train: trainSet, test: testSet, history: result.history, scores, mean, exportCheck, report };
+  return {
+    onnxPath,
+    jsonPath,
+    metadata,
+    net: result.net,
+    norm,
+    weights,
+    train: trainSet,
+    test: testSet,
+    history: result.history,
+    scores,
+    mean,
+    exportCheck,
+    report,
+  };
 }
 
 function countParameters(w: PoseWeightsV2): number {

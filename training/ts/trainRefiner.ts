@@ -129,7 +129,10 @@ export function writeSidecar(a: Args, dir: string, recipeText: string): void {
 /** Runs a script of `training/`, its output passed through; resolves with its exit code. */
 function runPython(script: string, args: readonly string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const p = spawn(PYTHON, [resolveInstalled(join('training', script)), ...args], { stdio: 'inherit', env: { ...process.env, OMP_NUM_THREADS: process.env.OMP_NUM_THREADS ?? '2' } });
+    const p = spawn(PYTHON, [resolveInstalled(join('training', script)), ...args], {
+      stdio: 'inherit',
+      env: { ...process.env, OMP_NUM_THREADS: process.env.OMP_NUM_THREADS ?? '2' },
+    });
     p.on('error', reject);
     p.on('exit', (code) => resolve(code ?? 1));
   });
@@ -152,7 +155,11 @@ export async function trainRefiner(a: Args): Promise<number> {
     const t0 = Date.now();
     const counts = await writeRefinerData({
       dir,
-      splits: { train: recipes.filter((r) => r.split === 'train'), val: recipes.filter((r) => r.split === 'val'), test: recipes.filter((r) => r.split === 'test') },
+      splits: {
+        train: recipes.filter((r) => r.split === 'train'),
+        val: recipes.filter((r) => r.split === 'val'),
+        test: recipes.filter((r) => r.split === 'test'),
+      },
       workers: a.workers,
       seed: a.seed,
       recipe: recipeText,

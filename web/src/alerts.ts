@@ -109,7 +109,10 @@ export class AlertsFeed {
   async loadRecent(api: Api): Promise<void> {
     const start = new Date(Date.now() - 86_400_000).toISOString();
     // Form A (`{events, pagination}`, paged by `limit`), whatever the deployment's default form.
-    const r = await api.request<ActivityEvent[] | { events?: ActivityEvent[] }>('GET', 'analytics/events', { form: 'a', query: { event_type: 'alert', start_time: start, limit: BACKLOG } });
+    const r = await api.request<ActivityEvent[] | { events?: ActivityEvent[] }>('GET', 'analytics/events', {
+      form: 'a',
+      query: { event_type: 'alert', start_time: start, limit: BACKLOG },
+    });
     for (const e of Array.isArray(r.data) ? r.data : (r.data.events ?? [])) this.add(fromEvent(e), false);
   }
 

@@ -121,9 +121,20 @@ export class AnalyticsPanel {
     this.element = h(
       'div',
       { class: 'analytics' },
-      h('div', { class: 'toolbar' }, h('label', { class: 'inline' }, 'Period ', select), h('button', { type: 'button', onclick: () => void this.refresh() }, 'Refresh'), this.message),
+      h(
+        'div',
+        { class: 'toolbar' },
+        h('label', { class: 'inline' }, 'Period ', select),
+        h('button', { type: 'button', onclick: () => void this.refresh() }, 'Refresh'),
+        this.message,
+      ),
       this.cards,
-      h('div', { class: 'charts' }, h('section', { class: 'panel' }, h('h2', { text: 'Occupancy' }), this.occupancyBox), h('section', { class: 'panel' }, h('h2', { text: 'Activity (person-minutes)' }), this.activityBox)),
+      h(
+        'div',
+        { class: 'charts' },
+        h('section', { class: 'panel' }, h('h2', { text: 'Occupancy' }), this.occupancyBox),
+        h('section', { class: 'panel' }, h('h2', { text: 'Activity (person-minutes)' }), this.activityBox),
+      ),
       h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', { text: 'Events' }), eventSelect), this.events),
     );
     new ResizeObserver(() => this.resize()).observe(this.element);
@@ -176,7 +187,9 @@ export class AnalyticsPanel {
     try {
       const [occ, health, events] = await Promise.all([
         this.api.request<Occupancy>('GET', 'analytics/occupancy', { query: { ...range, interval: p.interval } }),
-        this.api.request<{ activity_summary: Record<string, number> }>('GET', 'analytics/healthcare', { query: { period: this.period, metrics: 'activity_summary' } }),
+        this.api.request<{ activity_summary: Record<string, number> }>('GET', 'analytics/healthcare', {
+          query: { period: this.period, metrics: 'activity_summary' },
+        }),
         this.loadEvents(range),
       ]);
       if (generation !== this.generation) return;
@@ -195,7 +208,8 @@ export class AnalyticsPanel {
 
   private renderCards(o: Occupancy): void {
     const s = o.summary;
-    const card = (label: string, value: string) => h('div', { class: 'card' }, h('span', { class: 'value', text: value }), h('span', { class: 'label', text: label }));
+    const card = (label: string, value: string) =>
+      h('div', { class: 'card' }, h('span', { class: 'value', text: value }), h('span', { class: 'label', text: label }));
     replace(
       this.cards,
       card('average occupancy', num(s.average_occupancy, 2)),
@@ -239,9 +253,22 @@ export class AnalyticsPanel {
         width: this.width(this.occupancyBox),
         height: 220,
         // From the period's (or the data's) start, or the start of the first bucket if earlier.
-        scales: { x: { time: true, min: Math.min(start.getTime() / 1000, first ?? Infinity), max: end.getTime() / 1000 }, y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max))] } },
+        scales: {
+          x: { time: true, min: Math.min(start.getTime() / 1000, first ?? Infinity), max: end.getTime() / 1000 },
+          y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max))] },
+        },
         axes: [axisStyle, { ...axisStyle, label: 'persons' }],
-        series: [{}, { label: 'occupancy', stroke: '#58a6ff', fill: 'rgba(88,166,255,0.15)', width: 2, paths: uPlot.paths.stepped!({ align: 1 }), points: { show: false } }],
+        series: [
+          {},
+          {
+            label: 'occupancy',
+            stroke: '#58a6ff',
+            fill: 'rgba(88,166,255,0.15)',
+            width: 2,
+            paths: uPlot.paths.stepped!({ align: 1 }),
+            points: { show: false },
+          },
+        ],
         legend: { show: false },
       },
       [xs, ys],
@@ -258,7 +285,10 @@ export class AnalyticsPanel {
         width: this.width(this.activityBox),
         height: 220,
         scales: { x: { time: false, range: [-0.5, ACTIVITIES.length - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
-        axes: [{ ...axisStyle, splits: () => ACTIVITIES.map((_, i) => i), values: () => [...ACTIVITIES] }, { ...axisStyle, label: 'minutes' }],
+        axes: [
+          { ...axisStyle, splits: () => ACTIVITIES.map((_, i) => i), values: () => [...ACTIVITIES] },
+          { ...axisStyle, label: 'minutes' },
+        ],
         series: [{}, { label: 'minutes', stroke: '#3fb950', fill: 'rgba(63,185,80,0.5)', paths: uPlot.paths.bars!({ size: [0.6] }), points: { show: false } }],
         legend: { show: false },
         cursor: { show: false },
@@ -276,7 +306,10 @@ export class AnalyticsPanel {
     const f = EVENT_FILTERS[this.eventFilter];
     const pages = await Promise.all(
       f.types.map(async (type) => {
-        const r = await this.api.request<EventsPage>('GET', 'analytics/events', { form: 'a', query: { ...range, limit: EVENTS_SHOWN, ...(type ? { event_type: type } : {}) } });
+        const r = await this.api.request<EventsPage>('GET', 'analytics/events', {
+          form: 'a',
+          query: { ...range, limit: EVENTS_SHOWN, ...(type ? { event_type: type } : {}) },
+        });
         const body = r.data;
         const rows = Array.isArray(body) ? body : (body.events ?? []);
         const pg = (Array.isArray(body) ? r.pagination : body.pagination) ?? {};
@@ -295,7 +328,10 @@ export class AnalyticsPanel {
     const rows = [...falls.rows, ...alerts.rows.filter((e) => e.type !== 'fall_detection')]
       .sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp) || (a.event_id < b.event_id ? 1 : -1))
       .slice(0, EVENTS_SHOWN);
-    const hidden = falls.total > falls.rows.length || alerts.total > alerts.rows.length || rows.length < falls.rows.length + alerts.rows.filter((e) => e.type !== 'fall_detection').length;
+    const hidden =
+      falls.total > falls.rows.length ||
+      alerts.total > alerts.rows.length ||
+      rows.length < falls.rows.length + alerts.rows.filter((e) => e.type !== 'fall_detection').length;
     return {
       rows,
       text: `${alerts.total} alerts and ${falls.total} fall events (falls and recoveries) in the period; a fall's alert is listed once, as the fall${hidden ? `; the newest ${rows.length} shown` : ''}.`,
@@ -306,7 +342,13 @@ export class AnalyticsPanel {
     const rows = list.map((e) => {
       const meta = e.metadata ?? {};
       const what =
-        e.type === 'activity_change' ? `${String(meta.from)} → ${String(meta.to)}` : meta.zone_name ? `zone ${String(meta.zone_name)}` : meta.down_seconds !== undefined ? `down ${num(meta.down_seconds, 1)} s` : '';
+        e.type === 'activity_change'
+          ? `${String(meta.from)} → ${String(meta.to)}`
+          : meta.zone_name
+            ? `zone ${String(meta.zone_name)}`
+            : meta.down_seconds !== undefined
+              ? `down ${num(meta.down_seconds, 1)} s`
+              : '';
       const detail = e.actions_taken?.includes('alert_sent') ? `${what}${what ? ' · ' : ''}alert sent` : what;
       return h(
         'tr',
@@ -322,7 +364,12 @@ export class AnalyticsPanel {
     replace(
       this.events,
       h('p', { class: 'muted', text: summary }),
-      h('table', { class: 'list' }, h('thead', {}, h('tr', {}, ...['time', 'type', 'severity', 'track', 'location', ''].map((t) => h('th', { text: t })))), h('tbody', {}, ...rows)),
+      h(
+        'table',
+        { class: 'list' },
+        h('thead', {}, h('tr', {}, ...['time', 'type', 'severity', 'track', 'location', ''].map((t) => h('th', { text: t })))),
+        h('tbody', {}, ...rows),
+      ),
     );
   }
 

@@ -98,7 +98,11 @@ export class Api {
     }
     const form = o.form ?? 'b';
     return form === 'b' && body && typeof body === 'object' && 'success' in body
-      ? { data: body.data as T, ...(body.pagination ? { pagination: body.pagination } : {}), ...(typeof body.timestamp === 'string' ? { timestamp: body.timestamp } : {}) }
+      ? {
+          data: body.data as T,
+          ...(body.pagination ? { pagination: body.pagination } : {}),
+          ...(typeof body.timestamp === 'string' ? { timestamp: body.timestamp } : {}),
+        }
       : { data: body as T };
   }
 
@@ -130,7 +134,9 @@ export function describeError(e: unknown, context = 'The request'): string {
       return `${context} is not allowed: it needs the ${String(d.required_role ?? 'a higher')} role and you are ${String(d.role ?? 'not')}.`;
     case 429: {
       const reset = Date.parse(String(d.reset_at ?? d.reset_time ?? ''));
-      const when = Number.isFinite(reset) ? ` Try again in ${Math.max(1, Math.ceil((reset - Date.now()) / 1000))} s (at ${new Date(reset).toLocaleTimeString()}).` : ' Try again later.';
+      const when = Number.isFinite(reset)
+        ? ` Try again in ${Math.max(1, Math.ceil((reset - Date.now()) / 1000))} s (at ${new Date(reset).toLocaleTimeString()}).`
+        : ' Try again later.';
       const limit = d.limit !== undefined ? ` (${String(d.limit)} requests per ${String(d.window ?? d.window_seconds)} s)` : '';
       return `${context}: too many requests${limit}.${when}`;
     }

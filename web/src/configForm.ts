@@ -91,7 +91,14 @@ function control(path: string, node: SchemaNode): Pick<Field, 'read' | 'write' |
     };
   }
   const numeric = types.includes('number') || types.includes('integer');
-  const input = h('input', { type: 'text', id, name: path, inputMode: numeric ? (types.includes('integer') ? 'numeric' : 'decimal') : 'text', autocomplete: 'off', spellcheck: false });
+  const input = h('input', {
+    type: 'text',
+    id,
+    name: path,
+    inputMode: numeric ? (types.includes('integer') ? 'numeric' : 'decimal') : 'text',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
   return {
     input,
     read: () => ({ value: numeric ? numberOrText(input.value) : input.value === '' && types.includes('null') ? null : input.value }),
@@ -170,7 +177,14 @@ export class ConfigForm {
       const body = h('div', { class: 'group-body' });
       if (node.properties) walk(node, key, body);
       else body.append(this.field(key, key, node));
-      groups.push(h('details', { class: 'group', 'data-group': key }, h('summary', {}, h('strong', { text: key }), h('span', { class: 'hint', text: node.description ?? '' })), body));
+      groups.push(
+        h(
+          'details',
+          { class: 'group', 'data-group': key },
+          h('summary', {}, h('strong', { text: key }), h('span', { class: 'hint', text: node.description ?? '' })),
+          body,
+        ),
+      );
     }
     replace(
       this.form,
@@ -254,7 +268,10 @@ export class ConfigForm {
     if (!changed.length) return this.say('Nothing changed.', 'note');
     this.say('Saving…', 'note');
     try {
-      const r = await this.api.request<{ changes_applied: string[]; restart_required: boolean; validation_warnings: string[] }>('PUT', 'config', { form: 'a', body: changes });
+      const r = await this.api.request<{ changes_applied: string[]; restart_required: boolean; validation_warnings: string[] }>('PUT', 'config', {
+        form: 'a',
+        body: changes,
+      });
       for (const f of changed) set(this.values, f.path, get(changes, f.path));
       const restart = r.data.restart_required ? ` ${r.data.validation_warnings.join('; ')}` : '';
       this.say(`Saved: ${r.data.changes_applied.join(', ')}.${restart}`, 'ok');
@@ -268,7 +285,10 @@ export class ConfigForm {
         else unplaced.push(fe.message);
       }
       if (errors.length) {
-        this.say(`The server refused ${errors.length === 1 ? 'a field' : `${errors.length} fields`}; nothing was changed.${unplaced.length ? ` ${unplaced.join(' ')}` : ''}`, 'error');
+        this.say(
+          `The server refused ${errors.length === 1 ? 'a field' : `${errors.length} fields`}; nothing was changed.${unplaced.length ? ` ${unplaced.join(' ')}` : ''}`,
+          'error',
+        );
         this.form.querySelector<HTMLElement>('.field.invalid')?.scrollIntoView({ block: 'center' });
       } else this.say(describeError(e, 'Saving the configuration'), 'error');
     }

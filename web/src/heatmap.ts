@@ -94,7 +94,12 @@ export class FloorHeat {
     drawRamp(ramp);
     this.legend = h(
       'div',
-      { id: 'heat-legend', class: 'heat-legend', hidden: true, title: "The physics front end's beam power on the floor: the largest over the heights, relative to the map's maximum. Rings are its candidate people." },
+      {
+        id: 'heat-legend',
+        class: 'heat-legend',
+        hidden: true,
+        title: "The physics front end's beam power on the floor: the largest over the heights, relative to the map's maximum. Rings are its candidate people.",
+      },
       h('label', { class: 'inline' }, this.toggle, ' Floor map'),
       h('span', { class: 'muted', text: 'low' }),
       ramp,

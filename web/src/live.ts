@@ -75,9 +75,20 @@ export class LiveView {
         h('figcaption', {}, 'Reference view ', this.viewCount),
         this.view,
         // Said once, where it is seen: what the skeleton is, and what the label is.
-        h('p', { class: 'note', text: 'Skeletons are drawn from the keypoints the service sends. The activity in each label comes from a separate classifier and can disagree with the drawn posture.' }),
+        h('p', {
+          class: 'note',
+          text: 'Skeletons are drawn from the keypoints the service sends. The activity in each label comes from a separate classifier and can disagree with the drawn posture.',
+        }),
       ),
-      h('figure', { class: 'panel floor-panel' }, h('figcaption', {}, 'Floor plan ', this.linkCount), this.floor, this.heat.legend, this.linkList, this.radioList),
+      h(
+        'figure',
+        { class: 'panel floor-panel' },
+        h('figcaption', {}, 'Floor plan ', this.linkCount),
+        this.floor,
+        this.heat.legend,
+        this.linkList,
+        this.radioList,
+      ),
     );
     new ResizeObserver(() => {
       const r = this.floor.getBoundingClientRect();
@@ -126,7 +137,11 @@ export class LiveView {
     replace(
       this.radioList,
       ...cfg.environment.site.radios.map((r) =>
-        h('li', { 'data-radio': r.id, 'data-role': r.role, text: `${r.id}: ${r.role === 'tx' ? 'transmitter' : 'receiver'} at ${r.x} m, ${r.y} m, facing ${deg(r.yaw_deg)}, ${r.antennas} antennas` }),
+        h('li', {
+          'data-radio': r.id,
+          'data-role': r.role,
+          text: `${r.id}: ${r.role === 'tx' ? 'transmitter' : 'receiver'} at ${r.x} m, ${r.y} m, facing ${deg(r.yaw_deg)}, ${r.antennas} antennas`,
+        }),
       ),
     );
     this.renderLinks();

@@ -34,7 +34,12 @@ class App {
   private readonly system: SystemPanel;
   private readonly analytics: AnalyticsPanel;
   private readonly tabs = new Map<Tab, { button: HTMLButtonElement; section: HTMLElement }>();
-  private readonly stats = { conn: h('span', { id: 'conn', class: 'conn' }), fps: h('span', { id: 'fps' }), latency: h('span', { id: 'latency' }), persons: h('span', { id: 'persons' }) };
+  private readonly stats = {
+    conn: h('span', { id: 'conn', class: 'conn' }),
+    fps: h('span', { id: 'fps' }),
+    latency: h('span', { id: 'latency' }),
+    persons: h('span', { id: 'persons' }),
+  };
   private readonly roleBadge = h('span', { id: 'role', class: 'badge role' });
   private readonly envName = h('span', { class: 'env' });
   private tab: Tab = 'live';
@@ -92,7 +97,11 @@ class App {
   /** Builds the page and starts the stream, the drawing loop and the first loads. */
   start(): void {
     const liveTab = h('div', { class: 'tab-live' }, this.live.element, this.alerts.element);
-    const sections: Record<Tab, [string, HTMLElement]> = { live: ['Live', liveTab], system: ['System', this.system.element], analytics: ['Analytics', this.analytics.element] };
+    const sections: Record<Tab, [string, HTMLElement]> = {
+      live: ['Live', liveTab],
+      system: ['System', this.system.element],
+      analytics: ['Analytics', this.analytics.element],
+    };
     const nav = h('nav', { class: 'tabs', role: 'tablist' });
     const main = h('main', {});
     for (const [key, [label, content]] of Object.entries(sections) as Array<[Tab, [string, HTMLElement]]>) {
@@ -112,7 +121,13 @@ class App {
         this.envName,
         nav,
         h('span', { class: 'stats' }, this.stats.conn, this.stats.fps, this.stats.latency, this.stats.persons),
-        h('span', { class: 'user' }, h('span', { id: 'user', text: this.session.user }), this.roleBadge, h('button', { type: 'button', id: 'sign-out', class: 'ghost', onclick: () => void this.signOut() }, 'Sign out')),
+        h(
+          'span',
+          { class: 'user' },
+          h('span', { id: 'user', text: this.session.user }),
+          this.roleBadge,
+          h('button', { type: 'button', id: 'sign-out', class: 'ghost', onclick: () => void this.signOut() }, 'Sign out'),
+        ),
       ),
       this.alerts.banner,
       main,
@@ -201,7 +216,8 @@ class App {
     this.live.alert(a);
     // An alert from a zone added since the configuration was read: read it again to draw the zone.
     const zone = a.data.zone;
-    if (zone && this.config && !this.config.environment.zones.some((z) => z.id === zone) && Date.now() - this.configLoadedAt > CONFIG_RELOAD_MS) void this.loadConfig();
+    if (zone && this.config && !this.config.environment.zones.some((z) => z.id === zone) && Date.now() - this.configLoadedAt > CONFIG_RELOAD_MS)
+      void this.loadConfig();
   }
 
   private onStreamState(s: StreamState, wait?: number): void {
@@ -215,7 +231,8 @@ class App {
     this.stats.fps.textContent = `${num(this.stream.fps(), 1)} frames/s`;
     this.stats.latency.textContent = this.stream.latencyMs !== undefined && fresh ? `${num(Math.max(0, this.stream.latencyMs), 0)} ms latency` : '- ms latency';
     this.stats.persons.textContent = `${fresh ? this.stream.latest!.persons.length : 0} persons`;
-    if (this.stream.state === 'live' && !fresh) this.live.setWaiting(this.systemState && this.systemState !== 'running' ? `The system is ${this.systemState}` : 'Waiting for pose frames…');
+    if (this.stream.state === 'live' && !fresh)
+      this.live.setWaiting(this.systemState && this.systemState !== 'running' ? `The system is ${this.systemState}` : 'Waiting for pose frames…');
   }
 
   private async signOut(): Promise<void> {
@@ -265,7 +282,9 @@ function showSignIn(message = ''): void {
         error.textContent = '';
         try {
           const session =
-            mode === 'password' ? await Session.signIn(username.value.trim(), password.value, persist.checked) : await Session.withKey(key.value.trim(), persist.checked);
+            mode === 'password'
+              ? await Session.signIn(username.value.trim(), password.value, persist.checked)
+              : await Session.withKey(key.value.trim(), persist.checked);
           // Nothing of the credentials is ever in the address; drop whatever else was there too.
           history.replaceState(null, '', location.pathname);
           new App(session).start();

@@ -28,7 +28,14 @@ interface TokenPair {
 function claims(jwt: string): Record<string, unknown> {
   try {
     const part = jwt.split('.')[1] ?? '';
-    return JSON.parse(atob(part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '='))) as Record<string, unknown>;
+    return JSON.parse(
+      atob(
+        part
+          .replace(/-/g, '+')
+          .replace(/_/g, '/')
+          .padEnd(Math.ceil(part.length / 4) * 4, '='),
+      ),
+    ) as Record<string, unknown>;
   } catch {
     return {};
   }
@@ -38,7 +45,15 @@ function tokenState(pair: TokenPair): State {
   const c = claims(pair.access_token);
   const expiresAt = typeof c.exp === 'number' ? c.exp * 1000 : Date.now() + pair.expires_in * 1000;
   const role = c.role === 'admin' || c.role === 'operator' ? c.role : 'viewer';
-  return { kind: 'token', user: String(c.sub ?? 'user'), role, access: pair.access_token, refresh: pair.refresh_token, expiresAt, lifetime: pair.expires_in * 1000 };
+  return {
+    kind: 'token',
+    user: String(c.sub ?? 'user'),
+    role,
+    access: pair.access_token,
+    refresh: pair.refresh_token,
+    expiresAt,
+    lifetime: pair.expires_in * 1000,
+  };
 }
 
 /** A signed-in session; the REST client and the WebSocket take their credentials from it. */
@@ -153,7 +168,10 @@ export class Session implements Credentials {
     this.end(undefined);
     if (s.kind === 'token') {
       const api = new Api();
-      await Promise.allSettled([api.request('POST', 'auth/revoke', { body: { token: s.refresh } }), api.request('POST', 'auth/revoke', { body: { token: s.access } })]);
+      await Promise.allSettled([
+        api.request('POST', 'auth/revoke', { body: { token: s.refresh } }),
+        api.request('POST', 'auth/revoke', { body: { token: s.access } }),
+      ]);
     }
   }
 

@@ -6,14 +6,46 @@ import type { Person } from './types.js';
 
 /** COCO-17 keypoint order (DECISIONS "Data"). */
 export const KEYPOINTS = [
-  'nose', 'left_eye', 'right_eye', 'left_ear', 'right_ear', 'left_shoulder', 'right_shoulder', 'left_elbow', 'right_elbow',
-  'left_wrist', 'right_wrist', 'left_hip', 'right_hip', 'left_knee', 'right_knee', 'left_ankle', 'right_ankle',
+  'nose',
+  'left_eye',
+  'right_eye',
+  'left_ear',
+  'right_ear',
+  'left_shoulder',
+  'right_shoulder',
+  'left_elbow',
+  'right_elbow',
+  'left_wrist',
+  'right_wrist',
+  'left_hip',
+  'right_hip',
+  'left_knee',
+  'right_knee',
+  'left_ankle',
+  'right_ankle',
 ] as const;
 
 /** The COCO skeleton's bones, as pairs of keypoint indices. */
 export const BONES: ReadonlyArray<readonly [number, number]> = [
-  [15, 13], [13, 11], [16, 14], [14, 12], [11, 12], [5, 11], [6, 12], [5, 6], [5, 7], [6, 8], [7, 9], [8, 10],
-  [1, 2], [0, 1], [0, 2], [1, 3], [2, 4], [3, 5], [4, 6],
+  [15, 13],
+  [13, 11],
+  [16, 14],
+  [14, 12],
+  [11, 12],
+  [5, 11],
+  [6, 12],
+  [5, 6],
+  [5, 7],
+  [6, 8],
+  [7, 9],
+  [8, 10],
+  [1, 2],
+  [0, 1],
+  [0, 2],
+  [1, 3],
+  [2, 4],
+  [3, 5],
+  [4, 6],
 ];
 
 /** Label text size on the screen, CSS pixels, however small the view is drawn. */
@@ -53,7 +85,13 @@ export function inView(p: Person): boolean {
  * @param scale CSS pixels per view pixel (labels stay readable on a small screen)
  * @returns whether anything was drawn (a person outside the view has no box, see {@link inView})
  */
-export function drawPerson(ctx: CanvasRenderingContext2D, p: Person, viewWidth: number, labels: Array<{ x: number; y: number; w: number }> = [], scale = 1): boolean {
+export function drawPerson(
+  ctx: CanvasRenderingContext2D,
+  p: Person,
+  viewWidth: number,
+  labels: Array<{ x: number; y: number; w: number }> = [],
+  scale = 1,
+): boolean {
   const color = trackColor(p.track_id);
   const b = p.bounding_box;
   // A person outside the view has no box and nothing to draw there (it is on the floor plan).
@@ -98,7 +136,7 @@ export function drawPerson(ctx: CanvasRenderingContext2D, p: Person, viewWidth: 
   const x = Math.max(0, Math.min(b.x, viewWidth - w));
   let y = Math.max(0, b.y - lh - 2);
   // People side by side: stack their labels instead of drawing one over the other.
-  for (let moved = true; moved; ) {
+  for (let moved = true; moved;) {
     moved = false;
     for (const l of labels)
       if (x < l.x + l.w && l.x < x + w && y < l.y + lh && l.y < y + lh) {

@@ -192,7 +192,12 @@ export class SystemPanel {
         { 'data-component': name },
         h('th', { text: name.replace(/_/g, ' ') }),
         h('td', {}, h('span', { class: `state state-${String(status)}`, text: String(status ?? '-') })),
-        h('td', { class: 'muted', text: Object.entries(rest).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${componentValue(v)}`).join(' · ') }),
+        h('td', {
+          class: 'muted',
+          text: Object.entries(rest)
+            .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${componentValue(v)}`)
+            .join(' · '),
+        }),
       );
     });
     replace(
@@ -210,7 +215,10 @@ export class SystemPanel {
       h('table', { class: 'components' }, ...comps),
       links ? linksTable(links, s.status) : null,
       s.steps?.length
-        ? h('p', { class: 'muted', text: `Last transition: ${s.steps.map((t) => `${t.step} ${t.status}${t.duration_ms !== undefined ? ` (${num(t.duration_ms, 0)} ms)` : ''}`).join(', ')}` })
+        ? h('p', {
+            class: 'muted',
+            text: `Last transition: ${s.steps.map((t) => `${t.step} ${t.status}${t.duration_ms !== undefined ? ` (${num(t.duration_ms, 0)} ms)` : ''}`).join(', ')}`,
+          })
         : null,
       s.error?.message ? h('p', { class: 'form-message error', text: `Error: ${s.error.message} (${s.error.code ?? ''})` }) : null,
     );
@@ -246,7 +254,17 @@ export class SystemPanel {
 function linksTable(r: LinkReading, state: string): HTMLElement {
   const head = h('h3', { text: 'Links' });
   if (!r.links.length)
-    return h('div', { class: 'links-block' }, head, h('p', { id: 'links-none', class: 'muted', 'data-at': r.at, text: state === 'running' ? 'No link has reported yet.' : `None: the system is ${state}, no session runs.` }));
+    return h(
+      'div',
+      { class: 'links-block' },
+      head,
+      h('p', {
+        id: 'links-none',
+        class: 'muted',
+        'data-at': r.at,
+        text: state === 'running' ? 'No link has reported yet.' : `None: the system is ${state}, no session runs.`,
+      }),
+    );
   // Each link's row, and under it, when it is not live, why (the service's words).
   const rows = (l: LinkStatus) => [
     h(
@@ -275,7 +293,22 @@ function linksTable(r: LinkReading, state: string): HTMLElement {
         'table',
         { id: 'links-table', class: 'links', 'data-at': r.at },
         h('caption', { class: 'muted', text: `As of ${clock(r.at)}; rate and loss over the last 5 s; \u2605 the primary link, the one the model reads.` }),
-        h('thead', {}, h('tr', {}, th('link'), th('state'), th('rate (Hz)', true), th('loss (%)', true), th('last packet'), th('lag (ms)', true), th('layout'), th('primary'))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            th('link'),
+            th('state'),
+            th('rate (Hz)', true),
+            th('loss (%)', true),
+            th('last packet'),
+            th('lag (ms)', true),
+            th('layout'),
+            th('primary'),
+          ),
+        ),
         h('tbody', {}, ...r.links.flatMap(rows)),
       ),
     ),

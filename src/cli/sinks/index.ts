@@ -48,11 +48,7 @@ export interface SinkSpec {
 }
 
 /** Subscribes `onItem` to the source and settles once, on completion, error or stop. */
-function consume(
-  source: Observable<unknown>,
-  onItem: (v: unknown) => void,
-  finish: (s: SinkSummary) => Promise<void> | void,
-): RunningSink {
+function consume(source: Observable<unknown>, onItem: (v: unknown) => void, finish: (s: SinkSummary) => Promise<void> | void): RunningSink {
   const t0 = performance.now();
   let items = 0;
   let settle!: (e?: unknown) => void;
@@ -62,10 +58,7 @@ function consume(
       if (settled) return;
       settled = true;
       const s = { items, seconds: (performance.now() - t0) / 1000 };
-      Promise.resolve(finish(s)).then(
-        () => (e === undefined ? resolve(s) : reject(e)),
-        reject,
-      );
+      Promise.resolve(finish(s)).then(() => (e === undefined ? resolve(s) : reject(e)), reject);
     };
   });
   const sub: Subscription = source.subscribe({
@@ -120,13 +113,16 @@ const stats: SinkSpec = {
     let count = 0;
     let last = 0;
     let lastT = performance.now();
-    const timer = setInterval(() => {
-      const now = performance.now();
-      const rate = ((count - last) * 1000) / (now - lastT);
-      io.stderr.write(`items=${count} rate=${rate.toFixed(1)}/s\n`);
-      last = count;
-      lastT = now;
-    }, Number(params.interval) * 1000);
+    const timer = setInterval(
+      () => {
+        const now = performance.now();
+        const rate = ((count - last) * 1000) / (now - lastT);
+        io.stderr.write(`items=${count} rate=${rate.toFixed(1)}/s\n`);
+        last = count;
+        lastT = now;
+      },
+      Number(params.interval) * 1000,
+    );
     timer.unref();
     return consume(
       source,
@@ -146,9 +142,13 @@ const nullSink: SinkSpec = {
   summary: 'Discards items (for measuring a pipeline); prints the count at the end',
   params: [],
   run(source, _params, io) {
-    return consume(source, () => undefined, (s) => {
-      io.stderr.write(`done: ${s.items} items in ${s.seconds.toFixed(3)} s\n`);
-    });
+    return consume(
+      source,
+      () => undefined,
+      (s) => {
+        io.stderr.write(`done: ${s.items} items in ${s.seconds.toFixed(3)} s\n`);
+      },
+    );
   },
 };
 
@@ -203,7 +203,7 @@ function truthPeople(truth: unknown): Array<{ keypoints: number[] }> {
 const capture: SinkSpec = {
   name: 'capture',
   summary:
-    'Writes CSI frames as an Intel 5300 capture (log_to_file 0xBB records, src/encoders/intel5300.ts); with labels=, the frames\' ground truth (sim?truth=1) as camera-style COCO-17 keypoint lines',
+    "Writes CSI frames as an Intel 5300 capture (log_to_file 0xBB records, src/encoders/intel5300.ts); with labels=, the frames' ground truth (sim?truth=1) as camera-style COCO-17 keypoint lines",
   params: [
     {
       name: 'path',
@@ -229,7 +229,8 @@ const capture: SinkSpec = {
       name: 'link',
       type: 'string',
       default: '',
-      description: "only the frames of this link (e.g. tx-rx2): a site's receivers each to their own capture, as real receivers write them; empty = every frame",
+      description:
+        "only the frames of this link (e.g. tx-rx2): a site's receivers each to their own capture, as real receivers write them; empty = every frame",
     },
   ],
   run(source, params, io) {
@@ -303,8 +304,7 @@ const capture: SinkSpec = {
         const failed = failure ?? out.failure ?? labelsOut?.failure;
         // A reader that went away (`| head -c`) ends the run quietly, like the end of a file.
         const readerGone = !failed && (out.closed || !!labelsOut?.closed);
-        if (!readerGone)
-          io.stderr.write(`capture: ${records} records -> ${out.name}${labelsOut ? ` (${labels} labels -> ${labelsOut.name})` : ''}\n`);
+        if (!readerGone) io.stderr.write(`capture: ${records} records -> ${out.name}${labelsOut ? ` (${labels} labels -> ${labelsOut.name})` : ''}\n`);
         if (failed) throw failed;
       },
     );

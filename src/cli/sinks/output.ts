@@ -98,7 +98,9 @@ export class SinkOutput {
     this.stream.write(chunk);
     if (this.stream.writableLength > MAX_BEHIND)
       this.fail(
-        new Error(`${this.sink}: ${this.name} fell ${(this.stream.writableLength / 2 ** 20).toFixed(0)} MiB behind the stream; stopped rather than drop records`),
+        new Error(
+          `${this.sink}: ${this.name} fell ${(this.stream.writableLength / 2 ** 20).toFixed(0)} MiB behind the stream; stopped rather than drop records`,
+        ),
       );
   }
 

@@ -103,7 +103,8 @@ function checkParams(c: Checker, q: URLSearchParams, known: readonly string[]): 
 /** `environment_id` as sent, undefined when not. */
 function environmentSent(c: Checker, q: URLSearchParams): string | undefined {
   const v = c.queryString(q, 'environment_id', 64);
-  if (v !== undefined && !ENV_PATTERN.test(v)) return bad(c, 'environment_id', 'environment_id must be letters, digits, ".", "_" and "-", starting with a letter or digit', v);
+  if (v !== undefined && !ENV_PATTERN.test(v))
+    return bad(c, 'environment_id', 'environment_id must be letters, digits, ".", "_" and "-", starting with a letter or digit', v);
   return v;
 }
 
@@ -128,7 +129,12 @@ function otherFormPaging(c: Checker, q: URLSearchParams, form: 'a' | 'b'): void 
   const [theirs, ours] = form === 'a' ? [['page', 'per_page'], 'limit and cursor'] : [['limit', 'cursor'], 'page and per_page'];
   for (const name of theirs) {
     if (q.has(name)) {
-      bad(c, name, `${name} pages Form ${form === 'a' ? 'B' : 'A'} listings; Form ${form.toUpperCase()} pages with ${ours} (or send X-Response-Form: ${form === 'a' ? 'b' : 'a'})`, q.get(name));
+      bad(
+        c,
+        name,
+        `${name} pages Form ${form === 'a' ? 'B' : 'A'} listings; Form ${form.toUpperCase()} pages with ${ours} (or send X-Response-Form: ${form === 'a' ? 'b' : 'a'})`,
+        q.get(name),
+      );
     }
   }
 }
@@ -172,7 +178,12 @@ function metricList<T extends string>(c: Checker, q: URLSearchParams, known: rea
   const names = s.split(',').map((x) => x.trim());
   const unknown = names.filter((x) => !(known as readonly string[]).includes(x));
   if (names.length === 0 || unknown.length > 0) {
-    bad(c, 'metrics', `metrics must be a comma-separated list of ${known.join(', ')}${unknown.length ? ` (unknown: ${unknown.map((x) => JSON.stringify(x)).join(', ')})` : ''}`, s);
+    bad(
+      c,
+      'metrics',
+      `metrics must be a comma-separated list of ${known.join(', ')}${unknown.length ? ` (unknown: ${unknown.map((x) => JSON.stringify(x)).join(', ')})` : ''}`,
+      s,
+    );
     return [...known];
   }
   return [...new Set(names)] as T[];
@@ -183,7 +194,11 @@ function periodInfo(range: AnalyticsRange, period: Period) {
 }
 
 /** A healthcare, retail or security request: environment, period and metrics, validated. */
-function periodRequest<T extends string>(svc: AnalyticsRoutesFace, q: URLSearchParams, known: readonly T[]): { range: AnalyticsRange; period: Period; metrics: T[] } {
+function periodRequest<T extends string>(
+  svc: AnalyticsRoutesFace,
+  q: URLSearchParams,
+  known: readonly T[],
+): { range: AnalyticsRange; period: Period; metrics: T[] } {
   const c = new Checker();
   checkParams(c, q, ['period', 'date', 'metrics', 'environment_id']);
   const env = environment(c, q, svc);
@@ -323,7 +338,12 @@ export function analyticsRoutes(svc: AnalyticsRoutesFace): Route[] {
         if (formA) {
           const next = found.next ? encodeQueryCursor([found.next.us, found.next.id], q, limit) : null;
           // Form A: the resource is the body, the events and their cursor paging.
-          return { data: { events: found.events, pagination: { limit, returned_count: found.events.length, total_count: found.total_count, has_more: found.has_more, next_cursor: next } } };
+          return {
+            data: {
+              events: found.events,
+              pagination: { limit, returned_count: found.events.length, total_count: found.total_count, has_more: found.has_more, next_cursor: next },
+            },
+          };
         }
         const totalPages = Math.ceil(found.total_count / limit);
         return {
@@ -346,7 +366,12 @@ export function analyticsRoutes(svc: AnalyticsRoutesFace): Route[] {
         if (c.errors.length === 0 && start !== undefined && end !== undefined) {
           const points = Math.ceil((end - start) / (INTERVAL_SECONDS[interval] * 1000));
           if (points > MAX_SERIES_POINTS) {
-            bad(c, 'interval', `interval ${interval} over this range gives ${points} points, at most ${MAX_SERIES_POINTS}: choose a longer interval or a shorter range`, interval);
+            bad(
+              c,
+              'interval',
+              `interval ${interval} over this range gives ${points} points, at most ${MAX_SERIES_POINTS}: choose a longer interval or a shorter range`,
+              interval,
+            );
           }
         }
         c.done();

@@ -98,7 +98,9 @@ export function authRoutes(svc: AuthRoutesFace): Route[] {
         const r = svc.auth.revokeApiKey(id);
         if (r === 'not_found') throw new ApiError('RESOURCE_NOT_FOUND', `no API key ${id}`);
         if (r === 'env')
-          throw ApiError.fields([{ field: 'key_id', message: `API key ${id} comes from CSIPOSE_API_KEYS: remove it from that variable instead`, received_value: id }]);
+          throw ApiError.fields([
+            { field: 'key_id', message: `API key ${id} comes from CSIPOSE_API_KEYS: remove it from that variable instead`, received_value: id },
+          ]);
         return { data: { id, revoked: true, already_revoked: r === 'already_revoked' } };
       },
     },

@@ -37,7 +37,10 @@ export function configRoutes(svc: ConfigRoutesFace): Route[] {
         const parsed = parseUpdate(ctx.body, { modelVersion: svc.modelVersion() });
         if (!parsed.ok) throw ApiError.fields(parsed.errors, parsed.errors[0]?.message);
         const r = await svc.updateConfig(parsed.changes);
-        const paths = formPaths(r.changes.map((c) => c.path), ctx.form);
+        const paths = formPaths(
+          r.changes.map((c) => c.path),
+          ctx.form,
+        );
         const restart = r.changes.filter((c) => c.restart).map((c) => c.path);
         if (ctx.form === 'a') {
           return {

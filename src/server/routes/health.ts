@@ -121,7 +121,8 @@ export function healthRoutes(svc: HealthRoutesFace, http: CoreStats): Route[] {
         const end = c.queryTime(ctx.query, 'end_time') ?? Number.MAX_SAFE_INTEGER;
         const type = c.queryString(ctx.query, 'metric_type', 32, ['performance', 'resources', 'business', 'streaming', 'all']) ?? 'all';
         c.done();
-        if (start > end) throw ApiError.fields([{ field: 'start_time', message: 'start_time must not be after end_time', received_value: ctx.query.get('start_time') }]);
+        if (start > end)
+          throw ApiError.fields([{ field: 'start_time', message: 'start_time must not be after end_time', received_value: ctx.query.get('start_time') }]);
         const m = currentMetrics(svc.snapshot(), http);
         const current: Record<string, unknown> = { timestamp: m.timestamp };
         for (const k of ['performance', 'resources', 'business', 'streaming'] as const) if (type === 'all' || type === k) current[k] = m[k];

@@ -130,7 +130,12 @@ function historyA(svc: HistoryRoutesFace): (ctx: Ctx) => Promise<{ data: unknown
     return {
       data: {
         poses: page.frames.map(({ frame }) =>
-          frameBody(frame, 'a', { routerCount: 1, pipeline: 'live' }, frame.persons.map((p) => renderPerson(p, 'a', { includeKeypoints: true, includeDensePose: false }))),
+          frameBody(
+            frame,
+            'a',
+            { routerCount: 1, pipeline: 'live' },
+            frame.persons.map((p) => renderPerson(p, 'a', { includeKeypoints: true, includeDensePose: false })),
+          ),
         ),
         pagination: {
           total_count: page.total,
@@ -207,7 +212,11 @@ function readQuery(svc: HistoryRoutesFace, ctx: Ctx) {
   if (filters?.activity !== undefined) {
     const a = filters.activity;
     if (!Array.isArray(a) || a.length === 0 || a.some((x) => !(ACTIVITIES as readonly unknown[]).includes(x)))
-      c.errors.push({ field: 'query.filters.activity', message: `query.filters.activity must be a non-empty array of: ${ACTIVITIES.join(', ')}`, received_value: a });
+      c.errors.push({
+        field: 'query.filters.activity',
+        message: `query.filters.activity must be a non-empty array of: ${ACTIVITIES.join(', ')}`,
+        received_value: a,
+      });
     else activities = [...new Set(a as string[])];
   }
   const agg = c.object(q!.aggregation, 'query.aggregation', false);
@@ -217,7 +226,11 @@ function readQuery(svc: HistoryRoutesFace, ctx: Ctx) {
   if (agg?.metrics !== undefined) {
     const m = agg.metrics;
     if (!Array.isArray(m) || m.length === 0 || m.some((x) => !(QUERY_METRICS as readonly unknown[]).includes(x)))
-      c.errors.push({ field: 'query.aggregation.metrics', message: `query.aggregation.metrics must be a non-empty array of: ${QUERY_METRICS.join(', ')}`, received_value: m });
+      c.errors.push({
+        field: 'query.aggregation.metrics',
+        message: `query.aggregation.metrics must be a non-empty array of: ${QUERY_METRICS.join(', ')}`,
+        received_value: m,
+      });
     else metrics = [...new Set(m as QueryMetric[])];
   }
   const env = c.string(q!.environment_id, 'query.environment_id', 64) ?? svc.config.get().environment.id;
@@ -356,4 +369,3 @@ export function historyRoutes(svc: HistoryRoutesFace): Route[] {
     },
   ];
 }
-

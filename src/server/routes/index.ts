@@ -28,5 +28,14 @@ export type RoutesFace = AuthRoutesFace &
  * @param http the HTTP core's own figures (for health and metrics)
  */
 export function buildRoutes(svc: RoutesFace, http: CoreStats): Route[] {
-  return [...authRoutes(svc), ...poseRoutes(svc), ...historyRoutes(svc), ...systemRoutes(svc), ...configRoutes(svc), ...storeRoutes(svc), ...analyticsRoutes(svc), ...healthRoutes(svc, http)];
+  return [
+    ...authRoutes(svc),
+    ...poseRoutes(svc),
+    ...historyRoutes(svc),
+    ...systemRoutes(svc),
+    ...configRoutes(svc),
+    ...storeRoutes(svc),
+    ...analyticsRoutes(svc),
+    ...healthRoutes(svc, http),
+  ];
 }

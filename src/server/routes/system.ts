@@ -55,7 +55,13 @@ async function applyStartConfiguration(svc: SystemRoutesFace, ctx: Ctx): Promise
   if (!conf) return [];
   const { calibration_required, ...rest } = conf;
   if (calibration_required !== undefined && typeof calibration_required !== 'boolean')
-    throw ApiError.fields([{ field: 'configuration.calibration_required', message: 'configuration.calibration_required must be true or false', received_value: calibration_required }]);
+    throw ApiError.fields([
+      {
+        field: 'configuration.calibration_required',
+        message: 'configuration.calibration_required must be true or false',
+        received_value: calibration_required,
+      },
+    ]);
   const parsed = parseUpdate(rest, { modelVersion: svc.modelVersion() });
   // Errors name the fields as the request does: under `configuration.`.
   const inRequest = (errors: readonly FieldError[]) =>
@@ -64,7 +70,10 @@ async function applyStartConfiguration(svc: SystemRoutesFace, ctx: Ctx): Promise
   if (BUSY.has(svc.system.state)) conflict(new StateConflict(svc.system.state, 'start'));
   try {
     const r = await svc.updateConfig(parsed.changes);
-    return formPaths(r.changes.map((ch) => ch.path), ctx.form);
+    return formPaths(
+      r.changes.map((ch) => ch.path),
+      ctx.form,
+    );
   } catch (e) {
     // A rule across fields (checked by the store on the merged configuration), or a model that does not load.
     if (e instanceof ConfigUpdateError) throw inRequest(e.errors);
@@ -74,7 +83,12 @@ async function applyStartConfiguration(svc: SystemRoutesFace, ctx: Ctx): Promise
 
 function startReply(svc: SystemRoutesFace, t: Transition, form: Form, updated: string[]): Record<string, unknown> {
   if (form === 'a') {
-    return { status: t.status, estimated_ready_time: new Date(t.started + t.estimated_ms).toISOString(), initialization_steps: t.steps, session_id: t.session_id };
+    return {
+      status: t.status,
+      estimated_ready_time: new Date(t.started + t.estimated_ms).toISOString(),
+      initialization_steps: t.steps,
+      session_id: t.session_id,
+    };
   }
   return {
     status: t.status,

@@ -101,7 +101,15 @@ export class PoseSocket {
   private readonly subs: Subscription[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
   private unreport: (() => void) | undefined;
-  private readonly stats: EndpointStats = { accepted: 0, refusedAuth: 0, refusedAuthLimit: 0, refusedLimit: 0, refusedDisabled: 0, authCloses: 0, badMessages: 0 };
+  private readonly stats: EndpointStats = {
+    accepted: 0,
+    refusedAuth: 0,
+    refusedAuthLimit: 0,
+    refusedLimit: 0,
+    refusedDisabled: 0,
+    authCloses: 0,
+    badMessages: 0,
+  };
   private closing = false;
 
   /**
@@ -151,11 +159,18 @@ export class PoseSocket {
       attachOutlet(streams.pose$, (v) => this.fanout.pose(v), fail('pose fan-out')),
       attachOutlet(streams.alerts$, (a) => this.fanout.alert(a), fail('alert fan-out')),
       attachOutlet(streams.status$, (s) => this.fanout.status(JSON.stringify(renderStatusMessage(s))), fail('status push')),
-      attachOutlet(this.svc.config.changes$, (e) => {
-        if (!e.config.streaming.websocket_enabled) this.closeAll(GOING_AWAY, 'streaming.websocket_enabled is false');
-      }, fail('config')),
+      attachOutlet(
+        this.svc.config.changes$,
+        (e) => {
+          if (!e.config.streaming.websocket_enabled) this.closeAll(GOING_AWAY, 'streaming.websocket_enabled is false');
+        },
+        fail('config'),
+      ),
     );
-    this.timers.push(setInterval(() => this.fanout.sweep(), SWEEP_MS), setInterval(() => this.recheckAuth(), AUTH_RECHECK_MS));
+    this.timers.push(
+      setInterval(() => this.fanout.sweep(), SWEEP_MS),
+      setInterval(() => this.recheckAuth(), AUTH_RECHECK_MS),
+    );
     for (const t of this.timers) t.unref();
     this.unreport = streams.report('websocket', () => this.report());
   }
@@ -222,7 +237,12 @@ export class PoseSocket {
     const s = this.svc.config.get().streaming;
     if (!s.websocket_enabled || this.closing) {
       this.stats.refusedDisabled++;
-      this.refuse(u, new ApiError('SYSTEM_NOT_READY', 'WebSocket streaming is switched off (streaming.websocket_enabled is false)', { setting: 'streaming.websocket_enabled' }));
+      this.refuse(
+        u,
+        new ApiError('SYSTEM_NOT_READY', 'WebSocket streaming is switched off (streaming.websocket_enabled is false)', {
+          setting: 'streaming.websocket_enabled',
+        }),
+      );
       return;
     }
     const open = this.perIp.get(u.ip) ?? 0;
@@ -478,7 +498,12 @@ export class PoseSocket {
       backpressure_limit_bytes: MAX_BACKPRESSURE,
       status_pushes: f.stats.statusPushes,
       accepted: this.stats.accepted,
-      refused: { authentication: this.stats.refusedAuth, authentication_rate_limit: this.stats.refusedAuthLimit, connection_limit: this.stats.refusedLimit, disabled: this.stats.refusedDisabled },
+      refused: {
+        authentication: this.stats.refusedAuth,
+        authentication_rate_limit: this.stats.refusedAuthLimit,
+        connection_limit: this.stats.refusedLimit,
+        disabled: this.stats.refusedDisabled,
+      },
       auth_closes: this.stats.authCloses,
       error_messages: this.stats.badMessages,
     };

@@ -274,8 +274,9 @@ export class Fanout {
   filterSets(): { pose_updates: number; alerts: number } {
     let pose = 0;
     let alerts = 0;
-    for (const g of this.groups.values()) if (g.channel === 'pose_updates') pose++;
-    else alerts++;
+    for (const g of this.groups.values())
+      if (g.channel === 'pose_updates') pose++;
+      else alerts++;
     return { pose_updates: pose, alerts };
   }
 

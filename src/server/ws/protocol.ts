@@ -35,15 +35,10 @@ export interface AlertFilters {
 }
 
 /** A subscription request, read and normalised. */
-export type SubscribeRequest =
-  | { channel: 'pose_updates'; filters: PoseFilters }
-  | { channel: 'alerts'; filters: AlertFilters };
+export type SubscribeRequest = { channel: 'pose_updates'; filters: PoseFilters } | { channel: 'alerts'; filters: AlertFilters };
 
 /** A client message, read. */
-export type ClientMessage =
-  | { type: 'subscribe'; request: SubscribeRequest }
-  | { type: 'unsubscribe'; subscriptionId: string }
-  | { type: 'ping' };
+export type ClientMessage = { type: 'subscribe'; request: SubscribeRequest } | { type: 'unsubscribe'; subscriptionId: string } | { type: 'ping' };
 
 /** A client message that cannot be taken: answered with an `error` message, the connection stays. */
 export class ProtocolError extends Error {
@@ -140,7 +135,8 @@ export function readMessage(m: unknown): ClientMessage {
     case 'unsubscribe': {
       onlyKeys(m, '', ['type', 'subscription_id']);
       const id = m.subscription_id;
-      if (typeof id !== 'string' || id.length === 0 || id.length > 64) throw bad('subscription_id', 'subscription_id must be the id a subscription_confirmed gave', id);
+      if (typeof id !== 'string' || id.length === 0 || id.length > 64)
+        throw bad('subscription_id', 'subscription_id must be the id a subscription_confirmed gave', id);
       return { type, subscriptionId: id };
     }
     case 'ping':

@@ -16,7 +16,10 @@ export type EventType = (typeof EVENT_TYPES)[number];
  * The spec's `event_type` values, groups of the above, and `alert`: the alerts as raised (the
  * `alerts` table) rather than the events recorded with them.
  */
-export const EVENT_GROUPS = { fall: ['fall_detection', 'fall_recovery'], activity: ['activity_change'], alert: [] } as const satisfies Record<string, readonly EventType[]>;
+export const EVENT_GROUPS = { fall: ['fall_detection', 'fall_recovery'], activity: ['activity_change'], alert: [] } as const satisfies Record<
+  string,
+  readonly EventType[]
+>;
 /** What `/analytics/events?event_type=` takes: a type name events carry, or a group. */
 export type EventFilter = EventType | keyof typeof EVENT_GROUPS;
 export const EVENT_FILTERS: readonly EventFilter[] = [...EVENT_TYPES, ...(Object.keys(EVENT_GROUPS) as Array<keyof typeof EVENT_GROUPS>)];
@@ -141,7 +144,9 @@ export async function events(store: Store, q: EventsQuery): Promise<EventsPage> 
   };
   // Type names are our constants (EVENT_TYPES), joined for the one bound parameter.
   const rows = alertsTable ? await store.query(EVENTS_SQL.alertsPage, page) : await store.query(EVENTS_SQL.eventsPage, { ...page, types: types.join(',') });
-  const [c] = alertsTable ? await store.query(EVENTS_SQL.alertsCount, filter) : await store.query(EVENTS_SQL.eventsCount, { ...filter, types: types.join(',') });
+  const [c] = alertsTable
+    ? await store.query(EVENTS_SQL.alertsCount, filter)
+    : await store.query(EVENTS_SQL.eventsCount, { ...filter, types: types.join(',') });
   const more = rows.length > limit;
   const shown = more ? rows.slice(0, limit) : rows;
   const last = shown[shown.length - 1];

@@ -83,7 +83,14 @@ export interface RetailOut {
     average_dwell_time_minutes: number;
   };
   zones?: Array<{ zone_id: string; zone_name: string; visitor_count: number; avg_dwell_time_minutes: number; conversion_rate: number }>;
-  conversion_funnel?: { entrance: number; product_interaction: number; checkout_area: number; purchase: number; zones: Record<string, string | null>; notes: string[] };
+  conversion_funnel?: {
+    entrance: number;
+    product_interaction: number;
+    checkout_area: number;
+    purchase: number;
+    zones: Record<string, string | null>;
+    notes: string[];
+  };
   heat_map?: { high_traffic_areas: Array<{ zone: string; zone_name: string; intensity: number; person_seconds: number }> };
 }
 
@@ -94,7 +101,12 @@ export interface RetailOut {
  * @param settings the zones and the funnel's zone ids
  * @param metrics the metric groups to compute (default all)
  */
-export async function retail(store: Store, range: AnalyticsRange, settings: RetailSettings, metrics: readonly RetailMetric[] = RETAIL_METRICS): Promise<RetailOut> {
+export async function retail(
+  store: Store,
+  range: AnalyticsRange,
+  settings: RetailSettings,
+  metrics: readonly RetailMetric[] = RETAIL_METRICS,
+): Promise<RetailOut> {
   const want = new Set(metrics);
   const base = rangeParams(range);
   const out: RetailOut = {};

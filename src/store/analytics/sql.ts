@@ -48,7 +48,8 @@ export const MOVING_SPEED = 0.3;
 // Values in and out
 // ---------------------------------------------------------------------------------------------
 
-export const iso = (v: unknown): string | null => (v instanceof Date ? v.toISOString() : typeof v === 'number' && Number.isFinite(v) ? new Date(v).toISOString() : null);
+export const iso = (v: unknown): string | null =>
+  v instanceof Date ? v.toISOString() : typeof v === 'number' && Number.isFinite(v) ? new Date(v).toISOString() : null;
 export const num = (v: unknown): number => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : v === null || v === undefined ? 0 : Number(v));
 export const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number.isFinite(num(v)) ? num(v) : null);
 /** `a / b`, or 0 when there is nothing to divide by (the figure's docs say which count tells). */

@@ -40,7 +40,14 @@ describe('scoreFalls', () => {
   });
 
   it('no detections: recall 0, precision and delay undefined', () => {
-    const s = scoreFalls([{ personId: 0, start: 1000 }, { personId: 1, start: 2000 }], [], W);
+    const s = scoreFalls(
+      [
+        { personId: 0, start: 1000 },
+        { personId: 1, start: 2000 },
+      ],
+      [],
+      W,
+    );
     expect(s.recall).toBe(0);
     expect(s.precision).toBeNaN();
     expect(s.meanDelayMs).toBeNaN();

@@ -29,7 +29,8 @@ export function emptyConfusion(): CountConfusion {
  * @example addCount(m, 2, 3) // one frame with 2 people where 3 were reported
  */
 export function addCount(m: CountConfusion, trueCount: number, reported: number): CountConfusion {
-  if (!Number.isInteger(trueCount) || trueCount < 0 || trueCount > MAX_TRUE_COUNT) throw new RangeError(`count: true count must be 0..${MAX_TRUE_COUNT}, got ${trueCount}`);
+  if (!Number.isInteger(trueCount) || trueCount < 0 || trueCount > MAX_TRUE_COUNT)
+    throw new RangeError(`count: true count must be 0..${MAX_TRUE_COUNT}, got ${trueCount}`);
   if (!Number.isInteger(reported) || reported < 0) throw new RangeError(`count: reported count must be an integer >= 0, got ${reported}`);
   m[trueCount]![Math.min(reported, MAX_REPORTED_COLUMN)]!++;
   return m;

@@ -152,7 +152,12 @@ function farFromOthers(plans: readonly Plan[], pts: ReadonlyArray<readonly [numb
 }
 
 /** A straight walk A -> B of length in [minL, maxL] inside the room, or null. */
-function drawWalk(rng: Rng, room: RoomExtent, minL: number, maxL: number): { ax: number; ay: number; bx: number; by: number; heading: number; length: number } | null {
+function drawWalk(
+  rng: Rng,
+  room: RoomExtent,
+  minL: number,
+  maxL: number,
+): { ax: number; ay: number; bx: number; by: number; heading: number; length: number } | null {
   const ax = rng.uniform(POINT_MARGIN, room.width - POINT_MARGIN);
   const ay = rng.uniform(POINT_MARGIN, room.depth - POINT_MARGIN);
   const heading = rng.uniform(-Math.PI, Math.PI);
@@ -260,10 +265,20 @@ function planPerson(role: FallRole, room: RoomExtent, sees: Sees, rng: Rng, plan
           role === 'walk_lie'
             ? corridorFits(room, sees, w.bx, w.by, w.heading, lyingReach(d) + 0.1, d.thigh + d.shin + d.ankleH + 0.1, 0.35)
             : corridorFits(room, sees, w.bx, w.by, w.heading, 0.3, 0.7, 0.35);
-        if (!fits || !farFromOthers(plans, [[w.ax, w.ay], [w.bx, w.by]])) continue;
+        if (
+          !fits ||
+          !farFromOthers(plans, [
+            [w.ax, w.ay],
+            [w.bx, w.by],
+          ])
+        )
+          continue;
         const at = round2(t0 + walkSeconds(w.length, speed) + rng.uniform(0.5, 2));
         const script: ScriptStep[] = [{ at: t0, action: 'walk', to: { x: w.bx, y: w.by }, speed }];
-        const spots: Array<[number, number]> = [[w.ax, w.ay], [w.bx, w.by]];
+        const spots: Array<[number, number]> = [
+          [w.ax, w.ay],
+          [w.bx, w.by],
+        ];
         if (role === 'walk_lie') script.push({ at, action: 'lie', surface: rng.chance(0.5) ? 0 : 0.5 });
         else script.push({ at, action: 'sit', seat: round2(rng.uniform(0.4, 0.5)) });
         if (role === 'sit_stand') {
@@ -280,18 +295,33 @@ function planPerson(role: FallRole, room: RoomExtent, sees: Sees, rng: Rng, plan
         const w = drawWalk(rng, room, 1.5, 3.5);
         if (!w || !walkSeen(sees, w.ax, w.ay, w.bx, w.by, height)) continue;
         // Bent over, the head and hands reach about a torso ahead.
-        if (!corridorFits(room, sees, w.bx, w.by, w.heading, 0.3, d.torso + 0.3, 0.35) || !farFromOthers(plans, [[w.ax, w.ay], [w.bx, w.by]])) continue;
+        if (
+          !corridorFits(room, sees, w.bx, w.by, w.heading, 0.3, d.torso + 0.3, 0.35) ||
+          !farFromOthers(plans, [
+            [w.ax, w.ay],
+            [w.bx, w.by],
+          ])
+        )
+          continue;
         const at = round2(t0 + walkSeconds(w.length, speed) + rng.uniform(0.5, 2));
         const bend: BendStep = { at, action: 'bend', duration: round2(rng.uniform(BEND_SECONDS[0], BEND_SECONDS[1])) };
         // A step of the simulator's script (its ScriptStep union gains `bend` with it).
         const script: ScriptStep[] = [{ at: t0, action: 'walk', to: { x: w.bx, y: w.by }, speed }, bend as unknown as ScriptStep];
-        plans.push({ spots: [[w.ax, w.ay], [w.bx, w.by]] });
+        plans.push({
+          spots: [
+            [w.ax, w.ay],
+            [w.bx, w.by],
+          ],
+        });
         return { role, fallAt: null, negativeAt: at, spec: { height, x: w.ax, y: w.ay, heading: w.heading, script } };
       }
       case 'walk': {
         const w = drawWalk(rng, room, 1.5, 3.5);
         if (!w || !walkSeen(sees, w.ax, w.ay, w.bx, w.by, height)) continue;
-        const pts: Array<[number, number]> = [[w.ax, w.ay], [w.bx, w.by]];
+        const pts: Array<[number, number]> = [
+          [w.ax, w.ay],
+          [w.bx, w.by],
+        ];
         const script: ScriptStep[] = [{ at: t0, action: 'walk', to: { x: w.bx, y: w.by }, speed }];
         let at = t0 + walkSeconds(w.length, speed) + 1;
         let ok = true;
@@ -352,7 +382,8 @@ export function fallScenarioPeople(
   camera?: Camera,
   companionRoles: readonly FallRole[] = NEGATIVE_ROLES,
 ): ScriptedPerson[] {
-  if (!(Number.isInteger(companions) && companions >= 0 && companions <= 3)) throw new RangeError(`fallScenarioPeople: companions must be 0..3, got ${companions}`);
+  if (!(Number.isInteger(companions) && companions >= 0 && companions <= 3))
+    throw new RangeError(`fallScenarioPeople: companions must be 0..3, got ${companions}`);
   const plans: Plan[] = [];
   const out: ScriptedPerson[] = [];
   const sees = seesWith(camera);

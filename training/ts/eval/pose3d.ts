@@ -90,7 +90,11 @@ export function matchByPelvis(preds: readonly ArrayLike<number>[], truths: reado
   if (cost.length < need) cost = new Float64Array(Math.max(need, 2 * cost.length));
   for (let r = 0; r < truths.length; r++) {
     for (let q = 0; q < preds.length; q++) {
-      const d = Math.hypot(pelvis(truths[r]!, 0, 0) - pelvis(preds[q]!, 0, 0), pelvis(truths[r]!, 0, 1) - pelvis(preds[q]!, 0, 1), pelvis(truths[r]!, 0, 2) - pelvis(preds[q]!, 0, 2));
+      const d = Math.hypot(
+        pelvis(truths[r]!, 0, 0) - pelvis(preds[q]!, 0, 0),
+        pelvis(truths[r]!, 0, 1) - pelvis(preds[q]!, 0, 1),
+        pelvis(truths[r]!, 0, 2) - pelvis(preds[q]!, 0, 2),
+      );
       cost[r * preds.length + q] = Number.isFinite(d) ? d : 1e12;
     }
   }

@@ -108,7 +108,6 @@ function defaultSettings(): LiveParams {
   return liveParams(deepFreeze(defaults()) as ConfigSnapshot);
 }
 
-
 /** The live pipeline's stages up to and including `infer` (track and after are what the study varies). */
 function untilInfer(): ResolvedStage[] {
   const { resolved } = resolveStages([{ name: live.name, params: {}, text: live.name, column: 0 }], 'frame', registry);
@@ -315,10 +314,7 @@ function serviceTrackOptions(): TrackerOptionsInput {
 export async function scoreRun(run: StoredRun, options: TrackerOptionsInput = {}): Promise<SpeedPairs> {
   const trackers: MultiPersonTracker[] = [];
   const tracked = await lastValueFrom(
-    from(poseFrames(run)).pipe(
-      track({ ...serviceTrackOptions(), ...options, onTracker: (_env, t) => trackers.push(t) }),
-      toArray(),
-    ),
+    from(poseFrames(run)).pipe(track({ ...serviceTrackOptions(), ...options, onTracker: (_env, t) => trackers.push(t) }), toArray()),
   );
   const out: SpeedPairs = { errors: [], still: [], walk: [], walkTrue: [], reportedDistance: 0, trueDistance: 0, switches: 0, trackIds: 0, minutes: 0 };
   const mot = new ClearMot(PAIR_GATE_M);
@@ -351,7 +347,8 @@ export async function scoreRun(run: StoredRun, options: TrackerOptionsInput = {}
       }
     });
   }
-  for (const t of trackers) for (const r of [...t.tracks(), ...t.endedTracks()]) if (r.statisticsUnit === 'm') out.reportedDistance += r.statistics.movementDistance;
+  for (const t of trackers)
+    for (const r of [...t.tracks(), ...t.endedTracks()]) if (r.statisticsUnit === 'm') out.reportedDistance += r.statistics.movementDistance;
   out.switches = mot.totals.switches;
   out.trackIds = ids.size;
   out.minutes = run.seconds / 60;
@@ -524,10 +521,14 @@ async function main(): Promise<void> {
     const json = process.argv.includes('--json');
     const figs = figuresOf(parts);
     if (json) {
-      process.stdout.write(`${JSON.stringify({ seeds, seconds, floorErrorMedian: median(err), floorErrorAxisRms: sd, floorJumpMedian: median(jump), perSeed: parts.map((p) => figuresOf([p])), pooled: figs }, null, 1)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ seeds, seconds, floorErrorMedian: median(err), floorErrorAxisRms: sd, floorJumpMedian: median(jump), perSeed: parts.map((p) => figuresOf([p])), pooled: figs }, null, 1)}\n`,
+      );
       return;
     }
-    process.stdout.write(`model floor error: median ${f2(median(err))} m, per-axis rms ${f2(sd)} m; frame-to-frame change of the error: median ${f2(median(jump))} m, p90 ${f2(quantile(jump, 0.9))} m\n`);
+    process.stdout.write(
+      `model floor error: median ${f2(median(err))} m, per-axis rms ${f2(sd)} m; frame-to-frame change of the error: median ${f2(median(jump))} m, p90 ${f2(quantile(jump, 0.9))} m\n`,
+    );
     process.stdout.write(
       '| seed | min | speed err med | p90 | mean | balanced | still speed med (pairs) | still >= 0.3 | walk speed med (true, pairs) | distance ratio | id switches/min | track ids/min |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n',
     );
