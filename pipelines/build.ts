@@ -9,7 +9,8 @@ import type { InferContext, InferStats, UntrainedPolicy } from '../operators/inf
 import type { TrackContext } from '../operators/track.js';
 import type { RefineContext } from '../operators/refine.js';
 import type { FloorMapContext, FloorMapItem } from '../operators/floorMap.js';
-import type { LinksContext, LinkStatsHolder } from '../operators/links.js';
+import type { LinksContext } from '../operators/links.js';
+import type { LinkStatsHolder } from '../src/csi/linkMonitor.js';
 import type { RadioConfig } from '../src/csi/radios.js';
 import { registry } from './index.js';
 import { live } from './live.js';

@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { ActivityEvent, PoseAlert } from '../pose/types.js';
 import type { UntrainedLink } from '../../operators/infer.js';
-import type { LinkReport } from '../../operators/links.js';
+import type { LinkReport } from '../csi/linkMonitor.js';
 import type { PoseFrameView } from '../render/view.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { ConfigChangeEvent, ConfigSnapshot, UpdateResult } from '../config/store.js';

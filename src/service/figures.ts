@@ -2,7 +2,7 @@ import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
 import type { InferStats } from '../../operators/infer.js';
 import type { MultiPersonTracker } from '../pose/tracker.js';
-import type { LinkReport, LinkStatsHolder } from '../../operators/links.js';
+import type { LinkReport, LinkStatsHolder } from '../csi/linkMonitor.js';
 import { Ewma, RateMeter } from './metrics.js';
 
 /** Sources that sent a frame this recently count as connected routers. */

@@ -1,7 +1,7 @@
 import type { ServiceSnapshot } from './face.js';
 import type { Form } from '../render/frame.js';
 import { confidence } from '../precision.js';
-import { DEGRADING_LINK_STATES, type LinkReport } from '../../operators/links.js';
+import { DEGRADING_LINK_STATES, type LinkReport } from '../csi/linkMonitor.js';
 
 function iso(ms: number | null): string | null {
   return ms ? new Date(ms).toISOString() : null;

@@ -3,17 +3,9 @@ import { from, interval, lastValueFrom, mergeMap, Observable, take, timer, toArr
 import { TestScheduler } from 'rxjs/testing';
 import type { CsiFrame, CsiWindow } from '../../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks, type RadioConfig } from '../../src/csi/radios.js';
-import {
-  DEFAULT_TIMEOUT_SECONDS,
-  DEFAULT_TOLERANCE_MS,
-  LinkJoin,
-  LinkMonitor,
-  links,
-  spec,
-  type LinkReport,
-  type LinkSet,
-  type LinkStatsHolder,
-} from '../../operators/links.js';
+import { DEFAULT_TOLERANCE_MS, LinkJoin } from '../../src/csi/linkJoin.js';
+import { DEFAULT_TIMEOUT_SECONDS, LinkMonitor, type LinkReport, type LinkSet, type LinkStatsHolder } from '../../src/csi/linkMonitor.js';
+import { links, spec } from '../../operators/links.js';
 import { slidingWindow } from '../../operators/slidingWindow.js';
 import { registry } from '../../pipelines/index.js';
 import { makeFrame } from '../helpers/frames.js';

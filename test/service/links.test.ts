@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeIntel5300 } from '../../src/encoders/intel5300.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
 import { renderStatusMessage } from '../../src/service/status.js';
-import { DEFAULT_TOLERANCE_MS } from '../../operators/links.js';
+import { DEFAULT_TOLERANCE_MS } from '../../src/csi/linkJoin.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
 import { freeUdpPort } from '../helpers/sources.js';
 
