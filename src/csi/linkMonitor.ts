@@ -114,8 +114,10 @@ export class LinkCounter {
     if (this.lagHeld < LAG_SAMPLES) this.lagHeld++;
   }
 
+  /** Forgets the lag samples: the next one is the first (the ring starts again at its head). */
   clearLag(): void {
     this.lagHeld = 0;
+    this.lagHead = 0;
   }
 
   /** Median lag, ms; 0 while unmeasured. */

@@ -113,6 +113,11 @@ describe('LinkCounter: lag, the median of the last sets', () => {
     c.lag(-30);
     c.clearLag();
     expect(c.lagMedian()).toBe(0);
+    // What comes after the clear is measured alone: the samples before it are gone, not read again.
+    c.lag(4);
+    expect(c.lagMedian()).toBe(4);
+    c.lag(6);
+    expect(c.lagMedian()).toBe(5);
   });
 });
 
