@@ -6,13 +6,10 @@ import { configParam } from '../src/config/params.js';
 import type { OperatorContext, OperatorSpec } from '../src/engine/spec.js';
 import { DEFAULT_CELL_M, DEFAULT_COMPONENTS, FloorBeamformer, floorGrid, type BeamformerOptions, type FloorGrid } from '../src/physics/beamform.js';
 import { CandidateSearch, type Candidate } from '../src/physics/candidates.js';
-import { applyChainCorrection, chainCorrection } from '../src/physics/chains.js';
-import { calibrationFits, chainFactors, type RoomCalibration } from '../src/physics/calibration.js';
+import type { RoomCalibration } from '../src/physics/calibration.js';
 import { DEFAULT_DOPPLER_BINS, DopplerSteerer, steerCandidates } from '../src/physics/doppler.js';
-import { centreFrequencyHz, linkGeometry } from '../src/physics/geometry.js';
-import { losDelayS, StaticChannel } from '../src/physics/static.js';
+import { DEFAULT_CHANNEL, GAP_MS, LinkFrontEnd, STALE_MS, type LinkFrontEndOptions } from '../src/physics/linkFrontEnd.js';
 import type { MovingWindow } from '../src/physics/types.js';
-import { MovingWindows, SHORT_WINDOW } from '../src/physics/window.js';
 
 /** Default seconds of each link taken as the empty room (the static channel is learned from them, then frozen). */
 export const DEFAULT_LEARN_SECONDS = 10;
@@ -32,12 +29,8 @@ const ROOM_DEPTH = configParam('environment.site.room_depth');
 /** The default room, metres: `environment.site`'s defaults. */
 export const DEFAULT_ROOM_WIDTH = ROOM_WIDTH.default as number;
 export const DEFAULT_ROOM_DEPTH = ROOM_DEPTH.default as number;
-/** Channel assumed for frames that do not say theirs (NaN): 36, the 5 GHz channel the default arrays are spaced for. */
-export const DEFAULT_CHANNEL = 36;
-/** A link whose newest packet is older than this before the primary window's last packet is left out of the map, ms. */
-export const STALE_MS = 1000;
-/** A silence longer than this (or time going back) empties a link's window ring, ms. */
-export const GAP_MS = 1000;
+// The channel rule, the gap and the staleness of a link, as the front end (src/physics/linkFrontEnd.ts) has them.
+export { DEFAULT_CHANNEL, GAP_MS, STALE_MS };
 const LEARN_MAX = 3600;
 const CELL_MIN = 0.05;
 const CELL_MAX = 1;
@@ -167,29 +160,12 @@ export function floorMapProfile(): FloorMapProfile {
   return { align: 0, window: 0, components: 0, scan: 0, candidates: 0, doppler: 0, emit: 0, packets: 0, maps: 0, windows: 0 };
 }
 
-/** One link of one environment: its layout, static channel, window ring and beamformer. */
-class LinkTrack {
-  readonly subcarriers: Int16Array;
-  readonly nRx: number;
-  readonly nTx: number;
-  readonly channel: number;
-  readonly bandwidthMhz: number;
-  readonly staticChannel: StaticChannel;
-  readonly windows: MovingWindows;
-  readonly aligned: Float32Array;
-  /** The link's last SHORT_WINDOW packets when the primary's window is due (not the primary's own). */
-  readonly buffer: Float32Array;
+/** One link of one environment in the map: its front end, and its beamformer, Doppler steerer and map on this grid. */
+class FloorLink {
+  readonly frontEnd: LinkFrontEnd;
   readonly beamformer: FloorBeamformer;
   readonly doppler: DopplerSteerer;
   readonly map: Float32Array;
-  /** Per-pair chain phase correction: the room calibration's, or fitted from the static channel once learned (chains.ts); null before. */
-  chains: Float32Array | null = null;
-  /** Whether the chain phases come from the room calibration (applied from the first window). */
-  readonly calibratedChains: boolean;
-  /** Whether the static channel comes from the room calibration's empty room (nothing to learn). */
-  readonly recordedEmpty: boolean;
-  firstTime = NaN;
-  lastTime = NaN;
   /** The `sourceId` of the link's latest frame. */
   sourceId: string;
 
@@ -197,63 +173,28 @@ class LinkTrack {
     readonly link: SiteLink,
     f: CsiFrame,
     grid: FloorGrid,
+    frontEnd: LinkFrontEndOptions,
     beamformer: BeamformerOptions = {},
-    calibration: RoomCalibration | null = null,
   ) {
     this.sourceId = f.sourceId;
-    this.subcarriers = Int16Array.from(f.subcarriers);
-    this.nRx = f.nRx;
-    this.nTx = f.nTx;
-    this.channel = f.channel;
-    this.bandwidthMhz = f.bandwidthMhz;
-    // The frames' antenna counts win over the radios' (as the simulator's nrx / ntx do): same centre, spacing and axis.
-    const tx = f.nTx === link.tx.antennas ? link.tx : { ...link.tx, antennas: f.nTx };
-    const rx = f.nRx === link.rx.antennas ? link.rx : { ...link.rx, antennas: f.nRx };
-    const centre = centreFrequencyHz(Number.isFinite(f.channel) ? f.channel : DEFAULT_CHANNEL, f.bandwidthMhz, f.nSub);
-    this.staticChannel = new StaticChannel({ subcarriers: this.subcarriers, nRx: f.nRx, nTx: f.nTx, losDelayS: losDelayS(tx, rx) });
-    this.windows = new MovingWindows({ nSub: f.nSub, nRx: f.nRx, nTx: f.nTx });
-    this.aligned = new Float32Array(f.csi.length);
-    this.buffer = new Float32Array(SHORT_WINDOW * f.csi.length);
-    const geometry = linkGeometry(tx, rx, this.subcarriers, centre);
-    this.beamformer = new FloorBeamformer(geometry, grid, beamformer);
-    this.doppler = new DopplerSteerer(geometry, { bins: DEFAULT_DOPPLER_BINS });
+    this.frontEnd = new LinkFrontEnd(link, f, frontEnd);
+    this.beamformer = new FloorBeamformer(this.frontEnd.geometry, grid, beamformer);
+    this.doppler = new DopplerSteerer(this.frontEnd.geometry, { bins: DEFAULT_DOPPLER_BINS });
     this.map = new Float32Array(grid.size);
-    const cal = calibration?.links.find((c) => c.id === link.id && calibrationFits(c, f.subcarriers, f.nRx, f.nTx));
-    this.calibratedChains = cal !== undefined;
-    if (cal) this.chains = chainFactors(cal.chainPhases);
-    this.recordedEmpty = cal?.staticChannel != null && cal.staticChannel.length === f.csi.length;
-    if (this.recordedEmpty) this.staticChannel.learn([{ csi: cal!.staticChannel!, time: f.time }]);
   }
-
-  /** Whether the link is still taking its first packets as the empty room. */
-  learning(time: number, learnMs: number): boolean {
-    return !this.recordedEmpty && learnMs > 0 && time - this.firstTime < learnMs;
-  }
-
-  /** Whether `f` has this link's layout (antennas, subcarriers, channel, bandwidth). No allocation. */
-  fits(f: CsiFrame): boolean {
-    if (f.nRx !== this.nRx || f.nTx !== this.nTx || f.subcarriers.length !== this.subcarriers.length) return false;
-    if (!sameNumber(f.channel, this.channel) || !sameNumber(f.bandwidthMhz, this.bandwidthMhz)) return false;
-    const s = f.subcarriers;
-    for (let k = 0; k < s.length; k++) if (s[k] !== this.subcarriers[k]) return false;
-    return f.csi.length === this.aligned.length;
-  }
-}
-
-function sameNumber(a: number, b: number): boolean {
-  return a === b || (Number.isNaN(a) && Number.isNaN(b));
 }
 
 /** One environment: its links by id, site order. */
 interface EnvState {
-  readonly tracks: Array<LinkTrack | undefined>;
+  readonly tracks: Array<FloorLink | undefined>;
 }
 
 /**
  * Turns the CSI frames of every link of an environment into maps of moving power on the floor,
  * with candidate people: the physics front end (src/physics/, docs/physics.md) as a stage. Per
  * environment and per link of the site (by `linkId`; a frame without one is the primary link's,
- * the site's first receiver; frames of a link the site does not have are dropped):
+ * the site's first receiver; frames of a link the site does not have are dropped), steps 1-2 and the
+ * windows of step 3 being the link's `LinkFrontEnd` (src/physics/linkFrontEnd.ts, shared with room calibration):
  *
  * 1. each packet is aligned onto the link's empty-room static channel (`StaticChannel`, anchored
  *    at the line-of-sight delay of the link's radios). For now the first `learnSeconds` of each
@@ -341,18 +282,12 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         heights: Object.freeze(Array.from(grid.heights)),
       });
 
-      /** The link's window with its chain phases corrected, once its static channel is learned (fitted then, once). */
-      const calibrated = (t: LinkTrack, w: MovingWindow, learning: boolean): MovingWindow => {
-        if (t.calibratedChains) return applyChainCorrection(w, t.chains!);
-        if (!chainCalibration || learning || !t.staticChannel.ready) return w;
-        t.chains ??= chainCorrection(t.staticChannel.channel, t.doppler.geometry);
-        return applyChainCorrection(w, t.chains);
-      };
+      const frontEnd: LinkFrontEndOptions = { learnMs, chainCalibration, calibration };
 
       const profile = options.profile;
       const now = (): number => (profile ? performance.now() : 0);
 
-      const emit = (env: string, state: EnvState, primary: LinkTrack, w: MovingWindow): void => {
+      const emit = (env: string, state: EnvState, primary: FloorLink, w: MovingWindow): void => {
         let t0 = now();
         maps.length = 0;
         ids.length = 0;
@@ -366,9 +301,9 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         beamformers.push(primary.beamformer);
         for (let i = 1; i < state.tracks.length; i++) {
           const t = state.tracks[i];
-          if (!t || t.windows.count < SHORT_WINDOW || !(w.time - t.lastTime <= STALE_MS)) continue;
-          const learning = t.learning(t.lastTime, learnMs);
-          const win = calibrated(t, t.windows.window(SHORT_WINDOW, learning || !t.staticChannel.ready ? null : t.staticChannel.channel, t.buffer), learning);
+          if (!t || !(w.time - t.frontEnd.lastTime <= STALE_MS)) continue;
+          const win = t.frontEnd.latest();
+          if (!win) continue;
           maps.push(t.map);
           ids.push(t.link.id);
           beamformers.push(t.beamformer);
@@ -422,32 +357,26 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             const env = f.environmentId;
             let state = envs.get(env);
             if (!state) {
-              state = { tracks: new Array<LinkTrack | undefined>(links.length).fill(undefined) };
+              state = { tracks: new Array<FloorLink | undefined>(links.length).fill(undefined) };
               envs.set(env, state);
             }
             let t = state.tracks[i];
-            if (!t || !t.fits(f)) {
-              t = new LinkTrack(links[i]!, f, grid, options.beamformer, calibration);
+            if (!t || !t.frontEnd.fits(f)) {
+              t = new FloorLink(links[i]!, f, grid, frontEnd, options.beamformer);
               state.tracks[i] = t;
             }
-            const time = f.time;
-            if (Number.isNaN(t.firstTime)) t.firstTime = time;
-            else if (time < t.lastTime || time - t.lastTime > GAP_MS) t.windows.clear();
-            t.lastTime = time;
             t.sourceId = f.sourceId;
-            const learning = t.learning(time, learnMs);
             const t0 = now();
-            t.staticChannel.process(f.csi, time, learning, t.aligned);
-            t.windows.push(t.aligned, time);
+            t.frontEnd.push(f.csi, f.time);
             if (profile) {
               profile.align += now() - t0;
               profile.packets++;
             }
             if (i !== 0) return;
             const t1 = now();
-            const w = t.windows.take('short', learning || !t.staticChannel.ready ? null : t.staticChannel.channel);
+            const w = t.frontEnd.take();
             if (profile) profile.window += now() - t1;
-            if (w) emit(env, state, t, calibrated(t, w, learning));
+            if (w) emit(env, state, t, w);
           } catch (e) {
             subscriber.error(e);
           }

@@ -35,10 +35,9 @@ import { FloorBeamformer, floorGrid, fuseMaps, type FloorGrid } from '../physics
 import { CALIBRATION_VERSION, ChainPhaseFit, chainFactors, roomCalibrationToJson, type LinkCalibration, type RoomCalibration } from '../physics/calibration.js';
 import { findCandidates } from '../physics/candidates.js';
 import { applyChainCorrection } from '../physics/chains.js';
-import { centreFrequencyHz, linkGeometry, type LinkGeometry } from '../physics/geometry.js';
-import { losDelayS, StaticChannel } from '../physics/static.js';
+import { LinkFrontEnd, STALE_MS, type LinkFrontEndOptions } from '../physics/linkFrontEnd.js';
 import type { MovingWindow } from '../physics/types.js';
-import { MovingWindows, SHORT_WINDOW } from '../physics/window.js';
+import { SHORT_WINDOW } from '../physics/window.js';
 import { parseSource } from '../sources/uri.js';
 import { formatSeconds, Progress, type ProgressStream } from './progress.js';
 
@@ -50,10 +49,6 @@ export const HOLD_OUT = 0.15;
 export const CHECK = 0.15;
 /** Fewest labelled one-person windows a link's chain phases are fitted from. */
 export const MIN_WINDOWS = 20;
-/** Channel assumed for frames that do not say theirs (as floorMap). */
-const DEFAULT_CHANNEL = 36;
-/** A link whose newest packet is older than this before the primary's window is left out, ms (as floorMap). */
-const STALE_MS = 1000;
 
 /** One recorded session: its CSI (a capture path, or a source list `file:A?link=rx1 file:B?link=rx2`) and its labels. */
 export interface RoomSession {
@@ -105,64 +100,22 @@ export interface RoomCalibrationResult {
   seconds: number;
 }
 
-/** One link while a recording is read. */
-class LinkRun {
-  readonly geometry: LinkGeometry;
-  readonly st: StaticChannel;
-  readonly windows: MovingWindows;
-  readonly aligned: Float32Array;
-  readonly buffer: Float32Array;
-  readonly subcarriers: Int16Array;
-  readonly nRx: number;
-  readonly nTx: number;
-  packets = 0;
-  firstTime = NaN;
-  lastTime = NaN;
-
-  constructor(
-    readonly link: SiteLink,
-    f: CsiFrame,
-    staticChannel: Float32Array | null,
-  ) {
-    this.subcarriers = Int16Array.from(f.subcarriers);
-    this.nRx = f.nRx;
-    this.nTx = f.nTx;
-    const tx = f.nTx === link.tx.antennas ? link.tx : { ...link.tx, antennas: f.nTx };
-    const rx = f.nRx === link.rx.antennas ? link.rx : { ...link.rx, antennas: f.nRx };
-    const centre = centreFrequencyHz(Number.isFinite(f.channel) ? f.channel : DEFAULT_CHANNEL, f.bandwidthMhz, f.nSub);
-    this.geometry = linkGeometry(tx, rx, this.subcarriers, centre);
-    this.st = new StaticChannel({ subcarriers: this.subcarriers, nRx: f.nRx, nTx: f.nTx, losDelayS: losDelayS(tx, rx) });
-    if (staticChannel && staticChannel.length === f.csi.length) this.st.learn([{ csi: staticChannel, time: 0 }]);
-    this.windows = new MovingWindows({ nSub: f.nSub, nRx: f.nRx, nTx: f.nTx });
-    this.aligned = new Float32Array(f.csi.length);
-    this.buffer = new Float32Array(SHORT_WINDOW * f.csi.length);
-  }
-
-  fits(f: CsiFrame): boolean {
-    if (f.nRx !== this.nRx || f.nTx !== this.nTx || f.subcarriers.length !== this.subcarriers.length) return false;
-    for (let k = 0; k < this.subcarriers.length; k++) if (f.subcarriers[k] !== this.subcarriers[k]) return false;
-    return true;
-  }
-
-  /** The static channel to take away, or null (window mean) when there is none. */
-  get channel(): Float32Array | null {
-    return this.st.ready ? this.st.channel : null;
-  }
-}
-
 /** Frames of a capture path or a source list, read as fast as they decode. */
 function recording(spec: string, radios: readonly RadioConfig[], format: CaptureFormat | undefined): Observable<CsiFrame> {
   const uri = /^(file|udp|mqtt):/.test(spec.trim()) ? spec : `file:${spec}${format ? `?format=${format}` : ''}`;
   return parseSource(uri).open('frame', { speed: 0, environmentId: 'calibration', radios: () => radios }) as Observable<CsiFrame>;
 }
 
-/** Runs `each` over every frame of a recording with the link it belongs to (frames of links the site lacks are skipped). */
+/**
+ * Runs `each` over every frame of a recording with the front end of the link it belongs to (frames
+ * of links the site lacks are skipped; a link whose layout changes starts a new front end).
+ */
 async function readLinks(
   spec: string,
   o: RoomCalibrationOptions,
-  runs: Map<string, LinkRun>,
-  statics: Map<string, Float32Array>,
-  each: (run: LinkRun, index: number, f: CsiFrame) => void,
+  runs: Map<string, LinkFrontEnd>,
+  options: (link: SiteLink) => LinkFrontEndOptions,
+  each: (run: LinkFrontEnd, index: number, f: CsiFrame) => void,
 ): Promise<number> {
   const links = siteLinks(o.radios);
   const index = new Map(links.map((l, i) => [l.id, i]));
@@ -175,7 +128,7 @@ async function readLinks(
         const link = links[i]!;
         let run = runs.get(link.id);
         if (!run || !run.fits(f)) {
-          run = new LinkRun(link, f, statics.get(link.id) ?? null);
+          run = new LinkFrontEnd(link, f, options(link));
           runs.set(link.id, run);
         }
         frames++;
@@ -233,14 +186,18 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   const statics = new Map<string, Float32Array>();
   const emptyPackets = new Map<string, number>();
   if (o.empty) {
-    const runs = new Map<string, LinkRun>();
-    await readLinks(o.empty, o, runs, new Map(), (run, _i, f) => {
-      run.st.process(f.csi, f.time, true, run.aligned);
-      run.packets++;
-    });
+    const runs = new Map<string, LinkFrontEnd>();
+    // Every packet learned (the whole recording is the empty room); the ring is never read.
+    await readLinks(
+      o.empty,
+      o,
+      runs,
+      () => ({ learnMs: Infinity, gapMs: null }),
+      (run, _i, f) => run.push(f.csi, f.time),
+    );
     for (const [id, run] of runs) {
-      run.st.anchor();
-      statics.set(id, run.st.channel.slice());
+      run.staticChannel.anchor();
+      statics.set(id, run.staticChannel.channel.slice());
       emptyPackets.set(id, run.packets);
     }
     progress.done(`empty room: ${[...emptyPackets].map(([id, n]) => `${id} ${n} packets`).join(', ') || 'no packets'}`);
@@ -255,20 +212,21 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   for (const s of o.sessions) labelled.set(s.keypoints, { labels: parseLabels(await readFile(s.keypoints, 'utf8'), s.keypoints) });
 
   /** Reads every session; calls `use` for each primary window matched to a one-person label, with every fresh link's window. */
-  const pass = async (what: string, use: (part: Part, point: { x: number; y: number }, windows: Array<[LinkRun, MovingWindow]>) => void): Promise<void> => {
+  // The recorded empty room is the static channel (else the window mean is taken away); no learning, and no gap empties the ring.
+  const sessionOptions = (link: SiteLink): LinkFrontEndOptions => ({ emptyRoom: statics.get(link.id) ?? null, gapMs: null });
+  const pass = async (
+    what: string,
+    use: (part: Part, point: { x: number; y: number }, windows: Array<[LinkFrontEnd, MovingWindow]>) => void,
+  ): Promise<void> => {
     for (const [k, s] of o.sessions.entries()) {
       const { index, part } = sessionLabels(labelled.get(s.keypoints)!.labels);
-      const runs = new Map<string, LinkRun>();
+      const runs = new Map<string, LinkFrontEnd>();
       let first = NaN;
-      const frames = await readLinks(s.csi, o, runs, statics, (run, i, f) => {
+      const frames = await readLinks(s.csi, o, runs, sessionOptions, (run, i, f) => {
         if (Number.isNaN(first)) first = f.time;
-        if (Number.isNaN(run.firstTime)) run.firstTime = f.time;
-        run.lastTime = f.time;
-        run.packets++;
-        run.st.process(f.csi, f.time, false, run.aligned);
-        run.windows.push(run.aligned, f.time);
+        run.push(f.csi, f.time);
         if (i !== 0) return;
-        const w = run.windows.take('short', run.channel);
+        const w = run.take();
         if (!w) return;
         // The label nearest the window's middle.
         const period = run.packets > 1 ? (f.time - run.firstTime) / (run.packets - 1) : 10;
@@ -277,10 +235,11 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
         if (!label || label.people.length !== 1) return;
         const point = floorFromLabel(label.people[0]!.keypoints, camera);
         if (!inRoom(point)) return;
-        const ws: Array<[LinkRun, MovingWindow]> = [[run, w]];
+        const ws: Array<[LinkFrontEnd, MovingWindow]> = [[run, w]];
         for (const other of runs.values()) {
-          if (other === run || other.windows.count < SHORT_WINDOW || !(w.time - other.lastTime <= STALE_MS)) continue;
-          ws.push([other, other.windows.window(SHORT_WINDOW, other.channel, other.buffer)]);
+          if (other === run || !(w.time - other.lastTime <= STALE_MS)) continue;
+          const ow = other.latest();
+          if (ow) ws.push([other, ow]);
         }
         use(part.get(label)!, point, ws);
       });
@@ -335,7 +294,7 @@ export async function calibrateRoom(o: RoomCalibrationOptions): Promise<RoomCali
   const beamformers = new Map<string, { bf: FloorBeamformer; map: Float32Array }>();
   const maps: Float32Array[] = [];
   const fused = new Float32Array(grid.size);
-  const firstCandidate = (ws: Array<[LinkRun, MovingWindow]>, g: FloorGrid): { x: number; y: number } | null => {
+  const firstCandidate = (ws: Array<[LinkFrontEnd, MovingWindow]>, g: FloorGrid): { x: number; y: number } | null => {
     maps.length = 0;
     for (const [run, w] of ws) {
       let b = beamformers.get(run.link.id);
