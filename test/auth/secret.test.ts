@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.js';
 import { StoreFileError } from '../../src/auth/jsonFile.js';
 import { probeToken, startServer, type TestServer } from '../helpers/server.js';
-import { Refused, WsClient } from '../helpers/wsClient.js';
+import { Refused, WsClient, type RefusalBody } from '../helpers/wsClient.js';
 import { tempDir } from './helpers.js';
 
 const NO_SECRET = { CSIPOSE_JWT_SECRET: undefined };
@@ -73,7 +73,7 @@ describe('token signing secret', () => {
     );
     expect(refused).toBeInstanceOf(Refused);
     expect((refused as Refused).status).toBe(401);
-    expect((refused as Refused).body.error.details.reason).toBe('signed_by_previous_secret');
+    expect(((refused as Refused).body as RefusalBody).error.details?.reason).toBe('signed_by_previous_secret');
   });
 
   it('CSIPOSE_JWT_SECRET wins over the file while set; the file is used again once it is unset', async () => {

@@ -218,7 +218,7 @@ describe('the capture sink refuses what it cannot write', () => {
 
   it('csipose operators lists the sink and its parameters', async () => {
     const r = await runCli(['operators']);
-    expect(r.stdout).toMatch(/^  capture  /m);
+    expect(r.stdout).toMatch(/^ {2}capture {2}/m);
     expect(r.stdout).toContain('    path=  (string)');
     expect(r.stdout).toContain('    labels=  (string)');
     expect(r.stdout).toContain('    label_hz=10  (number [0.001..100000])');

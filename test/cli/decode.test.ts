@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runDecode } from '../../src/cli/decode.js';
 import { ensureBuilt, ndjson, repoRoot, runCli, type CliResult } from '../helpers/cli.js';
-import { describeWithSamples, groundTruth, matlabBfeeRecords, sample, sampleBytes } from '../helpers/samples.js';
+import { type DecodedFacts, describeWithSamples, groundTruth, matlabBfeeRecords, sample, sampleBytes } from '../helpers/samples.js';
 import { HeldReader } from '../helpers/heldReader.js';
 
 /** The fields every record has, in the order DECISIONS "Decoding captures" lists them (csi last). */
@@ -130,8 +130,12 @@ describeWithSamples('csipose decode on the real captures', () => {
         const recs = await records(c);
         let re = 0;
         let im = 0;
-        for (const rec of recs) for (const [a, b] of rec.csi) ((re += a), (im += b));
-        const facts = groundTruth('decoded_facts.json')[c.facts];
+        for (const rec of recs)
+          for (const [a, b] of rec.csi) {
+            re += a;
+            im += b;
+          }
+        const facts = groundTruth<Record<string, { sum_all_raw_ints?: number; sum_real_all?: number; sum_imag_all?: number }>>('decoded_facts.json')[c.facts]!;
         if (c.format === 'esp32') {
           expect(re + im).toBe(facts.sum_all_raw_ints);
           // The file's values come imaginary first: odd positions are the real parts.
@@ -233,7 +237,7 @@ describeWithSamples('csipose decode on the real captures', () => {
       [0, 0],
     ]);
     expect(recs[0]!.timestamp).toBe(80272146);
-    expect(recs.map((x) => x.rssi[0])).toEqual(groundTruth('decoded_facts.json')['example_csi.csv'].rssi_all);
+    expect(recs.map((x) => x.rssi[0])).toEqual(groundTruth<DecodedFacts>('decoded_facts.json')['example_csi.csv'].rssi_all);
     expect(recs.every((x) => x.n_sub === 64)).toBe(true);
   });
 

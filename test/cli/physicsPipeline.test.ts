@@ -60,6 +60,6 @@ describe('csipose run --pipeline physics', () => {
   it('is listed by csipose pipelines', async () => {
     const r = await runCli(['pipelines']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^physics  .*\n    floorMap\n/m);
+    expect(r.stdout).toMatch(/^physics {2}.*\n {4}floorMap\n/m);
   });
 });

@@ -70,11 +70,11 @@ describe('csipose operators', () => {
     }
     for (const sink of ['ndjson', 'stats', 'null']) expect(r.stdout).toMatch(new RegExp(`^  ${sink}  `, 'm'));
     // The defaults users rely on most, spelled out.
-    const section = (name: string) => r.stdout.slice(r.stdout.indexOf(`\n  ${name}  `) + 1).split(/\n  (?=\S)/)[0]!;
+    const section = (name: string) => r.stdout.slice(r.stdout.indexOf(`\n  ${name}  `) + 1).split(/\n {2}(?=\S)/)[0]!;
     expect(section('window')).toContain('size=64  (int [2..4096])');
     expect(section('window')).toContain('hop=8  (int');
     expect(section('doppler')).toContain('groups=3  (int');
-    expect(section('sanitize')).toMatch(/method=\w+  \(enum one of/);
+    expect(section('sanitize')).toMatch(/method=\w+ {2}\(enum one of/);
   });
 
   it('--json parses and carries the same operators and parameters', async () => {
@@ -97,7 +97,7 @@ describe('csipose operators', () => {
   it('csipose pipelines lists sense with its stages', async () => {
     const r = await runCli(['pipelines']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^sense  /m);
+    expect(r.stdout).toMatch(/^sense {2}/m);
     expect(r.stdout).toMatch(/sanitize .*\| window size=64 hop=8 \| doppler groups=3/);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { requiredFallConfidence } from '../../operators/alerts.js';
 import { FORM_EXTRAS, formPaths, fromPartial, parseUpdate, toFormA, toFormB, validationDetails } from '../../src/config/forms.js';
 import { FIELDS, defaults, getPath, setPath, type ServiceConfig } from '../../src/config/schema.js';
-import { alternative, leafPaths } from './helpers.js';
+import { alternative, leafPaths, type FormView } from './helpers.js';
 
 /** The spec's Configuration tables, copied from spec/pose-service-interface.md. */
 const SPEC_FORM_A = [
@@ -71,7 +71,7 @@ describe('toFormA / toFormB (strict)', () => {
     const c = changedConfig();
     const a = toFormA(c, { strict: true });
     for (const p of SPEC_FORM_A) expect(getPath(a, p), p).toEqual(getPath(c, p));
-    const b = toFormB(c, { strict: true, modelVersion: 'sim-v3' }) as Record<string, any>;
+    const b = toFormB(c, { strict: true, modelVersion: 'sim-v3' }) as FormView;
     expect(b.environment_id).toBe('lab-2');
     expect(b.detection.enable_tracking).toBe(c.detection.tracking_enabled);
     expect(b.detection.tracking_max_age).toBe(c.detection.tracking_max_age);
@@ -94,13 +94,13 @@ describe('toFormA / toFormB (strict)', () => {
 
   it('converts the Form B thresholds: fall_confidence is the confidence a fall needs, inactivity_timeout is seconds', () => {
     const d = defaults();
-    const b = toFormB(d) as Record<string, any>;
+    const b = toFormB(d) as FormView;
     expect(b.analytics.alert_thresholds.fall_confidence).toBe(0.59);
     expect(b.analytics.alert_thresholds.fall_confidence).toBeCloseTo(requiredFallConfidence(0.8), 12);
     expect(b.analytics.alert_thresholds.inactivity_timeout).toBe(1800);
     for (const s of [0, 0.1, 0.25, 0.5, 0.8, 1]) {
       d.alerts.fall_detection.sensitivity = s;
-      const fc = (toFormB(d) as Record<string, any>).analytics.alert_thresholds.fall_confidence;
+      const fc = (toFormB(d) as FormView).analytics.alert_thresholds.fall_confidence;
       expect(fc).toBeCloseTo(requiredFallConfidence(s), 12);
       const back = parseUpdate({ analytics: { alert_thresholds: { fall_confidence: fc } } });
       expect(back).toEqual({ ok: true, changes: [{ path: 'alerts.fall_detection.sensitivity', value: s, restart: false }] });
@@ -108,12 +108,12 @@ describe('toFormA / toFormB (strict)', () => {
   });
 
   it('model_version is null when no model is loaded', () => {
-    expect((toFormB(defaults()) as Record<string, any>).neural_network.model_version).toBeNull();
+    expect((toFormB(defaults()) as FormView).neural_network.model_version).toBeNull();
   });
 
   it('returns copies, not the configuration', () => {
     const c = changedConfig();
-    const a = toFormA(c) as Record<string, any>;
+    const a = toFormA(c) as FormView;
     a.environment.zones[0].polygon[0][0] = 99;
     expect(c.environment.zones[0]!.polygon[0]![0]).toBe(0);
   });

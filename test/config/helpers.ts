@@ -132,3 +132,36 @@ export function outOfRange(path: string, def: FieldDef): unknown[] {
     }
   }
 }
+
+/** A node of the configuration's JSON schema document: the keywords the tests read. */
+export interface SchemaNode {
+  type?: string;
+  description: string;
+  default?: unknown;
+  enum?: unknown[];
+  required?: string[];
+  additionalProperties?: boolean;
+  properties: Record<string, SchemaNode>;
+  items: SchemaNode;
+  [keyword: string]: unknown;
+}
+
+/** The groups of a response form (`toFormA`, `toFormB`) the tests read; the rest is unknown. */
+export interface FormView {
+  environment_id?: string;
+  environment: {
+    site?: unknown;
+    view?: unknown;
+    zones: Array<{ polygon: number[][] }>;
+  };
+  detection: Record<string, unknown>;
+  neural_network: Record<string, unknown>;
+  hardware: unknown;
+  analytics: {
+    enable_fall_detection: unknown;
+    enable_activity_recognition: unknown;
+    alert_thresholds: { fall_confidence: number; inactivity_timeout: number };
+  };
+  privacy: unknown;
+  [group: string]: unknown;
+}

@@ -12,6 +12,7 @@ import { CONFIG_RULES, schemaDocument, validateConfig, type FieldError } from '.
 import { DEFAULT_RADIOS, HALF_WAVELENGTH_5G_M, siteLinks, type RadioConfig } from '../../src/csi/radios.js';
 import { ApiError } from '../../src/errors.js';
 import { suiteServer } from '../helpers/server.js';
+import type { FormView, SchemaNode } from './helpers.js';
 import { liveParams } from '../../pipelines/settings.js';
 
 const SITE = 'environment.site';
@@ -112,7 +113,7 @@ describe('environment.site schema and defaults', () => {
   });
 
   it('is in the JSON schema document with bounds, units, defaults and the restart flag', () => {
-    const doc = schemaDocument() as any;
+    const doc = schemaDocument() as SchemaNode;
     const g = doc.properties.environment.properties.site;
     expect(g.type).toBe('object');
     expect(g.additionalProperties).toBe(false);
@@ -134,10 +135,10 @@ describe('environment.site schema and defaults', () => {
   it('is an extra of both response forms at its canonical path, and only in the extended forms', () => {
     const c = defaults();
     Object.assign(c.environment.site, structuredClone(MEASURED));
-    expect((toFormA(c) as any).environment.site).toEqual(MEASURED);
-    expect((toFormB(c) as any).environment.site).toEqual(MEASURED);
-    expect((toFormA(c, { strict: true }) as any).environment.site).toBeUndefined();
-    expect((toFormB(c, { strict: true }) as any).environment).toBeUndefined();
+    expect((toFormA(c) as FormView).environment.site).toEqual(MEASURED);
+    expect((toFormB(c) as FormView).environment.site).toEqual(MEASURED);
+    expect((toFormA(c, { strict: true }) as FormView).environment.site).toBeUndefined();
+    expect((toFormB(c, { strict: true }) as FormView).environment).toBeUndefined();
     // What was read can be PUT back in either form.
     for (const form of [toFormA(c), toFormB(c, { modelVersion: 'v1' })]) {
       const r = parseUpdate(form, { modelVersion: 'v1' });

@@ -10,6 +10,7 @@ import { ConfigStore, ConfigUpdateError, type ConfigSnapshot } from '../../src/c
 import { schemaDocument, validateConfig, type FieldError } from '../../src/config/validate.js';
 import { ApiError } from '../../src/errors.js';
 import { suiteServer } from '../helpers/server.js';
+import type { FormView, SchemaNode } from './helpers.js';
 
 const VIEW = 'environment.view';
 const KEYS = ['width', 'height', 'hfov_deg', 'x', 'y', 'z', 'yaw_deg', 'pitch_deg'] as const;
@@ -69,7 +70,7 @@ describe('environment.view schema and defaults', () => {
   });
 
   it('is in the JSON schema document with the conventions, bounds, units, defaults and the live flag', () => {
-    const doc = schemaDocument() as any;
+    const doc = schemaDocument() as SchemaNode;
     const g = doc.properties.environment.properties.view;
     expect(g.type).toBe('object');
     expect(g.additionalProperties).toBe(false);
@@ -88,9 +89,9 @@ describe('environment.view schema and defaults', () => {
   it('is an extra of both response forms at its canonical path, and can be PUT back', () => {
     const c = defaults();
     Object.assign(c.environment.view, CORNER);
-    expect((toFormA(c) as any).environment.view).toEqual(CORNER);
-    expect((toFormB(c) as any).environment.view).toEqual(CORNER);
-    expect((toFormA(c, { strict: true }) as any).environment.view).toBeUndefined();
+    expect((toFormA(c) as FormView).environment.view).toEqual(CORNER);
+    expect((toFormB(c) as FormView).environment.view).toEqual(CORNER);
+    expect((toFormA(c, { strict: true }) as FormView).environment.view).toBeUndefined();
     for (const form of [toFormA(c), toFormB(c, { modelVersion: 'v1' })]) {
       const r = parseUpdate(form, { modelVersion: 'v1' });
       expect(r.ok).toBe(true);

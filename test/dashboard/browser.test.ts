@@ -414,7 +414,24 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
   it("draws the site's radios and each link in the state /system/status gives it, and lists the links with their figures", async () => {
     const page = await open({ width: 1440, height: 900 });
     // Every status answer the page reads, by its time: whatever the page shows came from one of them.
-    const answers = new Map<string, Record<string, any>>();
+    /** A link of a Form B status answer: the figures the page shows. */
+    interface StatusLink {
+      link_id: string;
+      state: string;
+      primary: boolean;
+      rate_hz: number;
+      packet_loss_rate: number;
+      last_packet_time: string | null;
+      lag_ms: number;
+      layout: string | null;
+      reason: string | null;
+    }
+    /** A Form B `/system/status` data object: the parts read here. */
+    interface StatusAnswer {
+      status: string;
+      components?: { csi_processor?: { links?: StatusLink[] } };
+    }
+    const answers = new Map<string, StatusAnswer>();
     page.on('response', (r) => {
       if (new URL(r.url()).pathname !== '/api/v1/system/status' || !r.ok()) return;
       r.json().then(
@@ -457,7 +474,7 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
       }, 'the floor plan showing a status answer the page read');
     /** What the plan should show for an answer: every reported link listed, every site link drawn in its reported state. */
     const expectPlanToShow = (shown: Awaited<ReturnType<typeof planShows>>) => {
-      const links: Array<Record<string, any>> | undefined = shown.answer.components?.csi_processor?.links;
+      const links: StatusLink[] | undefined = shown.answer.components?.csi_processor?.links;
       expect(shown.listed).toEqual((links ?? []).map((l) => [l.link_id, l.state, String(l.primary)]));
       expect(shown.drawn).toEqual(
         siteLinks.map((id) => {
@@ -499,7 +516,7 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
       const silent = siteLinks[siteLinks.length - 1]!;
       const partial = await until(async () => {
         const shown = await planShows();
-        const links: Array<Record<string, any>> = shown.answer.components?.csi_processor?.links ?? [];
+        const links: StatusLink[] = shown.answer.components?.csi_processor?.links ?? [];
         return links.some((l) => l.link_id === silent && l.state === 'waiting') && links.some((l) => l.state === 'live') ? shown : undefined;
       }, `the floor plan showing ${silent} waiting beside live links`);
       expectPlanToShow(partial);
@@ -520,7 +537,7 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
           ),
         }));
         const answer = answers.get(shown.at);
-        const links: Array<Record<string, any>> | undefined = answer?.components?.csi_processor?.links;
+        const links: StatusLink[] | undefined = answer?.components?.csi_processor?.links;
         return links?.some((l) => l.link_id === silent && l.state === 'waiting') ? { ...shown, links } : undefined;
       }, 'the links table showing a status answer the page read');
       expect(table.head).toEqual(['link', 'state', 'rate (Hz)', 'loss (%)', 'last packet', 'lag (ms)', 'layout', 'primary']);

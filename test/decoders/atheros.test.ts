@@ -4,7 +4,7 @@ import type { CsiFrame } from '../../src/csi/frame.js';
 import { AtherosDecoder, atherosCsiLen, decodeAtheros, wifiChannelFromMhz } from '../../src/decoders/atheros.js';
 import { ATHEROS_SUBCARRIERS_20, ATHEROS_SUBCARRIERS_40, sequentialIndices } from '../../src/decoders/subcarriers.js';
 import { concat, csiSums, decodeChunked, expectChunkingInvariant, expectCuts, expectGarbageSafe, mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
+import { type DecodedFacts, describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'atheros/ath_csi_1.dat';
 
@@ -224,7 +224,7 @@ describe('AtherosDecoder on synthetic records', () => {
 
 describeWithSamples('AtherosDecoder on ath_csi_1.dat', () => {
   const bytes = sampleBytes(FILE);
-  const facts = groundTruth('decoded_facts.json')['ath_csi_1.dat'];
+  const facts = groundTruth<DecodedFacts>('decoded_facts.json')['ath_csi_1.dat'];
   const whole = decodeAtheros(bytes);
   const frames = whole.frames;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { ESP32_MAX_LINE, Esp32Decoder, decodeEsp32, esp32Subcarriers } from '../../src/decoders/esp32.js';
 import { mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
+import { type DecodedFacts, describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 function run(dec: Esp32Decoder, chunks: Iterable<Uint8Array>): CsiFrame[] {
   const frames: CsiFrame[] = [];
@@ -38,7 +38,7 @@ const enc = new TextEncoder();
 
 describeWithSamples('ESP32-CSI-Tool: example_csi.csv', () => {
   const bytes = sampleBytes('esp32/example_csi.csv');
-  const facts = groundTruth('decoded_facts.json')['example_csi.csv'];
+  const facts = groundTruth<DecodedFacts>('decoded_facts.json')['example_csi.csv'];
   const dec = new Esp32Decoder({ sourceId: 'example', environmentId: 'lab' });
   const frames = run(dec, [bytes]);
 

@@ -4,7 +4,7 @@ import type { CsiFrame } from '../../src/csi/frame.js';
 import { decodeIntel5300, Intel5300Decoder, intel5300PayloadLen, intel5300TotalRss } from '../../src/decoders/intel5300.js';
 import { fftBinIndices, INTEL5300_SUBCARRIERS_20, INTEL5300_SUBCARRIERS_40, sequentialIndices } from '../../src/decoders/subcarriers.js';
 import { concat, csiSums, decodeChunked, expectChunkingInvariant, expectCuts, expectGarbageSafe, mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, groundTruth, matlabBfeeRecords, sampleBytes } from '../helpers/samples.js';
+import { type DecodedFacts, describeWithSamples, groundTruth, matlabBfeeRecords, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'intel5300/log.all_csi.6.7.6';
 
@@ -267,7 +267,7 @@ describe('Intel5300Decoder on synthetic records', () => {
 describeWithSamples('Intel5300Decoder on log.all_csi.6.7.6', () => {
   const bytes = sampleBytes(FILE);
   const gt = matlabBfeeRecords();
-  const facts = groundTruth('decoded_facts.json')['log.all_csi.6.7.6'];
+  const facts = groundTruth<DecodedFacts>('decoded_facts.json')['log.all_csi.6.7.6'];
   const whole = decodeIntel5300(bytes);
   const frames = whole.frames;
 

@@ -13,7 +13,7 @@ import {
 import { PcapReader, udpPayloadOffset } from '../../src/decoders/pcap.js';
 import { fftBinIndices } from '../../src/decoders/subcarriers.js';
 import { csiSums, mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
+import { type DecodedFacts, describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 const FILE = 'nexmon/example_43455c0.pcap';
 
@@ -171,7 +171,7 @@ const CS_80 = 0xe02a; // 5 GHz, 80 MHz, channel 42
 
 describeWithSamples('Nexmon pcap: example_43455c0.pcap', () => {
   const bytes = sampleBytes(FILE);
-  const facts = groundTruth('decoded_facts.json')['example_43455c0.pcap'];
+  const facts = groundTruth<DecodedFacts>('decoded_facts.json')['example_43455c0.pcap'];
   const dec = new NexmonPcapDecoder({ sourceId: 'example', environmentId: 'lab' });
   const frames = collect(dec, [bytes]);
 

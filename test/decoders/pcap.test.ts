@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DecodeError } from '../../src/csi/decoder.js';
 import { PCAP_MAX_PACKET, PcapReader, udpPayloadOffset } from '../../src/decoders/pcap.js';
 import { mulberry32 } from '../helpers/decoding.js';
-import { describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
+import { type DecodedFacts, describeWithSamples, groundTruth, sampleBytes } from '../helpers/samples.js';
 
 interface Pkt {
   data: Uint8Array;
@@ -251,7 +251,7 @@ describe('udpPayloadOffset', () => {
 
 describeWithSamples('PcapReader on example_43455c0.pcap', () => {
   it('sees 566 packets with the recorded lengths and first timestamp', () => {
-    const facts = groundTruth('decoded_facts.json')['example_43455c0.pcap'];
+    const facts = groundTruth<DecodedFacts>('decoded_facts.json')['example_43455c0.pcap'];
     const { seen, error } = read(sampleBytes('nexmon/example_43455c0.pcap'), () => 4096);
     expect(error).toBeUndefined();
     expect(seen).toHaveLength(facts.packets);

@@ -168,7 +168,7 @@ export function runCli(args: readonly string[], opts: CliOptions = {}): Promise<
 }
 
 /** The non-empty lines of `text` parsed as JSON, one value per line. */
-export function ndjson<T = any>(text: string): T[] {
+export function ndjson<T = unknown>(text: string): T[] {
   return text
     .split('\n')
     .filter((l) => l.length > 0)

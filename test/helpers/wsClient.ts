@@ -23,11 +23,17 @@ export interface ConnectOptions {
   query?: Record<string, string>;
 }
 
-/** An upgrade the server refused: its HTTP status and body. */
+/** The JSON error body of a refused upgrade as the tests read it (Form B adds `success: false`). */
+export interface RefusalBody {
+  success?: boolean;
+  error: { code: string; message?: string; request_id?: string; details?: Record<string, unknown> };
+}
+
+/** An upgrade the server refused: its HTTP status and body (JSON, or the text when it is not JSON). */
 export class Refused extends Error {
   constructor(
     readonly status: number,
-    readonly body: any,
+    readonly body: unknown,
   ) {
     super(`upgrade refused with ${status}: ${JSON.stringify(body)}`);
   }
@@ -65,6 +71,8 @@ export function readBody(res: IncomingMessage): Promise<unknown> {
   });
 }
 
+/** A received message, its fields unchecked (a test reads `m.type`, `m.data.persons`, ...). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the ws tests read nested fields of every message type; Record<string, unknown> is 60 type errors, to type per message later
 export type Message = Record<string, any>;
 
 export class WsClient {

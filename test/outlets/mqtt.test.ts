@@ -27,9 +27,23 @@ const ROOM_ZONE = {
   severity: 'low',
 };
 
+/** A message's JSON payload: the fields read here (pose frame, status, alert, Home Assistant discovery and state). */
+interface Payload {
+  frame_id?: number;
+  timestamp?: string;
+  type?: string;
+  /** The status message's `{ state, ... }`, or the last will's `'offline'`. */
+  status?: unknown;
+  unique_id?: string;
+  device_class?: string;
+  person_count?: number;
+  [field: string]: unknown;
+}
+
 interface Received {
   topic: string;
-  json: any;
+  /** The parsed payload; null when it is empty (a retained message removed). */
+  json: Payload;
   retain: boolean;
   qos: number;
 }
@@ -105,7 +119,7 @@ describeWithMosquitto('MQTT publisher', () => {
     });
 
     it('publishes the system status retained (QoS 1) and alerts and events (QoS 1) in the shapes of the WebSocket and /analytics/events', async () => {
-      const status = await sub.next((m) => m.topic === 'csipose/v1/default/status' && m.json.status.state === 'running', 'a status');
+      const status = await sub.next((m) => m.topic === 'csipose/v1/default/status' && (m.json.status as { state?: string }).state === 'running', 'a status');
       expect(status.qos).toBe(1);
       expect(status.json).toMatchObject({ type: 'system_status', status: { state: 'running', system_health: expect.any(String) } });
       const alert = await sub.next((m) => m.topic === 'csipose/v1/default/alerts', 'an alert');
@@ -205,7 +219,7 @@ describeWithMosquitto('MQTT publisher', () => {
     });
     const watch = await subscriber(broker.url, 'csipose/v1/ward-7/status');
     try {
-      await watch.next((m) => m.json?.type === 'system_status' && m.json.status.state === 'running', 'the child running');
+      await watch.next((m) => m.json?.type === 'system_status' && (m.json.status as { state?: string }).state === 'running', 'the child running');
       proc.kill('SIGKILL');
       const will = await watch.next((m) => m.json?.status === 'offline', 'the last will');
       expect(will.json).toEqual({ status: 'offline' });
@@ -229,7 +243,7 @@ describeWithMosquitto('MQTT publisher', () => {
         'sensor/csipose_default/status',
       ];
       for (const id of ids) {
-        const m = await sub.next((x) => x.topic === `homeassistant/${id}/config` && x.json, id);
+        const m = await sub.next((x) => x.topic === `homeassistant/${id}/config` && Boolean(x.json), id);
         expect(m.qos).toBe(1);
         expect(m.json).toMatchObject({
           state_topic: 'csipose/v1/default/state',
@@ -246,7 +260,7 @@ describeWithMosquitto('MQTT publisher', () => {
       expect((await sub.next((x) => x.topic.endsWith('/fall/config'), 'fall')).json.device_class).toBe('safety');
       // The state follows the stream: the count of a recent frame, occupancy with it, the system state.
       const st = await state.next((m) => m.json?.status === 'running', 'a state');
-      expect(st.json).toEqual({ person_count: expect.any(Number), occupied: st.json.person_count > 0, fall_alert: false, status: 'running' });
+      expect(st.json).toEqual({ person_count: expect.any(Number), occupied: st.json.person_count! > 0, fall_alert: false, status: 'running' });
 
       const off = await s.api('PUT', '/config', { token, body: { streaming: { mqtt_homeassistant: false } } });
       expect(off.status, off.text).toBe(200);

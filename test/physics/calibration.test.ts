@@ -162,8 +162,13 @@ describe('room calibration JSON', () => {
     expect(calibrationFits(back.links[0]!, [-2, -1, 1, 2], 2, 1)).toBe(false);
   });
 
-  const edit = (f: (o: any) => void): string => {
-    const o = JSON.parse(roomCalibrationToJson(cal));
+  /** The calibration file's JSON, the fields these cases change. */
+  interface CalibrationJson {
+    version: number;
+    links: Array<Record<string, unknown>>;
+  }
+  const edit = (f: (o: CalibrationJson) => void): string => {
+    const o = JSON.parse(roomCalibrationToJson(cal)) as CalibrationJson;
     f(o);
     return JSON.stringify(o);
   };

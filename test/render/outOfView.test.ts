@@ -19,6 +19,7 @@ import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
 import { mosquittoPath, startBroker, type Broker } from '../helpers/mosquitto.js';
 import { startServer, until, type TestServer } from '../helpers/server.js';
 import { WsClient } from '../helpers/wsClient.js';
+import type { WireFrame, WirePerson } from '../helpers/wire.js';
 
 /** Joint offsets of a standing adult: across (m, +x) and height (m), COCO-17 order. */
 const STANDING: ReadonlyArray<readonly [number, number]> = [
@@ -74,7 +75,7 @@ function personAt(cam: Camera, x: number, y: number, trackId: number): PersonPos
 }
 
 /** What every rendered person must be, in either form: in view with a real box, or out of view with none. */
-function expectPersonRule(p: any, width: number, height: number, where: string): void {
+function expectPersonRule(p: WirePerson, width: number, height: number, where: string): void {
   const b = p.bounding_box;
   if (b !== undefined) {
     // Never the empty box (nor any box smaller than the padding around one keypoint), never outside the view.
@@ -130,13 +131,13 @@ describe('renderings of a person outside the reference view', () => {
       for (const includeKeypoints of [true, false])
         for (const includeDensePose of [true, false]) {
           const where = `form ${form} keypoints ${includeKeypoints} dense ${includeDensePose}`;
-          const persons = [seen, behind, beside].map((p) => renderPerson(p, form, { includeKeypoints, includeDensePose }) as any);
+          const persons = [seen, behind, beside].map((p) => renderPerson(p, form, { includeKeypoints, includeDensePose }) as WirePerson);
           for (const p of persons) expectPersonRule(p, view.width, view.height, where);
           expect(
             persons.map((p) => p.in_view),
             where,
           ).toEqual([true, false, false]);
-          if (form === 'b' && includeDensePose) expect(typeof persons[0].dense_pose.iuv_image).toBe('string');
+          if (form === 'b' && includeDensePose) expect(typeof persons[0].dense_pose?.iuv_image).toBe('string');
         }
   });
 
@@ -144,14 +145,14 @@ describe('renderings of a person outside the reference view', () => {
     const v = new PoseFrameView(frame, 1, 'live');
     for (const form of ['a', 'b'] as Form[]) {
       const shape = { form, minConfidence: 0, includeKeypoints: true, includeDensePose: false };
-      const body = JSON.parse(v.json(shape)) as any;
+      const body = JSON.parse(v.json(shape)) as WireFrame;
       expect(body.persons).toHaveLength(3);
       for (const p of body.persons) expectPersonRule(p, view.width, view.height, `view ${form}`);
       expect(JSON.stringify(body)).not.toMatch(/"width":0,"height":0/);
       // The same as rendering the frame directly (the CLI's NDJSON path).
       expect(renderFrame(frame, form, { ...shape, routerCount: 1, pipeline: 'live' })).toEqual(body);
       // A person filter still selects an out-of-view person by its id.
-      const only = JSON.parse(v.json({ ...shape, personIds: [2] })) as any;
+      const only = JSON.parse(v.json({ ...shape, personIds: [2] })) as WireFrame;
       expect(only.persons).toHaveLength(1);
       expect(only.persons[0].in_view).toBe(false);
     }
@@ -163,8 +164,8 @@ describe('the live service with a view that sees nobody', () => {
   let token: string;
   let broker: Broker | undefined;
   let sub: MqttClient | undefined;
-  const mqttPose: any[] = [];
-  const haStates: any[] = [];
+  const mqttPose: WireFrame[] = [];
+  const haStates: Array<{ person_count: number; occupied: boolean }> = [];
   const started = Date.now();
   // The view looks out of the room through the receiver's wall: everyone is behind the camera.
   const away = { ...DEFAULT_VIEW, yaw_deg: 180 };
@@ -197,11 +198,11 @@ describe('the live service with a view that sees nobody', () => {
   });
 
   /** Pose updates with persons from a new subscription in a form, until `n` persons were seen. */
-  async function persons(form: Form, n: number): Promise<any[]> {
+  async function persons(form: Form, n: number): Promise<WirePerson[]> {
     const c = await WsClient.connect(s.port, { token, headers: { 'X-Response-Form': form } });
     try {
       const id = (await c.subscribe('pose_updates', { include_dense_pose: true })).subscription_id;
-      const seen: any[] = [];
+      const seen: WirePerson[] = [];
       while (seen.length < n)
         seen.push(
           ...(await c.next((m) => m.type === 'pose_update' && m.subscription_id === id && m.data.persons.length > 0, 'a frame with persons')).data.persons,
@@ -240,11 +241,11 @@ describe('the live service with a view that sees nobody', () => {
       const id = (await c.subscribe('pose_updates', {})).subscription_id;
       // A frame from the moved camera: in front of it, the keypoints project far outside the image.
       const moved = await c.next(
-        (m) => m.type === 'pose_update' && m.subscription_id === id && m.data.persons.some((p: any) => p.keypoints.some((k: any) => k.x > 2 * away.width)),
+        (m) => m.type === 'pose_update' && m.subscription_id === id && m.data.persons.some((p: WirePerson) => p.keypoints.some((k) => k.x > 2 * away.width)),
         'a frame seen from beside the room',
       );
       for (const p of moved.data.persons) expectPersonRule(p, away.width, away.height, 'ws beside');
-      expect(moved.data.persons.some((p: any) => p.in_view === false)).toBe(true);
+      expect(moved.data.persons.some((p: WirePerson) => p.in_view === false)).toBe(true);
     } finally {
       await c.close();
     }
@@ -262,10 +263,10 @@ describe('the live service with a view that sees nobody', () => {
       return r.status === 200 && r.body.data.length >= 20 ? r.body : undefined;
     }, 'stored person records');
     for (const p of b.data) expectPersonRule(p, away.width, away.height, 'history b');
-    expect(b.data.filter((p: any) => !p.in_view).length).toBeGreaterThan(b.data.length / 2);
+    expect(b.data.filter((p: WirePerson) => !p.in_view).length).toBeGreaterThan(b.data.length / 2);
     const a = await s.api('GET', '/pose/history', { token, form: 'a', query: { ...range, limit: 200 } });
     expect(a.status, a.text).toBe(200);
-    const persons = a.body.poses.flatMap((f: any) => f.persons);
+    const persons = a.body.poses.flatMap((f: WireFrame) => f.persons);
     expect(persons.length).toBeGreaterThan(0);
     for (const p of persons) expectPersonRule(p, away.width, away.height, 'history a');
   });

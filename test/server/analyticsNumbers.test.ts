@@ -71,7 +71,7 @@ function expectNumbers(what: string, body: unknown, paths: readonly string[]): n
 }
 
 /** GET in both forms; returns the resource of each (Form B `data`, Form A the body). */
-async function both(path: string, query: Record<string, string | number>): Promise<Array<{ form: 'a' | 'b'; body: any; raw: any }>> {
+async function both(path: string, query: Record<string, string | number>): Promise<Array<{ form: 'a' | 'b'; body: unknown; raw: { pagination?: unknown } }>> {
   const out = [];
   for (const form of ['a', 'b'] as const) {
     const r = await s.api('GET', path, { token, form, query });
@@ -162,9 +162,9 @@ describe('analytics: every spec-typed number is a number, with data and without'
     }
     // The data day has falls, zones and intrusions, so the lists above were walked, not empty.
     const [h] = await both('/analytics/healthcare', { date: DAY });
-    expect(h!.body.fall_events.count).toBeGreaterThan(0);
+    expect((h!.body as { fall_events: { count: number } }).fall_events.count).toBeGreaterThan(0);
     const [sec] = await both('/analytics/security', { date: DAY });
-    expect(sec!.body.intrusion_events.count).toBeGreaterThan(0);
+    expect((sec!.body as { intrusion_events: { count: number } }).intrusion_events.count).toBeGreaterThan(0);
   });
 
   it('summary and occupancy over the data, over an hour without data inside a range with data, and over nothing', async () => {
@@ -179,13 +179,13 @@ describe('analytics: every spec-typed number is a number, with data and without'
     }
     // The first range's first hour is empty: its bucket is in the breakdown, with numbers.
     const [sum] = await both('/analytics/summary', ranges[0]!);
-    expect(sum!.body.hourly_breakdown[0]).toMatchObject({ detections: 0, unique_persons: 0, average_confidence: 0 });
+    expect((sum!.body as { hourly_breakdown: unknown[] }).hourly_breakdown[0]).toMatchObject({ detections: 0, unique_persons: 0, average_confidence: 0 });
   });
 
   it('events of every kind, in both forms', async () => {
     for (const event_type of ['fall', 'alert', 'activity', 'intrusion']) {
       for (const r of await both('/analytics/events', { event_type })) {
-        const items = r.form === 'a' ? r.body.events : r.body;
+        const items = (r.form === 'a' ? (r.body as { events: unknown }).events : r.body) as unknown[];
         expect(items.length, event_type).toBeGreaterThan(0);
         expectNumbers(
           `events ${event_type} ${r.form}`,

@@ -32,7 +32,8 @@ describe.skipIf(!mounted)('health and metrics on a data disk that fills up', () 
       expect((await health()).components.database.status).toBe('healthy');
 
       const filler = fill();
-      let h: any;
+      /** `/health/detailed` in Form A, the parts read here. */
+      let h: { overall_status: string; components: Record<string, { status: string; last_error?: string }> };
       try {
         // The sink's next batch (every 250 ms) fails: reported on the next request.
         h = await until(async () => {

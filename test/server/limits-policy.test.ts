@@ -113,7 +113,7 @@ describe('reading the configuration does not spend the configuration budget', ()
   });
 });
 
-async function call(base: string, method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function call(base: string, method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${base}/api/v1${path}`, {
     method,
     headers: {
@@ -144,7 +144,7 @@ describe('PUT /config outlives the process', () => {
       const first = await serveCli(dataDir);
       try {
         const login = await call(first.base, 'POST', '/auth/token', undefined, { username: 'admin', password: ADMIN_PASSWORD });
-        const put = await call(first.base, 'PUT', '/config', login.body.access_token, change);
+        const put = await call(first.base, 'PUT', '/config', (login.body as { access_token: string }).access_token, change);
         expect(put.status, JSON.stringify(put.body)).toBe(200);
       } finally {
         expect(await first.stop()).toBe(0);
@@ -155,7 +155,7 @@ describe('PUT /config outlives the process', () => {
       const second = await serveCli(dataDir);
       try {
         const login = await call(second.base, 'POST', '/auth/token', undefined, { username: 'admin', password: ADMIN_PASSWORD });
-        const got = await call(second.base, 'GET', '/config', login.body.access_token);
+        const got = await call(second.base, 'GET', '/config', (login.body as { access_token: string }).access_token);
         expect(got.status).toBe(200);
         expect(got.body).toMatchObject(change);
       } finally {

@@ -39,7 +39,7 @@ function padded(json: string): string {
 }
 
 /** The poses of an answer without what differs per request (the time each took). */
-function poses(r: { body: any }): unknown[] {
+function poses(r: { body: { data: { poses: Array<Record<string, unknown>> } } }): unknown[] {
   return r.body.data.poses.map(({ processing_time_ms: _t, ...rest }: Record<string, unknown>) => rest);
 }
 

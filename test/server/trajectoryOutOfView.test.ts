@@ -14,6 +14,18 @@ import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
 import { seededDataDir, tempDirs } from '../helpers/dataDir.js';
 import { startServer, until, type TestServer } from '../helpers/server.js';
 
+/** One point of a tracking answer's `trajectory` (both forms). */
+interface WireTrajectoryPoint {
+  timestamp: string;
+  /** Absent out of view. */
+  center_x?: number;
+  center_y?: number;
+  in_view: boolean;
+  confidence: number;
+  floor_x?: number;
+  floor_y?: number;
+}
+
 const T0 = Date.parse('2026-11-20T10:00:00.000Z');
 const DT = 80;
 const N = 30;
@@ -71,7 +83,7 @@ describe('trajectory over a scripted store with out-of-view frames', () => {
       const t = form === 'a' ? r.body : r.body.data;
       expect(t.trajectory_points).toBe(N);
       expect(t.trajectory).toHaveLength(N);
-      t.trajectory.forEach((p: any, i: number) => {
+      t.trajectory.forEach((p: WireTrajectoryPoint, i: number) => {
         const floor = { floor_x: Math.round((1 + 0.1 * i) * 1000) / 1000, floor_y: 2 };
         if (i >= OUT_FROM && i < OUT_TO) {
           expect(p, `${form} point ${i}`).toEqual({ timestamp: iso(T0 + i * DT), in_view: false, confidence: 0.8, ...floor });
@@ -89,7 +101,7 @@ describe('trajectory over a scripted store with out-of-view frames', () => {
     }
     // Spread evenly over the track, out-of-view points keep their shape.
     const few = await s.api('GET', `/pose/tracking/${TRACK}`, { token, query: { include_trajectory: true, max_points: 3 } });
-    expect(few.body.data.trajectory.map((p: any) => p.in_view)).toEqual([true, false, true]);
+    expect(few.body.data.trajectory.map((p: WireTrajectoryPoint) => p.in_view)).toEqual([true, false, true]);
     expect(few.body.data.trajectory[1].center_x).toBeUndefined();
   });
 });
@@ -119,7 +131,7 @@ describe('trajectory of the live service with a view that sees nobody', () => {
     }, 'a stored track with 10 points');
     const r = await s.api('GET', `/pose/tracking/${trackId}`, { token, query: { ...range, include_trajectory: true } });
     expect(r.status, r.text).toBe(200);
-    const points: any[] = r.body.data.trajectory;
+    const points: WireTrajectoryPoint[] = r.body.data.trajectory;
     expect(points.length).toBeGreaterThanOrEqual(10);
     for (const p of points) {
       expect(typeof p.in_view).toBe('boolean');

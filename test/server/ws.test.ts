@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_SECRET, startServer, until, withServer, type TestServer } from '../helpers/server.js';
-import { refusal, WsClient, type Message } from '../helpers/wsClient.js';
+import { refusal, WsClient, type Message, type RefusalBody } from '../helpers/wsClient.js';
 
 /** A zone over the whole floor plan: every tracked person with a floor position raises an intrusion alert. */
 const ROOM_ZONE = {
@@ -65,8 +65,8 @@ describe('/ws/pose', () => {
       expect(forged.status).toBe(401);
       const a = await refusal(WsClient.connect(s.port, { headers: { authorization: 'Bearer nope' }, query: { form: 'a' } }));
       expect(a.status).toBe(401);
-      expect(a.body.error).toMatchObject({ code: 'AUTHENTICATION_ERROR', request_id: expect.any(String) });
-      expect(a.body.success).toBeUndefined();
+      expect((a.body as RefusalBody).error).toMatchObject({ code: 'AUTHENTICATION_ERROR', request_id: expect.any(String) });
+      expect((a.body as RefusalBody).success).toBeUndefined();
     });
 
     it('accepts a JWT or an API key in ?token=, Authorization or X-API-Key', async () => {
@@ -306,7 +306,10 @@ describe('/ws/pose', () => {
       open.push(...clients);
       const refused = await refusal(WsClient.connect(s.port, { token }));
       expect(refused.status).toBe(429);
-      expect(refused.body.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', details: { limit: 100, scope: 'websocket_connections_per_ip' } });
+      expect((refused.body as RefusalBody).error).toMatchObject({
+        code: 'RATE_LIMIT_EXCEEDED',
+        details: { limit: 100, scope: 'websocket_connections_per_ip' },
+      });
       await clients[0]!.close();
       const again = await until(async () => WsClient.connect(s.port, { token }).catch(() => undefined), 'a connection after one closed');
       open.push(again);
@@ -380,7 +383,7 @@ describe('/ws/pose: slow clients', () => {
           );
           late.resumeReading();
           // The client that never reads is closed for being slow; it sees why once it reads again.
-          const closing = await until(async () => {
+          await until(async () => {
             const m = await metrics();
             return m.slow_closes > 0 ? m : undefined;
           }, 'the slow client closed');
@@ -431,7 +434,7 @@ describe('/ws/pose: streaming.websocket_enabled', () => {
       expect(await c.whenClosed()).toMatchObject({ code: 1001, reason: expect.stringMatching(/websocket_enabled/) });
       const refused = await refusal(WsClient.connect(s.port, { token }));
       expect(refused.status).toBe(503);
-      expect(refused.body.error.code).toBe('SYSTEM_NOT_READY');
+      expect((refused.body as RefusalBody).error.code).toBe('SYSTEM_NOT_READY');
       await s.api('PUT', '/config', { token, body: { streaming: { websocket_enabled: true } } });
       // A client that reconnects is served again.
       const back = await WsClient.connect(s.port, { token });

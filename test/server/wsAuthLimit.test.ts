@@ -8,12 +8,13 @@ import { request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { rateHeaders, withServer } from '../helpers/server.js';
-import { readBody, WsClient } from '../helpers/wsClient.js';
+import { readBody, WsClient, type RefusalBody } from '../helpers/wsClient.js';
 
 interface UpgradeAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  body: any;
+  /** The refusal's body (JSON, or the text), undefined for a 101. */
+  body: unknown;
 }
 
 /**
@@ -62,13 +63,13 @@ describe('/ws/pose: failed upgrades are rate-limited', () => {
       for (let i = used; i < limit.points; i++) {
         const r = await wrong[i % wrong.length]!();
         expect(r.status, `attempt ${i + 1}`).toBe(401);
-        expect(r.body.error.code).toBe('AUTHENTICATION_ERROR');
+        expect((r.body as RefusalBody).error.code).toBe('AUTHENTICATION_ERROR');
         const h = rateHeaders(new Headers(r.headers as Record<string, string>));
         expect(h).toMatchObject({ limit: limit.points, remaining: limit.points - i - 1, window: limit.duration_seconds });
       }
       const over = await wrong[0]!();
       expect(over.status).toBe(429);
-      expect(over.body.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', details: { limit: limit.points, window: limit.duration_seconds } });
+      expect((over.body as RefusalBody).error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', details: { limit: limit.points, window: limit.duration_seconds } });
       const h = rateHeaders(new Headers(over.headers as Record<string, string>));
       expect(h).toMatchObject({ limit: limit.points, remaining: 0, window: limit.duration_seconds });
       const retryAfter = Number(over.headers['retry-after']);

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, until, type TestServer } from '../helpers/server.js';
-import { Refused, refusal, WsClient } from '../helpers/wsClient.js';
+import { Refused, refusal, WsClient, type RefusalBody } from '../helpers/wsClient.js';
 
 /** Escapes that are not UTF-8 or not escapes at all (a `%` without two hex digits). */
 const BAD_ESCAPES = ['%ff', '%E0%A4%A', '%', '%C3%28', '%zz', 'a%2', '%80', '%ED%A0%80'];
@@ -77,8 +77,8 @@ function statusOf(raw: string): number {
 }
 
 /** The JSON body of a raw (non-chunked) answer. */
-function bodyOf(raw: string): any {
-  return JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
+function bodyOf(raw: string): RefusalBody {
+  return JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as RefusalBody;
 }
 
 describe('/ws/pose: hostile upgrades', () => {

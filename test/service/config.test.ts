@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIELDS, type FieldDef } from '../../src/config/schema.js';
 import { startServer, suiteServer, withServer } from '../helpers/server.js';
+import type { SchemaNode } from '../config/helpers.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -291,7 +292,7 @@ describe('configuration endpoints', () => {
     const { schema, defaults } = b.body.data;
     expect(schema.type).toBe('object');
     for (const { path, def } of FIELDS) {
-      const node = path.split('.').reduce((n: any, k) => n?.properties?.[k], schema);
+      const node = path.split('.').reduce<SchemaNode | undefined>((n, k) => n?.properties?.[k], schema) as SchemaNode;
       expect(node, path).toBeDefined();
       expect(typeof node.description, path).toBe('string');
       expect(node.description.length, path).toBeGreaterThan(0);

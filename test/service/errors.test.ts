@@ -5,7 +5,7 @@ import { startServer, suiteServer, type ApiResponse } from '../helpers/server.js
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 /** Checks the spec's Form A error layout and that the body's request id is the header's. */
-function expectFormAError(r: ApiResponse, status: number, code: string): Record<string, any> {
+function expectFormAError(r: ApiResponse, status: number, code: string): Record<string, unknown> {
   expect(r.status, r.text).toBe(status);
   expect(Object.keys(r.body)).toEqual(['error']);
   const e = r.body.error;
@@ -20,7 +20,7 @@ function expectFormAError(r: ApiResponse, status: number, code: string): Record<
 }
 
 /** Checks the spec's Form B error layout. */
-function expectFormBError(r: ApiResponse, status: number, code: string): Record<string, any> {
+function expectFormBError(r: ApiResponse, status: number, code: string): Record<string, unknown> {
   expect(r.status, r.text).toBe(status);
   expect(Object.keys(r.body).sort()).toEqual(['error', 'request_id', 'success', 'timestamp']);
   expect(r.body.success).toBe(false);
@@ -155,7 +155,7 @@ describe('envelopes and errors', () => {
       const b = await srv.s.api(method, path, { token: srv.token });
       const details = expectFormBError(b, 405, 'METHOD_NOT_ALLOWED');
       expect(b.headers.get('allow')!.split(', ').sort()).toEqual(allow);
-      expect([...details.allowed].sort()).toEqual(allow);
+      expect([...(details.allowed as string[])].sort()).toEqual(allow);
       const a = await srv.s.api(method, path, { token: srv.token, form: 'a' });
       expectFormAError(a, 405, 'METHOD_NOT_ALLOWED');
       expect(a.headers.get('allow')!.split(', ').sort()).toEqual(allow);

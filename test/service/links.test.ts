@@ -7,6 +7,24 @@ import { DEFAULT_TOLERANCE_MS } from '../../src/csi/linkJoin.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
 import { freeUdpPort } from '../helpers/sources.js';
 
+/** A link of the status answer (Form B `components.csi_processor.links`, Form A `csi_receiver.links`). */
+interface WireLink {
+  link_id: string;
+  tx: string;
+  rx: string;
+  state: string;
+  primary: boolean;
+  layout: string;
+  frames: number;
+  reason: string;
+  [field: string]: unknown;
+}
+
+/** The status answer's components, the parts read here (the processor in Form B, the receiver in Form A). */
+interface LinkStatus {
+  components: { csi_processor?: { status: string; links: WireLink[] }; csi_receiver?: { status: string; links: WireLink[] } };
+}
+
 /**
  * Issue 18 item 1 in the service: the default site's three links (1 TX + 3 RX) arrive on three
  * real UDP ports as Intel 5300 records, one port per receiver (`link=rxN`). The live pipeline joins
@@ -68,7 +86,7 @@ describe('links in the service', () => {
     expect(r.status, r.text).toBe(200);
     return form === 'b' ? r.body.data : r.body;
   };
-  const linkOf = (b: any, id: string) => (b.components.csi_processor ?? b.components.csi_receiver).links.find((l: any) => l.link_id === id);
+  const linkOf = (b: LinkStatus, id: string): WireLink => (b.components.csi_processor ?? b.components.csi_receiver)!.links.find((l) => l.link_id === id)!;
 
   it('three links: waiting, then live and joined, the model reading the primary; mismatched and a stopped primary degrade, named', async () => {
     // Before any packet: every link of the site is listed, waiting; that is not a fault.
@@ -95,7 +113,7 @@ describe('links in the service', () => {
     await pump([0, 1, 2], 200);
     b = await until(async () => {
       const d = await status();
-      return d.components.csi_processor.links.every((l: any) => l.frames === 200) ? d : undefined;
+      return d.components.csi_processor.links.every((l: WireLink) => l.frames === 200) ? d : undefined;
     }, 'all 200 packets of every link');
     expect(b.performance.frames_processed).toBe(600);
     for (const [i, l] of b.components.csi_processor.links.entries()) {
@@ -107,7 +125,7 @@ describe('links in the service', () => {
     }
     expect(b.components.csi_processor.status).toBe('active');
     const a = await status('a');
-    expect(a.components.csi_receiver.links.map((l: any) => [l.link_id, l.state, l.primary, l.layout, l.frames])).toEqual([
+    expect(a.components.csi_receiver.links.map((l: WireLink) => [l.link_id, l.state, l.primary, l.layout, l.frames])).toEqual([
       ['tx-rx1', 'live', true, '3x3x30', 200],
       ['tx-rx2', 'live', false, '3x3x30', 200],
       ['tx-rx3', 'live', false, '3x3x30', 200],
@@ -142,7 +160,7 @@ describe('links in the service', () => {
 
     // The primary stops; rx2 and rx3 (3x3 again) go on. Within the timeout the primary is stopped:
     // the status names it, the service is degraded, and no pose frame comes from the others.
-    let stopped: any;
+    let stopped: LinkStatus | undefined;
     const probe = (async () => {
       stopped = await until(async () => {
         const d = await status();
@@ -151,13 +169,13 @@ describe('links in the service', () => {
     })();
     await pump([1, 2], 1000, () => stopped !== undefined);
     await probe;
-    const p = linkOf(stopped, 'tx-rx1');
+    const p = linkOf(stopped!, 'tx-rx1');
     expect(p).toMatchObject({ primary: true, frames: 216 });
     expect(p.reason).toMatch(/^tx-rx1 stopped: no packet for \d+\.\d s \(timeout 2\.0 s\); the model reads this link: no poses while it is stopped$/);
-    expect(linkOf(stopped, 'tx-rx2').state).toBe('live');
-    expect(linkOf(stopped, 'tx-rx3').state).toBe('live');
-    expect(linkOf(stopped, 'tx-rx3').layout).toBe('3x3x30');
-    expect(stopped.components.csi_processor.status).toBe('degraded');
+    expect(linkOf(stopped!, 'tx-rx2').state).toBe('live');
+    expect(linkOf(stopped!, 'tx-rx3').state).toBe('live');
+    expect(linkOf(stopped!, 'tx-rx3').layout).toBe('3x3x30');
+    expect(stopped!.components.csi_processor!.status).toBe('degraded');
     expect(renderStatusMessage(s.svc.snapshot()).status.system_health).toBe('degraded');
     const after = await status();
     expect(after.performance.frames_processed).toBeGreaterThan(648);
@@ -206,7 +224,7 @@ describe('links of a configured site', () => {
       const r = await s.api('GET', '/system/status', { token });
       return r.body.data.components.csi_processor.links[0]?.frames === 20 ? r.body.data : undefined;
     }, '20 packets on the primary link');
-    expect(b.components.csi_processor.links.map((l: any) => [l.link_id, l.tx, l.rx, l.primary, l.state, l.frames])).toEqual([
+    expect(b.components.csi_processor.links.map((l: WireLink) => [l.link_id, l.tx, l.rx, l.primary, l.state, l.frames])).toEqual([
       ['ap-front', 'ap', 'front', true, 'live', 20],
       ['ap-side', 'ap', 'side', false, 'waiting', 0],
     ]);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOP, WINDOW_FRAMES } from '../../src/model/features.js';
 import { startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
+import type { WireFrame, WireKeypoint, WirePerson } from '../helpers/wire.js';
 
 /** DECISIONS "Data": COCO-17, in this order. */
 const COCO = [
@@ -38,12 +39,13 @@ function packet(t: number, nRx = 3, nSub = 30): Sample[][] {
   );
 }
 
-function expectBox(b: any): void {
-  expect(Object.keys(b).sort()).toEqual(['height', 'width', 'x', 'y']);
-  for (const k of ['x', 'y', 'width', 'height']) expect(Number.isFinite(b[k]), k).toBe(true);
+function expectBox(b: unknown): void {
+  const box = b as Record<string, unknown>;
+  expect(Object.keys(box).sort()).toEqual(['height', 'width', 'x', 'y']);
+  for (const k of ['x', 'y', 'width', 'height']) expect(Number.isFinite(box[k]), k).toBe(true);
 }
 
-function expectKeypoints(kps: any[]): void {
+function expectKeypoints(kps: WireKeypoint[]): void {
   expect(kps.map((k) => k.name)).toEqual(COCO);
   for (const k of kps) {
     expect(Number.isFinite(k.x) && Number.isFinite(k.y)).toBe(true);
@@ -54,7 +56,7 @@ function expectKeypoints(kps: any[]): void {
 }
 
 /** A Form B pose frame (latest pose, or one result of /pose/process). */
-function expectFrameB(f: any, mode: string): void {
+function expectFrameB(f: WireFrame, mode: string): void {
   expect(f.timestamp).toMatch(ISO_MS);
   expect(Number.isInteger(f.frame_id)).toBe(true);
   expect(typeof f.environment_id).toBe('string');
@@ -77,7 +79,7 @@ function expectFrameB(f: any, mode: string): void {
 }
 
 /** A Form A pose frame. */
-function expectFrameA(f: any, pipeline: string): void {
+function expectFrameA(f: WireFrame, pipeline: string): void {
   expect(f.timestamp).toMatch(ISO_MS);
   expect(Number.isInteger(f.frame_id)).toBe(true);
   expect(f.environment_id).toBeUndefined();
@@ -95,7 +97,7 @@ function expectFrameA(f: any, pipeline: string): void {
     if (p.in_view) expectBox(p.bounding_box);
     else expect(p.bounding_box).toBeUndefined();
     expectKeypoints(p.keypoints);
-    expect(Array.isArray(p.dense_pose.body_parts)).toBe(true);
+    expect(Array.isArray(p.dense_pose?.body_parts)).toBe(true);
     expect(typeof p.tracking_info.track_id).toBe('string');
     expect(Number.isInteger(p.tracking_info.track_age)).toBe(true);
     expect(Object.keys(p.tracking_info.velocity).sort()).toEqual(['x', 'y']);
@@ -215,7 +217,7 @@ describe('pose endpoints', () => {
   });
 
   describe('with the system running', () => {
-    let frameB: any;
+    let frameB: WireFrame;
     beforeAll(async () => {
       expect((await s.api('POST', '/system/start', { token })).status).toBe(202);
       await waitForStatus(s, token, 'running');
@@ -352,7 +354,7 @@ describe('pose endpoints', () => {
       expect(r.body.frames_received).toBe(n);
       expect(r.body.frames_padded).toBe(0);
       expect(r.body.poses).toHaveLength(3);
-      r.body.poses.forEach((f: any, i: number) => {
+      r.body.poses.forEach((f: WireFrame, i: number) => {
         expectFrameA(f, 'process');
         // Window i ends on packet WINDOW_FRAMES - 1 + i * HOP.
         expect(f.timestamp).toBe(frames[WINDOW_FRAMES - 1 + i * HOP]!.timestamp);
@@ -360,8 +362,8 @@ describe('pose endpoints', () => {
     });
 
     describe('after stopping (the last frame stays readable)', () => {
-      let a: any;
-      let b: any;
+      let a: WireFrame;
+      let b: WireFrame;
       beforeAll(async () => {
         expect((await s.api('POST', '/system/stop', { token })).status).toBe(202);
         await waitForStatus(s, token, 'stopped');
@@ -378,10 +380,10 @@ describe('pose endpoints', () => {
         expect(a.metadata.signal_quality).toBe(b.metadata.csi_quality);
         expect(a.persons.length).toBe(b.persons.length);
         expect(b.persons.length).toBeGreaterThan(0);
-        expect(a.persons.map((p: any) => [p.id, p.confidence, p.bounding_box])).toEqual(b.persons.map((p: any) => [p.person_id, p.confidence, p.bounding_box]));
+        expect(a.persons.map((p) => [p.id, p.confidence, p.bounding_box])).toEqual(b.persons.map((p) => [p.person_id, p.confidence, p.bounding_box]));
         expect(a.persons[0].keypoints).toEqual(b.persons[0].keypoints);
         // The live pipeline tracks: Form B's track_id is Form A's tracking_info.track_id.
-        expect(a.persons.map((p: any) => p.tracking_info.track_id)).toEqual(b.persons.map((p: any) => String(p.track_id)));
+        expect(a.persons.map((p) => p.tracking_info.track_id)).toEqual(b.persons.map((p) => String(p.track_id)));
       });
 
       it('min_confidence filters persons', async () => {
@@ -399,10 +401,10 @@ describe('pose endpoints', () => {
         if (distinct.length >= 2) {
           const mid = (distinct[0]! + distinct[1]!) / 2;
           const some = await s.api('GET', '/pose/latest', { token, form: 'a', query: { min_confidence: mid } });
-          expect(some.body.persons.map((p: any) => p.id).sort()).toEqual(
+          expect(some.body.persons.map((p: WirePerson) => p.id).sort()).toEqual(
             b.persons
-              .filter((p: any) => p.confidence > mid)
-              .map((p: any) => p.person_id)
+              .filter((p) => p.confidence > mid)
+              .map((p) => p.person_id)
               .sort(),
           );
         }

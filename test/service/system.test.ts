@@ -290,8 +290,8 @@ describe('system faults', () => {
       const start = await s.api('POST', '/system/start', { token });
       expect(start.status).toBe(202);
       const err = await waitForStatus(s, token, 'error');
-      expect(err.error.code).toBe('MODEL_ERROR');
-      expect(err.error.message).toMatch(/copy\.onnx/);
+      expect(err.error?.code).toBe('MODEL_ERROR');
+      expect(err.error?.message).toMatch(/copy\.onnx/);
       expect(err.components.neural_network).toMatchObject({ status: 'error', model_loaded: false });
       expect(err.steps[0]).toMatchObject({ step: 'load_model', status: 'failed' });
       const a = await s.api('GET', '/system/status', { token, form: 'a' });
@@ -327,10 +327,10 @@ describe('system faults', () => {
     await withServer({ config: { neural_network: { model_path: '/nonexistent/model.onnx' } }, model: false, rateLimitScale: 20 }, async (s) => {
       const token = await s.login();
       expect((await s.api('POST', '/system/start', { token })).status).toBe(202);
-      expect((await waitForStatus(s, token, 'error')).error.code).toBe('MODEL_ERROR');
+      expect((await waitForStatus(s, token, 'error')).error?.code).toBe('MODEL_ERROR');
       // Starting again from error is allowed: it fails again the same way.
       expect((await s.api('POST', '/system/start', { token, form: 'a' })).status).toBe(202);
-      expect((await waitForStatus(s, token, 'error')).error.code).toBe('MODEL_ERROR');
+      expect((await waitForStatus(s, token, 'error')).error?.code).toBe('MODEL_ERROR');
       expect((await s.api('POST', '/system/stop', { token })).status).toBe(202);
       const stopped = await waitForStatus(s, token, 'stopped');
       expect(stopped.error).toBeUndefined();

@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks, type RadioConfig } from '../../src/csi/radios.js';
 import { SPEED_OF_LIGHT } from '../../src/sim/channel.js';
-import { NO_IMPAIRMENTS } from '../../src/sim/impairments.js';
 import { CsiSimulator, type SimOptions, type SimTick } from '../../src/sim/simulator.js';
 import { MAX_SIM_LINKS } from '../../src/sim/site.js';
 

@@ -5,7 +5,7 @@ import { Observable, VirtualTimeScheduler, lastValueFrom, take, tap, toArray } f
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
-import { parseSource, SourceError } from '../../src/sources/uri.js';
+import { parseSource } from '../../src/sources/uri.js';
 import { truthToJson } from '../../src/sources/sim.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
 import { DEFAULT_VIEW, viewSpec, type ViewSettings } from '../../src/pose/camera.js';

@@ -213,7 +213,7 @@ describe('Parquet lake', () => {
         { t: H10 + 60_000, env: 'lab' },
       ]);
       let now = H10 + HOUR + 60_000; // 11:01: 10:00-11:00 ended a minute ago, inside the 2 min margin
-      let days: number | undefined;
+      let days: number | undefined = undefined;
       const lake = new Lake(store, { dir: lakeDir, now: () => now, retentionDays: () => days });
       expect((await lake.runOnce()).written.filter((f) => f.startsWith('pose_frames/'))).toEqual([
         'pose_frames/environment_id=lab/date=2026-01-05/hour=09.parquet',
