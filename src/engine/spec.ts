@@ -51,6 +51,6 @@ export interface OperatorSpec {
   readonly input: StreamKind;
   readonly output: StreamKind;
   readonly params: readonly ParamSpec[];
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds operators of every stream kind; OperatorFunction<unknown, unknown> would refuse them (its input is contravariant)
   create(params: ParamValues, ctx: OperatorContext): OperatorFunction<any, any>;
 }
