@@ -14,18 +14,7 @@ import { WsClient } from '../helpers/wsClient.js';
 import { cliMain, ensureBuilt, repoRoot } from '../helpers/cli.js';
 import { FALL_HOLD_MS, HaEnvironment, haDiscovery } from '../../src/outlets/homeassistant.js';
 import type { ActivityEvent, PoseAlert } from '../../src/pose/types.js';
-
-const ROOM_ZONE = {
-  id: 'room',
-  name: 'Whole room',
-  polygon: [
-    [-50, -50],
-    [50, -50],
-    [50, 50],
-    [-50, 50],
-  ],
-  severity: 'low',
-};
+import { ROOM_ZONE } from '../helpers/zones.js';
 
 /** A message's JSON payload: the fields read here (pose frame, status, alert, Home Assistant discovery and state). */
 interface Payload {

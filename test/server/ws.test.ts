@@ -9,19 +9,8 @@ import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_SECRET, startServer, until, withServer, type TestServer } from '../helpers/server.js';
 import { refusal, WsClient, type Message, type RefusalBody } from '../helpers/wsClient.js';
+import { ROOM_ZONE } from '../helpers/zones.js';
 
-/** A zone over the whole floor plan: every tracked person with a floor position raises an intrusion alert. */
-const ROOM_ZONE = {
-  id: 'room',
-  name: 'Whole room',
-  polygon: [
-    [-50, -50],
-    [50, -50],
-    [50, 50],
-    [-50, 50],
-  ],
-  severity: 'low',
-};
 const STREAMING = { status_interval_seconds: 1 };
 
 const isPose = (id: string) => (m: Message) => m.type === 'pose_update' && m.subscription_id === id;

@@ -7,19 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { WsClient, type Message } from '../helpers/wsClient.js';
-
-/** A zone over the whole floor plan: every tracked person raises an intrusion alert. */
-const ROOM_ZONE = {
-  id: 'room',
-  name: 'Whole room',
-  polygon: [
-    [-50, -50],
-    [50, -50],
-    [50, 50],
-    [-50, 50],
-  ],
-  severity: 'low',
-};
+import { ROOM_ZONE } from '../helpers/zones.js';
 
 const isPose = (id: string) => (m: Message) => m.type === 'pose_update' && m.subscription_id === id;
 const frameIds = (c: WsClient, id: string) => new Set(c.messages.filter(isPose(id)).map((m) => m.data.frame_id as number));
