@@ -54,7 +54,13 @@ export class PipelineFigures {
     if (f.persons.length) this.detections.mark(performance.now(), f.persons.length);
     let confidence = 0;
     for (const p of f.persons) confidence += p.confidence;
-    this.latest.set(f.environmentId, { persons: f.persons.length, confidence, csiQuality: f.csiQuality });
+    // One record per environment, rewritten in place: nothing is allocated per frame once it exists.
+    const l = this.latest.get(f.environmentId);
+    if (l) {
+      l.persons = f.persons.length;
+      l.confidence = confidence;
+      l.csiQuality = f.csiQuality;
+    } else this.latest.set(f.environmentId, { persons: f.persons.length, confidence, csiQuality: f.csiQuality });
   }
 
   /**
