@@ -11,7 +11,7 @@
 import type { CsiFrame } from '../csi/frame.js';
 import type { SiteLink } from '../csi/radios.js';
 import { calibrationFits, chainFactors, type RoomCalibration } from './calibration.js';
-import { applyChainCorrection, chainCorrection } from './chains.js';
+import { applyChainCorrection, chainCorrection, type ChainRoom } from './chains.js';
 import { centreFrequencyHz, linkGeometry, type LinkGeometry } from './geometry.js';
 import { losDelayS, StaticChannel } from './static.js';
 import type { MovingWindow } from './types.js';
@@ -35,8 +35,13 @@ export interface LinkFrontEndOptions {
   calibration?: RoomCalibration | null;
   /** A recorded empty room's static channel (e.g. room calibration's own `--empty` pass), when the calibration gives none. */
   emptyRoom?: Float32Array | null;
-  /** Fit the chain phases from the learned static channel against the line of sight, once learned (chains.ts); default false. */
+  /**
+   * Fit the chain phases blindly from the learned static channel once learned (chains.ts): against
+   * the line of sight and, with `room` given, its walls' reflections too; default false.
+   */
   chainCalibration?: boolean;
+  /** The room's walls for the chain fit (`environment.site` room_width x room_depth); null or unset: the line of sight only. */
+  room?: ChainRoom | null;
   /** A silence longer than this, ms (or time going back), empties the ring (the static channel is kept); default {@link GAP_MS}; null: never. */
   gapMs?: number | null;
 }
@@ -82,6 +87,7 @@ export class LinkFrontEnd {
   private readonly learnMs: number;
   private readonly gapMs: number | null;
   private readonly chainCalibration: boolean;
+  private readonly room: ChainRoom | null;
   /** The last SHORT_WINDOW packets, for {@link latest}. */
   private readonly buffer: Float32Array;
 
@@ -99,6 +105,7 @@ export class LinkFrontEnd {
     this.learnMs = options.learnMs ?? 0;
     this.gapMs = options.gapMs === undefined ? GAP_MS : options.gapMs;
     this.chainCalibration = options.chainCalibration ?? false;
+    this.room = options.room ?? null;
     this.subcarriers = Int16Array.from(f.subcarriers);
     this.nRx = f.nRx;
     this.nTx = f.nTx;
@@ -181,7 +188,7 @@ export class LinkFrontEnd {
   private corrected(w: MovingWindow, learning: boolean): MovingWindow {
     if (this.calibratedChains) return applyChainCorrection(w, this.chains!);
     if (!this.chainCalibration || learning || !this.staticChannel.ready) return w;
-    this.chains ??= chainCorrection(this.staticChannel.channel, this.geometry);
+    this.chains ??= chainCorrection(this.staticChannel.channel, this.geometry, this.room);
     return applyChainCorrection(w, this.chains);
   }
 }

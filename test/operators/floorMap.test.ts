@@ -10,7 +10,15 @@ import { TestScheduler } from 'rxjs/testing';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks } from '../../src/csi/radios.js';
 import { registry } from '../../pipelines/index.js';
-import { DEFAULT_LEARN_SECONDS, DEFAULT_MAX_CANDIDATES, floorMap, floorMapToJson, spec, type FloorMapItem } from '../../operators/floorMap.js';
+import {
+  DEFAULT_CHAIN_CALIBRATION,
+  DEFAULT_LEARN_SECONDS,
+  DEFAULT_MAX_CANDIDATES,
+  floorMap,
+  floorMapToJson,
+  spec,
+  type FloorMapItem,
+} from '../../operators/floorMap.js';
 import { SHORT_HOP, SHORT_WINDOW } from '../../src/physics/window.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../../src/sim/simulator.js';
 import { makeFrame } from '../helpers/frames.js';
@@ -205,6 +213,7 @@ describe('floorMap', () => {
     expect(spec).toMatchObject({ input: 'frame', output: 'floormap' });
     expect(spec.params.map((p) => [p.name, p.default])).toEqual([
       ['learnSeconds', DEFAULT_LEARN_SECONDS],
+      ['chainCalibration', DEFAULT_CHAIN_CALIBRATION],
       ['maxCandidates', DEFAULT_MAX_CANDIDATES],
       ['roomWidth', 6],
       ['roomDepth', 5],

@@ -283,7 +283,7 @@ describe('LinkFrontEnd', () => {
     const items = await lastValueFrom(from(fs).pipe(floorMap({ radios: () => radios, learnSeconds: 2, chainCalibration: true }), toArray()));
 
     const grid = floorGrid({ x0: 0, x1: DEFAULT_ROOM_WIDTH, y0: 0, y1: DEFAULT_ROOM_DEPTH, cell: DEFAULT_CELL_M });
-    const fe = new LinkFrontEnd(link!, fs[0]!, { learnMs: 2000, chainCalibration: true });
+    const fe = new LinkFrontEnd(link!, fs[0]!, { learnMs: 2000, chainCalibration: true, room: { width: DEFAULT_ROOM_WIDTH, depth: DEFAULT_ROOM_DEPTH } });
     const geometry = linkGeometry(link!.tx, link!.rx, Int16Array.from(fs[0]!.subcarriers), centreFrequencyHz(fs[0]!.channel, fs[0]!.bandwidthMhz));
     expect(fe.geometry).toEqual(geometry);
     const bf = new FloorBeamformer(fe.geometry, grid);
