@@ -444,7 +444,12 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
     },
     tracking_max_age: {
       type: 'integer',
-      default: 30,
+      // 300 (48 s of the physics pipeline's maps, 30 s at 10 frames/s): a lost track holds its
+      // place (the tracker's coastFrames), so a person the model misses for a while keeps their id.
+      // Track ids in the default room's validation seeds (v3 refiner, 10 min, two people, coastFrames
+      // 3): seed 2: 12 at 90, 6 at 300; seed 3: 28 at 30, 11 at 150, 8 at 300; seed 4: 22 at 30, 9
+      // at 150, 7 at 300.
+      default: 300,
       minimum: 1,
       maximum: 1000,
       unit: 'frames',

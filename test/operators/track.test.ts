@@ -281,6 +281,23 @@ describe('track: scenarios', () => {
     expect(split.map((f) => f.persons[0]?.trackId)).toEqual(frames.map((f) => (f.frameId < 10 ? 1 : f.frameId < 12 ? undefined : 2)));
   });
 
+  it('a lost track holds its place after coastFrames, so a person unseen for seconds keeps their id where they were lost', () => {
+    // Walks 1 m/s along x for 2 s, is not detected for 15 s (the model missed them), then is seen
+    // again where they were lost. Extrapolated for those 15 s the track would be 15 m away.
+    const frames: PoseFrame[] = [];
+    for (let k = 0; k < 20; k++) frames.push(frame(k, [person(0.5 + k / 10, 2)]));
+    for (let k = 20; k < 170; k++) frames.push(frame(k, []));
+    for (let k = 170; k < 180; k++) frames.push(frame(k, [person(2.4, 2)]));
+    const ids = (opts: TrackerOptionsInput) =>
+      runTracker(frames, { maxAge: 300, ...opts })
+        .out.slice(170)
+        .map((f) => f.persons[0]?.trackId);
+    expect(ids({})).toEqual(frames.slice(170).map(() => 1));
+    // Extrapolated all along (the rule before coastFrames): a new identity, hidden for minHits - 1 frames.
+    expect(ids({ coastFrames: 100_000 })).toEqual(frames.slice(170).map((f) => (f.frameId < 172 ? undefined : 2)));
+    expect(() => new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, coastFrames: -1 })).toThrow(RangeError);
+  });
+
   it('the second round pairs only what the first left over, by least cost', () => {
     // Two people 4 m apart; at frame 10 both detections jump 1.5 m towards each other's side
     // but stay nearer their own: each keeps its id. A third detection that appears at the same
@@ -589,7 +606,7 @@ describe('track: operator', () => {
     expect(spec.input).toBe('pose');
     expect(spec.output).toBe('pose');
     const params = Object.fromEntries(spec.params.map((p) => [p.name, p.default]));
-    expect(params).toEqual({ enabled: true, minHits: 3, maxAge: 30, gate: 1, smoothKeypoints: 0 });
+    expect(params).toEqual({ enabled: true, minHits: 3, maxAge: 300, gate: 1, smoothKeypoints: 0 });
     for (const p of spec.params.filter((x) => x.type !== 'boolean')) {
       expect(p.min).toBeLessThanOrEqual(p.default as number);
       expect(p.max).toBeGreaterThanOrEqual(p.default as number);
