@@ -21,6 +21,13 @@ export const DEFAULT_LEARN_SECONDS = 10;
  * whole front end, and the shipped refiner was trained on full maps (docs/physics.md "Speed").
  */
 export const DEFAULT_SEARCH_STEP = 1;
+/**
+ * Each link's beamformer unless `beamformer` says otherwise: every window's subspace iteration
+ * starts from the link's previous window's components and makes no pass beyond the first (2
+ * products with the window instead of 4: the principal components 1.7x; as close to the converged
+ * components as the cold start with one extra pass, docs/physics.md "Speed").
+ */
+export const DEFAULT_BEAMFORMER: BeamformerOptions = Object.freeze({ warmStart: true, iterations: 0 });
 /** Default candidates per map: max_persons (4) + 2. */
 export const DEFAULT_MAX_CANDIDATES = 6;
 /** The room's width and depth as parameters: type, default and range from `environment.site` in the config schema. */
@@ -119,9 +126,10 @@ export interface FloorMapOptions {
    */
   coarseStep?: number;
   /**
-   * Each link's beamformer: principal components (default DEFAULT_COMPONENTS, 4), subspace
-   * iterations (1), method ('delay'). Fewer components or iterations are faster and move some
-   * candidates (docs/physics.md "Speed").
+   * Each link's beamformer, over {@link DEFAULT_BEAMFORMER}: principal components (default
+   * DEFAULT_COMPONENTS, 4), warm start (true) and subspace iterations after the first (0), method
+   * ('delay'). Fewer components or iterations are faster and move some candidates (docs/physics.md
+   * "Speed").
    */
   beamformer?: BeamformerOptions;
   /** Time spent per stage is added here when given (bench/physics.ts); nothing is timed without it. */
@@ -174,7 +182,7 @@ class FloorLink {
     f: CsiFrame,
     grid: FloorGrid,
     frontEnd: LinkFrontEndOptions,
-    beamformer: BeamformerOptions = {},
+    beamformer: BeamformerOptions = DEFAULT_BEAMFORMER,
   ) {
     this.sourceId = f.sourceId;
     this.frontEnd = new LinkFrontEnd(link, f, frontEnd);
@@ -238,6 +246,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
     throw new RangeError(`floorMap: maxCandidates must be an integer in [1, 64], got ${maxCandidates}`);
   if (!(cell >= CELL_MIN && cell <= CELL_MAX)) throw new RangeError(`floorMap: cell must be in [${CELL_MIN}, ${CELL_MAX}], got ${cell}`);
   const learnMs = learnSeconds * 1000;
+  const beamformer: BeamformerOptions = { ...DEFAULT_BEAMFORMER, ...options.beamformer };
   return (source) =>
     new Observable<FloorMapItem>((subscriber) => {
       let links: SiteLink[];
@@ -362,7 +371,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             }
             let t = state.tracks[i];
             if (!t || !t.frontEnd.fits(f)) {
-              t = new FloorLink(links[i]!, f, grid, frontEnd, options.beamformer);
+              t = new FloorLink(links[i]!, f, grid, frontEnd, beamformer);
               state.tracks[i] = t;
             }
             t.sourceId = f.sourceId;

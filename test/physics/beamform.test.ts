@@ -193,6 +193,30 @@ describe('FloorBeamformer', () => {
     expect(argmax(map)).toBe(100);
   });
 
+  it('warm start: the next window starts from the last components, so a window seen twice is the cold start with one pass more', () => {
+    // Six scatterers of falling strength (rank 6 > 4 components): one pass does not converge.
+    const pts = [100, 400, 700, 1000, 1300, 1600];
+    const amps = pts.map((_, j) => (s: number): [number, number] => [Math.cos((j + 1) * 0.37 * s) / (j + 1), Math.sin((j + 1) * 0.37 * s) / (j + 1)]);
+    const w = scatterWindow(full, pts, amps, 64);
+    const zero: MovingWindow = { ...w, data: new Float32Array(w.data.length) };
+    const warm = new FloorBeamformer(geo, full.grid, { warmStart: true, iterations: 0 });
+    const cold0 = new FloorBeamformer(geo, full.grid, { iterations: 0 });
+    const cold1 = new FloorBeamformer(geo, full.grid, { iterations: 1 });
+    const map = (bf: FloorBeamformer, win: MovingWindow) => bf.beamform(win, new Float32Array(full.grid.size));
+    const first = map(cold0, w);
+    const second = map(cold1, w);
+    // The first window has nothing to start from: the strongest snapshots, as cold.
+    expectCloseToPeak(first, map(warm, w), 1e-6);
+    // The same window again: one more pass from the first's components.
+    expectCloseToPeak(second, map(warm, w), 1e-6);
+    expect(warm.capturedFraction).toBeCloseTo(cold1.capturedFraction, 9);
+    // (and the pass matters here: the maps of one and two passes differ.)
+    expect(() => expectCloseToPeak(first, second, 1e-4)).toThrow();
+    // A window without power leaves zero components: the next window starts cold again.
+    map(warm, zero);
+    expectCloseToPeak(first, map(warm, w), 1e-6);
+  });
+
   it('gives a zero map for an empty or all-zero window and refuses a window of another shape', () => {
     const map = new Float32Array(pca.grid.size).fill(7);
     pca.beamform({ nSub: 30, nRx: 3, nTx: 3, snapshots: 64, data: new Float32Array(2 * D * 64), time: 0 }, map);
