@@ -159,8 +159,8 @@ async function round(frames: readonly CsiFrame[], model: PoseModel, front: Floor
 
 /**
  * Front-end settings compared side by side (rounds interleaved): the plain search (the defaults:
- * warm-started components), the cold start with one extra subspace pass (the default before),
- * coarse-to-fine, fewer components.
+ * warm-started components, Doppler from them), the cold start with one extra subspace pass (the
+ * default before), coarse-to-fine, fewer components, the Doppler over every snapshot (exact).
  */
 const VARIANTS: ReadonlyArray<readonly [string, FloorMapOptions]> = [
   ['full', { coarseStep: 1 }],
@@ -168,6 +168,7 @@ const VARIANTS: ReadonlyArray<readonly [string, FloorMapOptions]> = [
   ['coarse2', { coarseStep: 2 }],
   ['r3', { coarseStep: 1, beamformer: { components: 3 } }],
   ['r3.coarse2', { coarseStep: 2, beamformer: { components: 3 } }],
+  ['dopplerSnapshots', { coarseStep: 1, dopplerFrom: 'snapshots' }],
 ];
 
 /**

@@ -163,6 +163,21 @@ function legPhasors(d: number, centreHz: number, subs: Int16Array, out: Float32A
   }
 }
 
+/**
+ * A window's top principal components ({@link FloorBeamformer.principalComponents}): the window H
+ * (D x W, the snapshots as columns) projected on them is sum_i w_i q_i^H.
+ */
+export interface PrincipalComponents {
+  /** The vectors w_i = H q_i: `count` of D complex values each, interleaved, vector i from 2 i D. */
+  readonly vectors: Float32Array;
+  /** The unit vectors q_i over the snapshots: W complex values each, vector i from 2 i W. */
+  readonly coefficients: Float64Array;
+  /** r, the number of components. */
+  readonly count: number;
+  /** W, the window's snapshots. */
+  readonly snapshots: number;
+}
+
 /** Options of {@link FloorBeamformer}. */
 export interface BeamformerOptions {
   /**
@@ -270,6 +285,7 @@ export class FloorBeamformer {
   /** The vectors of the last reduce (this.vecs, or the window's data), and how many. */
   private source: Float32Array = new Float32Array(0);
   private count = 0;
+  private lastSnapshots = 0;
   /** Bumped by every reduce; the 'delay' tables belong to tablesOf's. */
   private generation = 0;
   private tablesOf = -1;
@@ -405,6 +421,17 @@ export class FloorBeamformer {
   }
 
   /**
+   * The last {@link reduce}d window's principal components, or null when it beamformed every
+   * snapshot (or none): `vectors` the r vectors w_i = H q_i (D complex each, interleaved, vector i
+   * from 2 i D), `coefficients` the q_i (W complex each, vector i from 2 i W), so that the window's
+   * snapshot s projected on them is sum_i w_i conj(q_i[s]). Valid until the next reduce.
+   */
+  get principalComponents(): PrincipalComponents | null {
+    if (this.source !== this.vecs || this.count === 0) return null;
+    return { vectors: this.vecs, coefficients: this.q, count: this.count, snapshots: this.lastSnapshots };
+  }
+
+  /**
    * Share of the last window's moving power (trace of its Gram matrix) that its beamformed
    * components kept; 1 when every snapshot was beamformed or the window had no power.
    */
@@ -479,6 +506,7 @@ export class FloorBeamformer {
     const D = nSub * nRx * nTx;
     const W = w.snapshots;
     this.generation++;
+    this.lastSnapshots = W;
     if (W <= 0) {
       this.count = 0;
       this.captured = 1;
