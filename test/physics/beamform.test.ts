@@ -180,6 +180,31 @@ describe('FloorBeamformer', () => {
     expect(argmax(b)).toBe(argmax(a));
   });
 
+  it.each([
+    ['30 subcarriers', SUBCARRIERS[30], 11],
+    ['114 subcarriers', SUBCARRIERS[114], 14],
+  ])("the 'delay' tables through Chebyshev samples: U V equals the expansion E to 1e-11 (%s)", (_n, sc, points) => {
+    const bf = new FloorBeamformer(linkGeometry(LINK1!.tx, LINK1!.rx, sc, 5.18e9), ROOM);
+    const inner = bf as unknown as { chebPoints: number; chebWeights: Float64Array; chebSteer: Float64Array; expansion: Float64Array; nodes: number };
+    const { chebPoints: N, chebWeights: U, chebSteer: V, expansion: E, nodes } = inner;
+    const n = sc.length;
+    expect(N).toBe(points);
+    let worst = 0;
+    for (let jo = 0; jo < nodes * 4; jo++) {
+      for (let k = 0; k < n; k++) {
+        let re = 0;
+        let im = 0;
+        for (let i = 0; i < N; i++) {
+          re += U[jo * N + i]! * V[2 * (i * n + k)]!;
+          im += U[jo * N + i]! * V[2 * (i * n + k) + 1]!;
+        }
+        worst = Math.max(worst, Math.hypot(re - E[2 * (jo * n + k)]!, im - E[2 * (jo * n + k) + 1]!));
+      }
+    }
+    // Measured 1.7e-12 (30) and 5.1e-12 (114); the order-0 entries have modulus 1.
+    expect(worst).toBeLessThan(1e-11);
+  });
+
   it('keeps only the strongest directions of a window of higher rank', () => {
     // Six scatterers of falling strength: 2 components keep the two strongest.
     const pts = [100, 400, 700, 1000, 1300, 1600];
