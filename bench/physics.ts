@@ -157,13 +157,18 @@ async function round(frames: readonly CsiFrame[], model: PoseModel, front: Floor
   return { stages, maps: maps.length, frames: frames.length, total };
 }
 
-/** Front-end settings compared side by side (rounds interleaved): the plain search, coarse-to-fine, fewer components, one subspace pass fewer. */
+/**
+ * Front-end settings compared side by side (rounds interleaved): the plain search (the defaults:
+ * warm-started components, Doppler from them), the cold start with one extra subspace pass (the
+ * default before), coarse-to-fine, fewer components, the Doppler over every snapshot (exact).
+ */
 const VARIANTS: ReadonlyArray<readonly [string, FloorMapOptions]> = [
   ['full', { coarseStep: 1 }],
+  ['cold1', { coarseStep: 1, beamformer: { warmStart: false, iterations: 1 } }],
   ['coarse2', { coarseStep: 2 }],
   ['r3', { coarseStep: 1, beamformer: { components: 3 } }],
-  ['iter0', { coarseStep: 1, beamformer: { iterations: 0 } }],
-  ['r3.iter0.coarse2', { coarseStep: 2, beamformer: { components: 3, iterations: 0 } }],
+  ['r3.coarse2', { coarseStep: 2, beamformer: { components: 3 } }],
+  ['dopplerSnapshots', { coarseStep: 1, dopplerFrom: 'snapshots' }],
 ];
 
 /**

@@ -23,6 +23,19 @@ export const DEFAULT_LEARN_SECONDS = 10;
 export const DEFAULT_SEARCH_STEP = 1;
 /** Default of the blind chain-phase fit (`chainCalibration`): on. */
 export const DEFAULT_CHAIN_CALIBRATION = true;
+/**
+ * Each link's beamformer unless `beamformer` says otherwise: every window's subspace iteration
+ * starts from the link's previous window's components and makes no pass beyond the first (2
+ * products with the window instead of 4: the principal components 1.7x; as close to the converged
+ * components as the cold start with one extra pass, docs/physics.md "Speed").
+ */
+export const DEFAULT_BEAMFORMER: BeamformerOptions = Object.freeze({ warmStart: true, iterations: 0 });
+/**
+ * Default of FloorMapOptions.dopplerFrom: 'components', each candidate's Doppler from the link
+ * window's principal components (Doppler 2.4x; the rows lose what lies outside the components,
+ * the shipped refiner's figures on four simulator scenarios unchanged: docs/physics.md "Speed").
+ */
+export const DEFAULT_DOPPLER_FROM = 'components';
 /** Default candidates per map: max_persons (4) + 2. */
 export const DEFAULT_MAX_CANDIDATES = 6;
 /** The room's width and depth as parameters: type, default and range from `environment.site` in the config schema. */
@@ -121,11 +134,19 @@ export interface FloorMapOptions {
    */
   coarseStep?: number;
   /**
-   * Each link's beamformer: principal components (default DEFAULT_COMPONENTS, 4), subspace
-   * iterations (1), method ('delay'). Fewer components or iterations are faster and move some
-   * candidates (docs/physics.md "Speed").
+   * Each link's beamformer, over {@link DEFAULT_BEAMFORMER}: principal components (default
+   * DEFAULT_COMPONENTS, 4), warm start (true) and subspace iterations after the first (0), method
+   * ('delay'). Fewer components or iterations are faster and move some candidates (docs/physics.md
+   * "Speed").
    */
   beamformer?: BeamformerOptions;
+  /**
+   * What each candidate's Doppler is steered over: 'components' (default {@link DEFAULT_DOPPLER_FROM}),
+   * each link's window projected on the principal components its beamformer found
+   * (DopplerSteerer.spectraFromComponents, 2.4x faster), or 'snapshots', every snapshot
+   * (DopplerSteerer.spectra, exact). docs/physics.md "Speed".
+   */
+  dopplerFrom?: 'components' | 'snapshots';
   /** Time spent per stage is added here when given (bench/physics.ts); nothing is timed without it. */
   profile?: FloorMapProfile;
 }
@@ -176,7 +197,7 @@ class FloorLink {
     f: CsiFrame,
     grid: FloorGrid,
     frontEnd: LinkFrontEndOptions,
-    beamformer: BeamformerOptions = {},
+    beamformer: BeamformerOptions = DEFAULT_BEAMFORMER,
   ) {
     this.sourceId = f.sourceId;
     this.frontEnd = new LinkFrontEnd(link, f, frontEnd);
@@ -240,6 +261,10 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
     throw new RangeError(`floorMap: maxCandidates must be an integer in [1, 64], got ${maxCandidates}`);
   if (!(cell >= CELL_MIN && cell <= CELL_MAX)) throw new RangeError(`floorMap: cell must be in [${CELL_MIN}, ${CELL_MAX}], got ${cell}`);
   const learnMs = learnSeconds * 1000;
+  const beamformer: BeamformerOptions = { ...DEFAULT_BEAMFORMER, ...options.beamformer };
+  const dopplerFromComponents = (options.dopplerFrom ?? DEFAULT_DOPPLER_FROM) === 'components';
+  if (options.dopplerFrom !== undefined && options.dopplerFrom !== 'components' && options.dopplerFrom !== 'snapshots')
+    throw new RangeError(`floorMap: dopplerFrom must be 'components' or 'snapshots', got ${String(options.dopplerFrom)}`);
   return (source) =>
     new Observable<FloorMapItem>((subscriber) => {
       let links: SiteLink[];
@@ -273,6 +298,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
       const maps: Float32Array[] = [];
       const ids: string[] = [];
       const steerers: DopplerSteerer[] = [];
+      const steerBfs: FloorBeamformer[] = [];
       const windows: MovingWindow[] = [];
       const beamformers: FloorBeamformer[] = [];
       const linkWindows = new Array<MovingWindow | undefined>(links.length).fill(undefined);
@@ -299,6 +325,8 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         maps.push(primary.map);
         ids.push(primary.link.id);
         steerers.push(primary.doppler);
+        steerBfs.length = 0;
+        steerBfs.push(primary.beamformer);
         windows.push(w);
         beamformers.length = 0;
         beamformers.push(primary.beamformer);
@@ -313,6 +341,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
           // Links of other channels cannot share the primary's Doppler bins (steerCandidates needs one centre frequency).
           if (t.doppler.geometry.centreHz === primary.doppler.geometry.centreHz) {
             steerers.push(t.doppler);
+            steerBfs.push(t.beamformer);
             windows.push(win);
           }
           linkWindows[beamformers.length - 1] = win;
@@ -329,7 +358,8 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
         const candidates = search.run(beamformers, maps, fused, candidateOptions, profile);
         t0 = now();
         const bins = primary.doppler.bins;
-        const doppler = steerCandidates(steerers, windows, candidates, new Float32Array(candidates.length * bins));
+        const comps = dopplerFromComponents ? steerBfs.map((b) => b.principalComponents) : undefined;
+        const doppler = steerCandidates(steerers, windows, candidates, new Float32Array(candidates.length * bins), comps ? { components: comps } : {});
         t1 = now();
         if (profile) profile.doppler += t1 - t0;
         linkWindows.fill(undefined);
@@ -365,7 +395,7 @@ export function floorMap(options: FloorMapOptions = {}): OperatorFunction<CsiFra
             }
             let t = state.tracks[i];
             if (!t || !t.frontEnd.fits(f)) {
-              t = new FloorLink(links[i]!, f, grid, frontEnd, options.beamformer);
+              t = new FloorLink(links[i]!, f, grid, frontEnd, beamformer);
               state.tracks[i] = t;
             }
             t.sourceId = f.sourceId;

@@ -23,7 +23,9 @@
  *   and per point a(g)^H h = sum_q exp(+j 2 pi f_c L_q / c) S_q(L_q), S_q by its third-order Taylor
  *   expansion at the nearest node (remainder (b idx 0.125 m)^4 / 24 < 2e-7 for 114 subcarriers).
  *   Measured against 'factored' on the default site, 30 and 114 subcarriers: maps agree to 1.1e-7
- *   of their peak and 2.4e-7 relative at every point (float32 rounding); 5-8 times faster.
+ *   of their peak and 2.4e-7 relative at every point (float32 rounding); 5-8 times faster. The
+ *   tables are taken through N Chebyshev samples of each S_q (10-14 points instead of 72 nodes x
+ *   orders, {@link chebyshevTables}): the same tables to 1e-11, the scan 1.3x, maps identical.
  *
  * Its power, over |a|^2 = nSub nRx nTx (the steering has unit entries), summed over the window is
  * the beam power P(g).
@@ -39,6 +41,15 @@
  * the simulator, two people walking, 64 packets: the top 4 components keep 99.91-99.97 % of each
  * link's moving power after one pass beyond the first, and more passes change that by under 1e-4
  * ({@link FloorBeamformer.capturedFraction} says how much each window kept).
+ *
+ * Warm start (BeamformerOptions.warmStart, what `floorMap` uses): a link's windows overlap (64
+ * packets every 16), so its last window's components H_prev q_i already span most of this window's
+ * directions of motion; the first pass starts from them (orthonormalise(H^H Y_prev)) instead of
+ * from the strongest snapshots, and no pass follows: 2 products with the window instead of 4.
+ * Measured on the simulator (default site, 2 and 3 people, default impairments), the share of the
+ * converged (30 passes) top-4 power that a window misses: median 9e-4 warm without an extra pass,
+ * 8e-4 cold with one, 8e-3 cold without; "moved" candidates (docs/physics.md "Speed") against the
+ * converged components 0.51 %, 0.38 % and 2.44 %.
  * */
 
 import type { MovingWindow } from './types.js';
@@ -154,6 +165,21 @@ function legPhasors(d: number, centreHz: number, subs: Int16Array, out: Float32A
   }
 }
 
+/**
+ * A window's top principal components ({@link FloorBeamformer.principalComponents}): the window H
+ * (D x W, the snapshots as columns) projected on them is sum_i w_i q_i^H.
+ */
+export interface PrincipalComponents {
+  /** The vectors w_i = H q_i: `count` of D complex values each, interleaved, vector i from 2 i D. */
+  readonly vectors: Float32Array;
+  /** The unit vectors q_i over the snapshots: W complex values each, vector i from 2 i W. */
+  readonly coefficients: Float64Array;
+  /** r, the number of components. */
+  readonly count: number;
+  /** W, the window's snapshots. */
+  readonly snapshots: number;
+}
+
 /** Options of {@link FloorBeamformer}. */
 export interface BeamformerOptions {
   /**
@@ -163,6 +189,15 @@ export interface BeamformerOptions {
   readonly components?: number;
   /** Subspace iterations for the components after the first (default 1: a walking person's captured power changes by less than 1e-4 with more). */
   readonly iterations?: number;
+  /**
+   * Start each window's subspace iteration from the previous window's components (the same
+   * beamformer's last {@link FloorBeamformer.reduce}) instead of the strongest snapshots (default
+   * false). Windows that overlap (the short view's 64 packets every 16) share most of their
+   * directions of motion, so the first pass starts near the answer and `iterations: 0` is about
+   * as close to the top components as a cold start with one extra pass (docs/physics.md "Speed").
+   * The map then depends on the windows before (a beamformer per link, fed in time order).
+   */
+  readonly warmStart?: boolean;
   /**
    * How a grid point's steering is contracted (module comment): 'delay' (default) tabulates each
    * antenna pair's subcarrier sum per window on a 1-D grid of path lengths and expands it to third
@@ -225,6 +260,9 @@ export class FloorBeamformer {
   private readonly stamp: Uint32Array;
   private calls = 0;
   private readonly iterations: number;
+  private readonly warmStart: boolean;
+  /** Whether this.y holds the last window's components (the warm start's start). */
+  private warm = false;
   /** 'delay' or 'factored' (BeamformerOptions.method). */
   readonly method: 'delay' | 'factored';
   /** 'delay': per point and antenna pair (q = m * nTx + n): offset from the node (m), carrier phasor (re, im). */
@@ -235,6 +273,16 @@ export class FloorBeamformer {
   private readonly nodes: number;
   /** 'delay': E[k, j, o] = exp(+j b idx_k L_j) (j b idx_k)^o / o!, b = 2 pi 312.5 kHz / c; complex, (j * ORDERS + o) * nSub + k (the subcarriers of one node and order together). */
   private readonly expansion: Float64Array;
+  /**
+   * 'delay', the tables through Chebyshev samples (null: directly from `expansion`): `chebPoints`
+   * N, `chebSteer` V[i, k] = exp(+j b idx_k x_i) at the N Chebyshev points x_i of the nodes' span
+   * (complex, i * nSub + k), `chebWeights` U[jo, i] (real, jo * N + i): the o-th derivative / o! at
+   * node j of the degree N - 1 polynomial through the points, so that E = U V (see {@link chebyshevTables}).
+   */
+  private readonly chebPoints: number;
+  private readonly chebSteer: Float64Array | null;
+  private readonly chebWeights: Float64Array | null;
+  private chebSums = new Float64Array(0);
   private tables = new Float64Array(0);
   /** One antenna pair's entries of a group of four vectors, per subcarrier: (k * 4 + v), complex. */
   private pairVecs = new Float64Array(0);
@@ -249,6 +297,7 @@ export class FloorBeamformer {
   /** The vectors of the last reduce (this.vecs, or the window's data), and how many. */
   private source: Float32Array = new Float32Array(0);
   private count = 0;
+  private lastSnapshots = 0;
   /** Bumped by every reduce; the 'delay' tables belong to tablesOf's. */
   private generation = 0;
   private tablesOf = -1;
@@ -267,6 +316,7 @@ export class FloorBeamformer {
     this.nTx = geometry.nTx;
     this.components = options.components ?? DEFAULT_COMPONENTS;
     this.iterations = options.iterations ?? 1;
+    this.warmStart = options.warmStart ?? false;
     this.method = options.method ?? 'delay';
     if (this.method !== 'delay' && this.method !== 'factored') throw new RangeError("FloorBeamformer: method must be 'delay' or 'factored'");
     if (!(Number.isInteger(this.components) && this.components >= 0)) throw new RangeError('FloorBeamformer: components must be an integer >= 0');
@@ -350,6 +400,10 @@ export class FloorBeamformer {
         }
       }
     }
+    const cheb = chebyshevTables(geometry.subcarriers, b, lo, this.nodes);
+    this.chebPoints = cheb ? cheb.points : 0;
+    this.chebSteer = cheb ? cheb.steer : null;
+    this.chebWeights = cheb ? cheb.weights : null;
   }
 
   /**
@@ -380,6 +434,17 @@ export class FloorBeamformer {
     }
     this.factorsBuf = F;
     return F;
+  }
+
+  /**
+   * The last {@link reduce}d window's principal components, or null when it beamformed every
+   * snapshot (or none): `vectors` the r vectors w_i = H q_i (D complex each, interleaved, vector i
+   * from 2 i D), `coefficients` the q_i (W complex each, vector i from 2 i W), so that the window's
+   * snapshot s projected on them is sum_i w_i conj(q_i[s]). Valid until the next reduce.
+   */
+  get principalComponents(): PrincipalComponents | null {
+    if (this.source !== this.vecs || this.count === 0) return null;
+    return { vectors: this.vecs, coefficients: this.q, count: this.count, snapshots: this.lastSnapshots };
   }
 
   /**
@@ -457,6 +522,7 @@ export class FloorBeamformer {
     const D = nSub * nRx * nTx;
     const W = w.snapshots;
     this.generation++;
+    this.lastSnapshots = W;
     if (W <= 0) {
       this.count = 0;
       this.captured = 1;
@@ -533,10 +599,11 @@ export class FloorBeamformer {
   /**
    * Fills this.vecs with the top-r principal vectors H q_i of the window (H: D x W, the snapshots
    * as columns) by subspace iteration without forming the Gram matrix: Q starts as the unit
-   * vectors of the r strongest snapshots (so the first H Q is those snapshots, copied), and each
-   * pass takes Q to orthonormalise(H^H (H Q)) (cost 2 W D r per pass, against W^2 D / 2 for the
-   * Gram matrix); returns r. Both products run four vectors at a time, so that each sample of the
-   * window loaded serves four of them.
+   * vectors of the r strongest snapshots (so the first H Q is those snapshots, copied), or with a
+   * warm start the first H Q is the last window's vectors (kept in this.y); each pass takes Q to
+   * orthonormalise(H^H (H Q)) (cost 2 W D r per pass, against W^2 D / 2 for the Gram matrix);
+   * returns r. Both products run four vectors at a time, so that each sample of the window loaded
+   * serves four of them.
    */
   private principal(data: Float32Array, W: number, D: number): number {
     const r = this.components;
@@ -545,7 +612,10 @@ export class FloorBeamformer {
       this.z = new Float64Array(2 * W * r);
     }
     if (this.norms.length < W) this.norms = new Float64Array(W);
-    if (this.y.length < 2 * D * r) this.y = new Float64Array(2 * D * r);
+    if (this.y.length < 2 * D * r) {
+      this.y = new Float64Array(2 * D * r);
+      this.warm = false;
+    }
     if (this.vecs.length < 2 * D * r) this.vecs = new Float32Array(2 * D * r);
     const Q = this.q;
     const Z = this.z;
@@ -558,15 +628,26 @@ export class FloorBeamformer {
       norms[s] = e;
       trace += e;
     }
-    // Start: the unit vectors of the r strongest snapshots (deterministic); H Q is those snapshots.
-    Q.fill(0, 0, 2 * W * r);
-    for (let i = 0; i < r; i++) {
-      let best = 0;
-      for (let s = 1; s < W; s++) if (norms[s]! > norms[best]!) best = s;
-      Q[2 * (i * W + best)] = 1;
-      norms[best] = -1;
-      const from = 2 * best * D;
-      for (let c = 0; c < 2 * D; c++) Y[2 * i * D + c] = data[from + c]!;
+    // Warm start: Y still holds the last window's components H_prev q_i (D-space, so the window's
+    // length may differ); the first pass takes them to orthonormalise(H^H Y). Only when each of them
+    // has power (a component that came out zero would stay zero).
+    let warm = this.warmStart && this.warm;
+    for (let i = 0; i < r && warm; i++) {
+      let e = 0;
+      for (let c = 2 * i * D; c < 2 * (i + 1) * D; c++) e += Y[c]! * Y[c]!;
+      warm = e > 0;
+    }
+    // Cold start: the unit vectors of the r strongest snapshots (deterministic); H Q is those snapshots.
+    if (!warm) {
+      Q.fill(0, 0, 2 * W * r);
+      for (let i = 0; i < r; i++) {
+        let best = 0;
+        for (let s = 1; s < W; s++) if (norms[s]! > norms[best]!) best = s;
+        Q[2 * (i * W + best)] = 1;
+        norms[best] = -1;
+        const from = 2 * best * D;
+        for (let c = 0; c < 2 * D; c++) Y[2 * i * D + c] = data[from + c]!;
+      }
     }
     for (let it = 0; it <= this.iterations; it++) {
       if (it > 0) timesQ(data, Q, Y, W, D, r);
@@ -576,13 +657,12 @@ export class FloorBeamformer {
     }
     // The vectors: H q_i; their power q_i^H G q_i is what the window kept.
     timesQ(data, Q, Y, W, D, r);
-    const V = this.vecs;
     let kept = 0;
-    for (let c = 0; c < 2 * D * r; c++) {
-      V[c] = Y[c]!;
-      kept += Y[c]! * Y[c]!;
-    }
+    for (let c = 0; c < 2 * D * r; c++) kept += Y[c]! * Y[c]!;
+    const V = this.vecs;
+    for (let c = 0; c < 2 * D * r; c++) V[c] = Y[c]!;
     this.captured = trace > 0 ? Math.min(1, kept / trace) : 1;
+    this.warm = true;
     return r;
   }
 
@@ -620,6 +700,10 @@ export class FloorBeamformer {
             }
           }
           let sb = (g * nPair + q) * nodes * block;
+          if (this.chebWeights !== null) {
+            this.tablesByChebyshev(wq, S, sb);
+            continue;
+          }
           for (let jo = 0; jo < nodes * ORDERS; jo++) {
             const eb = 2 * jo * nSub;
             let a0r = 0,
@@ -722,6 +806,98 @@ export class FloorBeamformer {
   }
 
   /**
+   * One antenna pair's tables for a group of four vectors (wq: per subcarrier the four vectors'
+   * entries, (k * 4 + v) complex) into S from sb, through the Chebyshev samples: first
+   * F[i, v] = sum_k V[i, k] wq[k, v] (the pair's subcarrier sum of each vector at the N Chebyshev
+   * points, N nSub complex multiply-adds per vector), then S[j, o, v] = sum_i U[jo, i] F[i, v]
+   * (real weights): the same tables as sum_k E[k, j, o] wq[k, v] (E = U V to the polynomial's
+   * error, below 1e-13 of the sum) for N nSub + nodes ORDERS N / 4 instead of nodes ORDERS nSub
+   * complex multiply-adds per vector (30 subcarriers, 18 nodes, N = 11: 528 against 2160).
+   */
+  private tablesByChebyshev(wq: Float64Array, S: Float64Array, sb: number): void {
+    const { nSub, nodes } = this;
+    const N = this.chebPoints;
+    const V = this.chebSteer!;
+    const U = this.chebWeights!;
+    if (this.chebSums.length < 8 * N) this.chebSums = new Float64Array(8 * N);
+    const F = this.chebSums;
+    for (let i = 0; i < N; i++) {
+      let a0r = 0,
+        a0i = 0,
+        a1r = 0,
+        a1i = 0,
+        a2r = 0,
+        a2i = 0,
+        a3r = 0,
+        a3i = 0;
+      const vb = 2 * i * nSub;
+      for (let k = 0; k < nSub; k++) {
+        const er = V[vb + 2 * k]!;
+        const ei = V[vb + 2 * k + 1]!;
+        const w = 8 * k;
+        let wr = wq[w]!;
+        let wi = wq[w + 1]!;
+        a0r += wr * er - wi * ei;
+        a0i += wr * ei + wi * er;
+        wr = wq[w + 2]!;
+        wi = wq[w + 3]!;
+        a1r += wr * er - wi * ei;
+        a1i += wr * ei + wi * er;
+        wr = wq[w + 4]!;
+        wi = wq[w + 5]!;
+        a2r += wr * er - wi * ei;
+        a2i += wr * ei + wi * er;
+        wr = wq[w + 6]!;
+        wi = wq[w + 7]!;
+        a3r += wr * er - wi * ei;
+        a3i += wr * ei + wi * er;
+      }
+      const f = 8 * i;
+      F[f] = a0r;
+      F[f + 1] = a0i;
+      F[f + 2] = a1r;
+      F[f + 3] = a1i;
+      F[f + 4] = a2r;
+      F[f + 5] = a2i;
+      F[f + 6] = a3r;
+      F[f + 7] = a3i;
+    }
+    let o = sb;
+    for (let jo = 0; jo < nodes * ORDERS; jo++) {
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0,
+        s4 = 0,
+        s5 = 0,
+        s6 = 0,
+        s7 = 0;
+      const ub = jo * N;
+      for (let i = 0; i < N; i++) {
+        const u = U[ub + i]!;
+        const f = 8 * i;
+        s0 += u * F[f]!;
+        s1 += u * F[f + 1]!;
+        s2 += u * F[f + 2]!;
+        s3 += u * F[f + 3]!;
+        s4 += u * F[f + 4]!;
+        s5 += u * F[f + 5]!;
+        s6 += u * F[f + 6]!;
+        s7 += u * F[f + 7]!;
+      }
+      S[o] = s0;
+      S[o + 1] = s1;
+      S[o + 2] = s2;
+      S[o + 3] = s3;
+      S[o + 4] = s4;
+      S[o + 5] = s5;
+      S[o + 6] = s6;
+      S[o + 7] = s7;
+      o += 8;
+    }
+  }
+
+  /**
    * out[p] = sum over the r vectors of |a(p)^H v|^2 / |a|^2: four vectors at a time, so that each
    * steering factor loaded serves four contractions (a group short of four points its missing
    * vectors at a zero vector).
@@ -808,6 +984,78 @@ export class FloorBeamformer {
       }
     }
   }
+}
+
+/**
+ * The 'delay' method's tables through Chebyshev samples (FloorBeamformer.tablesByChebyshev). Each
+ * pair's subcarrier sum S(L) = sum_k h_k exp(+j b idx_k L) is a sum of exponentials of frequency
+ * at most b max|idx| (0.18 rad/m for 30 subcarriers), so over the nodes' span [lo, lo + (nodes - 1)
+ * NODE_M] (centre c, half-width R) it is a polynomial of low degree to within float64: the
+ * interpolant through the N Chebyshev points x_i = c + R cos(pi (i + 1/2) / N) misses it by at most
+ * 2 (b max|idx| R / 2)^N / N! of sum |h_k|, and N is the least with that below 1e-15 (11 on the
+ * default room with 30 subcarriers, 14 with 114). Returns V[i, k] = exp(+j b idx_k x_i) (complex,
+ * i * nSub + k) and U[jo, i] (real, (j * ORDERS + o) * N + i): the o-th derivative in L over o! at
+ * node j of the Lagrange basis polynomial of x_i (its Chebyshev coefficients 2 T_n(t_i) / N,
+ * differentiated by the Chebyshev derivative recurrence, summed by Clenshaw), so that
+ * sum_i U[jo, i] S(x_i) is the interpolant's o-th Taylor coefficient at node j. Null when that
+ * would not be cheaper than the direct sums (N nSub + nodes ORDERS N / 4 >= nodes ORDERS nSub).
+ */
+function chebyshevTables(subs: Int16Array, b: number, lo: number, nodes: number): { points: number; steer: Float64Array; weights: Float64Array } | null {
+  const nSub = subs.length;
+  let maxIdx = 0;
+  for (let k = 0; k < nSub; k++) maxIdx = Math.max(maxIdx, Math.abs(subs[k]!));
+  const R = ((nodes - 1) * NODE_M) / 2;
+  const c = lo + R;
+  const x = (b * maxIdx * R) / 2;
+  // Least N with 2 x^N / N! < 1e-15 (at least ORDERS + 1 points).
+  let N = ORDERS + 1;
+  let bound = 2;
+  for (let n = 1; n <= N; n++) bound *= x / n;
+  while (bound >= 1e-15 && N < 64) {
+    N++;
+    bound *= x / N;
+  }
+  if (N * nSub + (nodes * ORDERS * N) / 4 >= nodes * ORDERS * nSub) return null;
+  const steer = new Float64Array(2 * N * nSub);
+  for (let i = 0; i < N; i++) {
+    const xi = c + R * Math.cos((Math.PI * (i + 0.5)) / N);
+    for (let k = 0; k < nSub; k++) {
+      const ph = b * subs[k]! * xi;
+      steer[2 * (i * nSub + k)] = Math.cos(ph);
+      steer[2 * (i * nSub + k) + 1] = Math.sin(ph);
+    }
+  }
+  const weights = new Float64Array(nodes * ORDERS * N);
+  const coef = new Float64Array(N);
+  const der = new Float64Array(N);
+  let factorial = 1;
+  for (let i = 0; i < N; i++) {
+    // Chebyshev coefficients of the basis polynomial of point i (f = sum_n c_n T_n - c_0 / 2).
+    for (let n = 0; n < N; n++) coef[n] = (2 / N) * Math.cos((n * Math.PI * (i + 0.5)) / N);
+    for (let o = 0; o < ORDERS; o++) {
+      if (o > 0) {
+        // Derivative in t (Chebyshev recurrence, same convention), then in L: 1 / R.
+        der.fill(0);
+        if (N > 1) der[N - 2] = 2 * (N - 1) * coef[N - 1]!;
+        for (let n = N - 2; n >= 1; n--) der[n - 1] = (n + 1 < N ? der[n + 1]! : 0) + 2 * n * coef[n]!;
+        for (let n = 0; n < N; n++) coef[n] = der[n]! / R;
+      }
+      factorial = o === 0 ? 1 : factorial * o;
+      for (let j = 0; j < nodes; j++) {
+        const t = (lo + j * NODE_M - c) / R;
+        // Clenshaw: sum c_n T_n(t) - c_0 / 2.
+        let b1 = 0;
+        let b2 = 0;
+        for (let n = N - 1; n >= 1; n--) {
+          const b0 = 2 * t * b1 - b2 + coef[n]!;
+          b2 = b1;
+          b1 = b0;
+        }
+        weights[(j * ORDERS + o) * N + i] = (t * b1 - b2 + coef[0]! / 2) / factorial;
+      }
+    }
+  }
+  return { points: N, steer, weights };
 }
 
 /**

@@ -180,6 +180,31 @@ describe('FloorBeamformer', () => {
     expect(argmax(b)).toBe(argmax(a));
   });
 
+  it.each([
+    ['30 subcarriers', SUBCARRIERS[30], 11],
+    ['114 subcarriers', SUBCARRIERS[114], 14],
+  ])("the 'delay' tables through Chebyshev samples: U V equals the expansion E to 1e-11 (%s)", (_n, sc, points) => {
+    const bf = new FloorBeamformer(linkGeometry(LINK1!.tx, LINK1!.rx, sc, 5.18e9), ROOM);
+    const inner = bf as unknown as { chebPoints: number; chebWeights: Float64Array; chebSteer: Float64Array; expansion: Float64Array; nodes: number };
+    const { chebPoints: N, chebWeights: U, chebSteer: V, expansion: E, nodes } = inner;
+    const n = sc.length;
+    expect(N).toBe(points);
+    let worst = 0;
+    for (let jo = 0; jo < nodes * 4; jo++) {
+      for (let k = 0; k < n; k++) {
+        let re = 0;
+        let im = 0;
+        for (let i = 0; i < N; i++) {
+          re += U[jo * N + i]! * V[2 * (i * n + k)]!;
+          im += U[jo * N + i]! * V[2 * (i * n + k) + 1]!;
+        }
+        worst = Math.max(worst, Math.hypot(re - E[2 * (jo * n + k)]!, im - E[2 * (jo * n + k) + 1]!));
+      }
+    }
+    // Measured 1.7e-12 (30) and 5.1e-12 (114); the order-0 entries have modulus 1.
+    expect(worst).toBeLessThan(1e-11);
+  });
+
   it('keeps only the strongest directions of a window of higher rank', () => {
     // Six scatterers of falling strength: 2 components keep the two strongest.
     const pts = [100, 400, 700, 1000, 1300, 1600];
@@ -191,6 +216,30 @@ describe('FloorBeamformer', () => {
     expect(two.capturedFraction).toBeGreaterThan(0.9);
     expect(two.capturedFraction).toBeLessThan(0.999);
     expect(argmax(map)).toBe(100);
+  });
+
+  it('warm start: the next window starts from the last components, so a window seen twice is the cold start with one pass more', () => {
+    // Six scatterers of falling strength (rank 6 > 4 components): one pass does not converge.
+    const pts = [100, 400, 700, 1000, 1300, 1600];
+    const amps = pts.map((_, j) => (s: number): [number, number] => [Math.cos((j + 1) * 0.37 * s) / (j + 1), Math.sin((j + 1) * 0.37 * s) / (j + 1)]);
+    const w = scatterWindow(full, pts, amps, 64);
+    const zero: MovingWindow = { ...w, data: new Float32Array(w.data.length) };
+    const warm = new FloorBeamformer(geo, full.grid, { warmStart: true, iterations: 0 });
+    const cold0 = new FloorBeamformer(geo, full.grid, { iterations: 0 });
+    const cold1 = new FloorBeamformer(geo, full.grid, { iterations: 1 });
+    const map = (bf: FloorBeamformer, win: MovingWindow) => bf.beamform(win, new Float32Array(full.grid.size));
+    const first = map(cold0, w);
+    const second = map(cold1, w);
+    // The first window has nothing to start from: the strongest snapshots, as cold.
+    expectCloseToPeak(first, map(warm, w), 1e-6);
+    // The same window again: one more pass from the first's components.
+    expectCloseToPeak(second, map(warm, w), 1e-6);
+    expect(warm.capturedFraction).toBeCloseTo(cold1.capturedFraction, 9);
+    // (and the pass matters here: the maps of one and two passes differ.)
+    expect(() => expectCloseToPeak(first, second, 1e-4)).toThrow();
+    // A window without power leaves zero components: the next window starts cold again.
+    map(warm, zero);
+    expectCloseToPeak(first, map(warm, w), 1e-6);
   });
 
   it('gives a zero map for an empty or all-zero window and refuses a window of another shape', () => {

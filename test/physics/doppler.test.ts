@@ -117,6 +117,75 @@ describe('DopplerSteerer on the steering model', () => {
     expect(diff).toBeLessThan(1e-5);
   });
 
+  it("spectraFromComponents: each row is spectra's of the window projected on the beamformer's components (the window itself when its rank is at most r)", () => {
+    const dop = new DopplerSteerer(geom);
+    const grid = floorGrid({ x0: 0, x1: 6, y0: 0, y1: 5 });
+    const turns = [-1.1, -0.4, 0.2, 0.5, 0.8, 1.3];
+    const starts: Point3[] = turns.map((_, j) => ({ x: 1 + 0.7 * j, y: 1.2 + 0.5 * (j % 3), z: 0.6 + 0.15 * j }));
+    /** The sum of `n` fixed scatterers (rank n), each turning at its own Doppler, of falling strength. */
+    const mixed = (n: number): MovingWindow => {
+      const data = new Float32Array(2 * D * W);
+      for (let j = 0; j < n; j++) {
+        const one = scatterer(
+          dop,
+          () => starts[j]!,
+          (s) => [Math.cos(turns[j]! * s) / (j + 1), Math.sin(turns[j]! * s) / (j + 1)],
+          W,
+        );
+        for (let i = 0; i < data.length; i++) data[i] = data[i]! + one.data[i]!;
+      }
+      return { nSub: 30, nRx: 3, nTx: 3, snapshots: W, data, time: 0 };
+    };
+    const pts: Point3[] = [...starts.slice(0, 3), { x: 3, y: 4, z: 1 }, { x: 5.5, y: 0.5, z: 1.4 }];
+    const expectRows = (a: ArrayLike<number>, b: ArrayLike<number>, n: number) => {
+      let peak = 0;
+      let worst = 0;
+      for (let i = 0; i < n; i++) {
+        peak = Math.max(peak, a[i]!);
+        worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+      }
+      expect(peak).toBeGreaterThan(0);
+      expect(worst / peak).toBeLessThan(1e-5);
+    };
+    // Rank 3, four components: the window itself.
+    const w3 = mixed(3);
+    const bf = new FloorBeamformer(geom, grid);
+    bf.reduce(w3);
+    const exact = Float64Array.from(dop.spectra(w3, pts));
+    const power = dop.lastWindowPower;
+    expectRows(exact, dop.spectraFromComponents(w3, pts, bf.principalComponents!), pts.length * W);
+    expect(dop.lastWindowPower).toBeCloseTo(power, 12);
+    // Rank 6, two components: the projection sum_j w_j q_j^H, built here, steered over its snapshots.
+    const w6 = mixed(6);
+    const two = new FloorBeamformer(geom, grid, { components: 2 });
+    two.reduce(w6);
+    const comp = two.principalComponents!;
+    expect([comp.count, comp.snapshots]).toEqual([2, W]);
+    const proj = new Float32Array(2 * D * W);
+    for (let s = 0; s < W; s++) {
+      for (let c = 0; c < D; c++) {
+        let re = 0;
+        let im = 0;
+        for (let j = 0; j < 2; j++) {
+          const wr = comp.vectors[2 * (j * D + c)]!;
+          const wi = comp.vectors[2 * (j * D + c) + 1]!;
+          const qr = comp.coefficients[2 * (j * W + s)]!;
+          const qi = -comp.coefficients[2 * (j * W + s) + 1]!;
+          re += wr * qr - wi * qi;
+          im += wr * qi + wi * qr;
+        }
+        proj[2 * (s * D + c)] = re;
+        proj[2 * (s * D + c) + 1] = im;
+      }
+    }
+    const projected = Float64Array.from(dop.spectra({ ...w6, data: proj }, pts));
+    const fromComponents = Float64Array.from(dop.spectraFromComponents(w6, pts, comp));
+    expectRows(projected, fromComponents, pts.length * W);
+    // ... which is not the window's own (four scatterers are mostly outside the two components).
+    expect(() => expectRows(dop.spectra(w6, pts), fromComponents, pts.length * W)).toThrow();
+    expect(() => dop.spectraFromComponents(mixed(1), pts, { ...comp, snapshots: W - 1 })).toThrow(RangeError);
+  });
+
   it('puts a scatterer moving at a constant path rate at f = -(1/lambda) dL/dt within one bin, positive when the path shortens', () => {
     const g0 = { x: 1.6, y: 2.0, z: 1.0 };
     const dop = new DopplerSteerer(geom);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import { DEFAULT_RADIOS, siteLinks, type SiteLink } from '../../src/csi/radios.js';
-import { DEFAULT_MAX_CANDIDATES, DEFAULT_ROOM_DEPTH, DEFAULT_ROOM_WIDTH, floorMap } from '../../operators/floorMap.js';
+import { DEFAULT_BEAMFORMER, DEFAULT_MAX_CANDIDATES, DEFAULT_ROOM_DEPTH, DEFAULT_ROOM_WIDTH, floorMap } from '../../operators/floorMap.js';
 import { DEFAULT_CELL_M, FloorBeamformer, floorGrid } from '../../src/physics/beamform.js';
 import { CALIBRATION_VERSION, chainFactors, type RoomCalibration } from '../../src/physics/calibration.js';
 import { CandidateSearch } from '../../src/physics/candidates.js';
@@ -286,7 +286,7 @@ describe('LinkFrontEnd', () => {
     const fe = new LinkFrontEnd(link!, fs[0]!, { learnMs: 2000, chainCalibration: true, room: { width: DEFAULT_ROOM_WIDTH, depth: DEFAULT_ROOM_DEPTH } });
     const geometry = linkGeometry(link!.tx, link!.rx, Int16Array.from(fs[0]!.subcarriers), centreFrequencyHz(fs[0]!.channel, fs[0]!.bandwidthMhz));
     expect(fe.geometry).toEqual(geometry);
-    const bf = new FloorBeamformer(fe.geometry, grid);
+    const bf = new FloorBeamformer(fe.geometry, grid, DEFAULT_BEAMFORMER);
     const search = new CandidateSearch(grid, { step: 1 });
     const map = new Float32Array(grid.size);
     const fused = new Float32Array(grid.size);

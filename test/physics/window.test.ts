@@ -84,6 +84,43 @@ describe('MovingWindows', () => {
     expect(win.take('short', null)).toBeNull(); // nothing new since the last window
   });
 
+  it('subtracts each packet once for the windows it is in, and gives what the plain subtraction gives', () => {
+    // Random packets; the static channel changes in place now and then (as while it is learned),
+    // the ring is cleared once; the short view, latest-style windows and a window longer than the
+    // cached rows, each against ring row minus channel computed here in float32.
+    const win = new MovingWindows(SHAPE);
+    const channel = packet(0).map((_, i) => Math.sin(i + 1));
+    const sent: Float32Array[] = [];
+    let seed = 1;
+    const rand = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+    const own = new Float32Array(200 * SIZE);
+    let checked = 0;
+    const check = (w: { snapshots: number; data: Float32Array } | null) => {
+      if (!w) return;
+      const n = w.snapshots;
+      for (let s = 0; s < n; s++) {
+        const p = sent[sent.length - n + s]!;
+        for (let i = 0; i < SIZE; i++) expect(w.data[s * SIZE + i]).toBe(Math.fround(p[i]! - channel[i]!));
+      }
+      checked++;
+    };
+    for (let i = 0; i < 700; i++) {
+      if (i === 400) {
+        win.clear();
+        sent.length = 0;
+      }
+      const p = packet(0).map(() => rand());
+      sent.push(p);
+      win.push(p, i);
+      if (i % 97 === 0) channel[i % SIZE] = rand();
+      check(win.take('short', channel));
+      if (i % 5 === 0 && win.count >= 64) check(win.window(64, channel, own));
+      if (i % 37 === 0 && win.count >= 200) check(win.window(200, channel, own));
+      if (i % 11 === 0 && win.count >= 10) check(win.window(10, channel, own));
+    }
+    expect(checked).toBeGreaterThan(150);
+  });
+
   it('carries a simulated person in the moving part (static channel taken away)', () => {
     const radios = [DEFAULT_RADIOS[0]!, DEFAULT_RADIOS[1]!];
     const empty = new CsiSimulator({ seed: 5, radios, people: 0, impairments: { outlierProbability: 0 } });
