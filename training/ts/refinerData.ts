@@ -13,9 +13,10 @@
  * clock ends where the scenario's begins; the front end learns its static channel from them.
  *
  * Variety (what the service meets): every third scenario sees one link only (the recipe's own
- * transmitter and receiver, as `unseen1`), the others the recipe's 1 TX + 3 RX site; every other
- * scenario is the `room` realism (furniture, clutter, drifting chains, a door, shadowing) and the
- * rest the ideal room.
+ * transmitter and receiver, as `unseen1`), the others the recipe's 1 TX + 3 RX site. Every
+ * scenario is the ideal room: training every other one in the `room` realism (furniture, clutter,
+ * random and drifting chains fitted blindly by the front end, a door, shadowing) was measured and
+ * made the default room worse (docs/model.md "The first refiner").
  */
 import { Subject } from 'rxjs';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -84,7 +85,7 @@ export interface RefinerFrames {
   truthSkeleton: Float32Array;
 }
 
-/** How each scenario of a recipe is seen: every third one link, every other one the `room` realism. */
+/** How each scenario of a recipe is seen: every third one link, the others 1 TX + 3 RX, all in the ideal room (module comment). */
 export function refinerJobs(recipes: readonly ScenarioRecipe[]): RefinerJob[] {
   return recipes.map((recipe) => ({ recipe, links: recipe.id % 3 === 2 ? 1 : 3, realism: 'ideal' }));
 }
