@@ -13,6 +13,7 @@ import { centreFrequencyHz, linkGeometry, type LinkGeometry } from '../../src/ph
 import type { MovingWindow } from '../../src/physics/types.js';
 import type { PersonSpec } from '../../src/sim/scenario.js';
 import { CsiSimulator, SUBCARRIERS, type GroundTruth } from '../../src/sim/simulator.js';
+import { expectCloseToPeak } from '../helpers/numeric.js';
 
 const W = 64;
 const RATE = 100;
@@ -137,16 +138,7 @@ describe('DopplerSteerer on the steering model', () => {
       return { nSub: 30, nRx: 3, nTx: 3, snapshots: W, data, time: 0 };
     };
     const pts: Point3[] = [...starts.slice(0, 3), { x: 3, y: 4, z: 1 }, { x: 5.5, y: 0.5, z: 1.4 }];
-    const expectRows = (a: ArrayLike<number>, b: ArrayLike<number>, n: number) => {
-      let peak = 0;
-      let worst = 0;
-      for (let i = 0; i < n; i++) {
-        peak = Math.max(peak, a[i]!);
-        worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-      }
-      expect(peak).toBeGreaterThan(0);
-      expect(worst / peak).toBeLessThan(1e-5);
-    };
+    const expectRows = (a: ArrayLike<number>, b: ArrayLike<number>, n: number) => expectCloseToPeak(a, b, 1e-5, n);
     // Rank 3, four components: the window itself.
     const w3 = mixed(3);
     const bf = new FloorBeamformer(geom, grid);

@@ -125,7 +125,7 @@ describe('configuration endpoints', () => {
     expect(c).toMatchObject({
       domain: 'general',
       environment_id: 'default',
-      detection: { confidence_threshold: 0.5, max_persons: 4, enable_tracking: true, tracking_max_age: 30, tracking_min_hits: 3 },
+      detection: { confidence_threshold: 0.5, max_persons: 4, enable_tracking: true, tracking_max_age: 300, tracking_min_hits: 3 },
       neural_network: { model_version: null, batch_size: 32, enable_gpu: false, inference_timeout: 5000 },
       hardware: { csi_sampling_rate: 100, buffer_size: 1024, antenna_count: 3, subcarrier_count: 30 },
       analytics: {
