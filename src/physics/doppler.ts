@@ -366,22 +366,10 @@ export class DopplerSteerer {
     if (out.length < offset + np * bins) throw new RangeError('DopplerSteerer.spectra: out is too short');
     const D = nSub * nRx * nTx;
     const D2 = 2 * D;
-    const count = Math.min(w.snapshots, bins);
-    const first = w.snapshots - count;
-    this.count = count;
-    this.setTaper(count);
-    const taper = this.taper;
+    const first = this.beginWindow(w);
+    const count = this.count;
     const data = w.data;
     const norm = 1 / D;
-    // The window's moving power over the snapshots used, once.
-    let energy = 0;
-    for (let s = 0; s < count; s++) {
-      const base = 2 * (first + s) * D;
-      let e = 0;
-      for (let c = base; c < base + D2; c++) e += data[c]! * data[c]!;
-      energy += taper[s]! * taper[s]! * e * norm;
-    }
-    this.windowPower = this.taperSum2 > 0 ? energy / this.taperSum2 : 0;
     if (np === 0) return out;
     const groups = Math.ceil(np / 4);
     if (this.steers.length < groups * 4 * D2) this.steers = new Float64Array(groups * 4 * D2);
@@ -483,21 +471,9 @@ export class DopplerSteerer {
     const D = nSub * nRx * nTx;
     const D2 = 2 * D;
     const W = comp.snapshots;
-    const count = Math.min(w.snapshots, bins);
-    const first = w.snapshots - count;
-    this.count = count;
-    this.setTaper(count);
-    const taper = this.taper;
-    const data = w.data;
+    const first = this.beginWindow(w);
+    const count = this.count;
     const norm = 1 / D;
-    let energy = 0;
-    for (let s = 0; s < count; s++) {
-      const base = 2 * (first + s) * D;
-      let e = 0;
-      for (let c = base; c < base + D2; c++) e += data[c]! * data[c]!;
-      energy += taper[s]! * taper[s]! * e * norm;
-    }
-    this.windowPower = this.taperSum2 > 0 ? energy / this.taperSum2 : 0;
     if (np === 0) return out;
     if (this.steers.length < D2) this.steers = new Float64Array(D2);
     if (this.series.length < 2 * bins) this.series = new Float64Array(2 * bins);
@@ -577,6 +553,33 @@ export class DopplerSteerer {
     }
     this.total = total;
     return total;
+  }
+
+  /**
+   * Starts a window's spectra (both {@link spectra} and {@link spectraFromComponents}): the
+   * snapshots used (the last `bins`, this.count), their taper, and the window's moving power over
+   * them (this.windowPower), once per window.
+   * @returns the index of the first snapshot used
+   */
+  private beginWindow(w: MovingWindow): number {
+    const D = this.nSub * this.nRx * this.nTx;
+    const D2 = 2 * D;
+    const count = Math.min(w.snapshots, this.bins);
+    const first = w.snapshots - count;
+    this.count = count;
+    this.setTaper(count);
+    const taper = this.taper;
+    const data = w.data;
+    const norm = 1 / D;
+    let energy = 0;
+    for (let s = 0; s < count; s++) {
+      const base = 2 * (first + s) * D;
+      let e = 0;
+      for (let c = base; c < base + D2; c++) e += data[c]! * data[c]!;
+      energy += taper[s]! * taper[s]! * e * norm;
+    }
+    this.windowPower = this.taperSum2 > 0 ? energy / this.taperSum2 : 0;
+    return first;
   }
 
   /** Hann taper over the `count` snapshots present (no zero at either end), and the sum of its squares. */
