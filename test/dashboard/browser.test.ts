@@ -12,21 +12,12 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { canvasPixels, CHROMIUM, launchBrowser, NO_BROWSER, signIn } from '../helpers/browser.js';
 import { ADMIN_PASSWORD, JWT_SECRET, startServer, until, waitForStatus, type TestServer } from '../helpers/server.js';
+import { ROOM_ZONE } from '../helpers/zones.js';
 
 if (NO_BROWSER) console.warn(NO_BROWSER);
 
 /** A zone over the whole floor plan: every tracked person in it raises a critical intrusion alert. */
-const EVERYWHERE = {
-  id: 'everywhere',
-  name: 'Whole room',
-  polygon: [
-    [-50, -50],
-    [50, -50],
-    [50, 50],
-    [-50, 50],
-  ],
-  severity: 'critical',
-};
+const EVERYWHERE = { ...ROOM_ZONE, id: 'everywhere', severity: 'critical' };
 
 describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
   let s: TestServer;
