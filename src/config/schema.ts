@@ -170,6 +170,7 @@ export interface ServiceConfig {
   };
   neural_network: {
     model_path: string;
+    submission_model_path: string;
     batch_size: number;
     max_wait_ms: number;
     enable_gpu: boolean;
@@ -475,6 +476,17 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       description:
         'ONNX model file following the model contract (docs/model.md); a relative path is taken from the working directory, ' +
         'or from the csipose installation when the working directory has no such file (the default is the shipped model)',
+      restart: true,
+    },
+    submission_model_path: {
+      type: 'string',
+      default: 'models/csipose-pose.onnx',
+      minLength: 1,
+      maxLength: 4096,
+      description:
+        'Window model (contract v2) that answers POST /pose/process when model_path is a v3 refiner: the refiner reads the physics ' +
+        "front end's candidates over every link of the site, which one submitted link cannot give; with a v2 model_path it is not " +
+        'loaded and that model answers. A relative path is found as model_path is',
       restart: true,
     },
     batch_size: {

@@ -22,12 +22,12 @@ import { submissionFrames } from '../csi/submission.js';
 import type { ActivityEvent, PoseAlert, PoseFrame } from '../pose/types.js';
 import { ApiError } from '../errors.js';
 import { ConfigStore, ConfigUpdateError, type ConfigSnapshot, type UpdateResult } from '../config/store.js';
-import type { ConfigChange } from '../config/validate.js';
+import type { ConfigChange, FieldError } from '../config/validate.js';
 import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Store, type StoreOptions } from '../store/store.js';
 import { resolveInstalled } from '../packageRoot.js';
-import { PoseModel } from '../model/runtime.js';
+import { ModelError, PoseModel } from '../model/runtime.js';
 import { WINDOW_FRAMES } from '../model/features.js';
 import { parseSource } from '../sources/uri.js';
 import { PoseFrameView } from '../render/view.js';
@@ -124,6 +124,20 @@ function diskPercent(path: string): number {
  * svc.pose$.subscribe((v) => console.log(v.json({ form: 'b', minConfidence: 0, includeKeypoints: true, includeDensePose: false })));
  * svc.system.start();
  */
+/**
+ * Loads a window model for submissions (`neural_network.submission_model_path`, found as
+ * `model_path` is): contract v1 or v2, which reads one link's windows.
+ * @throws ModelError when it does not load, or is a v3 refiner
+ */
+async function loadWindowModel(path: string): Promise<PoseModel> {
+  const m = await PoseModel.load(resolveInstalled(path));
+  if (m.contract === 3) {
+    await m.release();
+    throw new ModelError("it is a v3 refiner, which reads the physics front end's candidates, not a submitted link's windows");
+  }
+  return m;
+}
+
 export class PoseService implements ServiceStreams, ServiceReads, ServiceCommands, ComponentReports {
   readonly version = VERSION;
   readonly pose$: Observable<PoseFrameView>;
@@ -146,6 +160,11 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
   private readonly diskIo = new DiskIoMeter();
   private readonly components = new Map<string, () => ComponentReport>();
   private model: PoseModel | undefined;
+  /**
+   * The window model that answers `POST /pose/process` while `model` is a v3 refiner
+   * (`neural_network.submission_model_path`), or why it could not be loaded.
+   */
+  private submissionModel: PoseModel | string | undefined;
   private closing: Promise<void> | undefined;
   /** One past the largest track id stored: the next session's first track (ids never repeat). */
   private firstTrackId = 1;
@@ -274,15 +293,28 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
   private async loadModel(): Promise<void> {
     // The session runs on the configuration as it is now: nothing is pending a restart after it.
     this.config.markStarted();
-    const model = await PoseModel.load(resolveInstalled(this.config.get().neural_network.model_path));
-    await this.model?.release();
+    const nn = this.config.get().neural_network;
+    const model = await PoseModel.load(resolveInstalled(nn.model_path));
+    await this.releaseModel();
     this.model = model;
     if (model.warning) this.log('warn', `model: ${model.warning}`);
+    // A refiner cannot read one submitted link: submissions go to a window model. Live poses do
+    // not need it, so a failure to load it is the submissions' error, not the session's.
+    if (model.contract === 3) {
+      try {
+        this.submissionModel = await loadWindowModel(nn.submission_model_path);
+      } catch (e) {
+        this.submissionModel = `neural_network.submission_model_path (${nn.submission_model_path}): ${(e as Error).message}`;
+        this.log('warn', `model: POST /pose/process is unavailable: ${this.submissionModel}`);
+      }
+    }
   }
 
   private async releaseModel(): Promise<void> {
     await this.model?.release();
     this.model = undefined;
+    if (typeof this.submissionModel === 'object') await this.submissionModel.release();
+    this.submissionModel = undefined;
   }
 
   private async checkStore(): Promise<void> {
@@ -340,8 +372,9 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
 
   async process(s: CsiSubmission): Promise<ProcessResult> {
     const t0 = performance.now();
-    const model = this.model;
-    if (!model) throw new ApiError('SYSTEM_NOT_READY', 'no model is loaded: start the system first (POST /system/start)', { status: this.system.state });
+    if (!this.model) throw new ApiError('SYSTEM_NOT_READY', 'no model is loaded: start the system first (POST /system/start)', { status: this.system.state });
+    const model = this.model.contract === 3 ? this.submissionModel : this.model;
+    if (typeof model !== 'object') throw new ApiError('MODEL_ERROR', `the live model is a v3 refiner and no window model answers submissions: ${model}`);
     const cfg = this.config.get();
     const infer = liveParams(cfg).infer;
     const frames = submissionFrames(s, cfg.environment.id, WINDOW_FRAMES);
@@ -377,21 +410,23 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
   }
 
   async updateConfig(changes: readonly ConfigChange[]): Promise<UpdateResult> {
-    const model = changes.find((c) => c.path === 'neural_network.model_path');
-    if (model && model.value !== this.config.get().neural_network.model_path) {
-      // A model that cannot load would only fail at the next start: try it now.
+    // A model that cannot load would only fail at the next start: try it now.
+    const nn = this.config.get().neural_network;
+    const loads: Record<'model_path' | 'submission_model_path', [string, (path: string) => Promise<PoseModel>]> = {
+      model_path: ['as a pose model', (path) => PoseModel.load(resolveInstalled(path))],
+      submission_model_path: ['as a window model (contract v1 or v2)', loadWindowModel],
+    };
+    const errors: FieldError[] = [];
+    for (const [field, [as, load]] of Object.entries(loads) as [keyof typeof loads, (typeof loads)[keyof typeof loads]][]) {
+      const change = changes.find((c) => c.path === `neural_network.${field}`);
+      if (!change || change.value === nn[field]) continue;
       try {
-        await (await PoseModel.load(resolveInstalled(String(model.value)))).release();
+        await (await load(String(change.value))).release();
       } catch (e) {
-        throw new ConfigUpdateError([
-          {
-            field: 'neural_network.model_path',
-            message: `neural_network.model_path does not load as a pose model: ${(e as Error).message}`,
-            received_value: model.value,
-          },
-        ]);
+        errors.push({ field: `neural_network.${field}`, message: `neural_network.${field} does not load ${as}: ${(e as Error).message}`, received_value: change.value });
       }
     }
+    if (errors.length > 0) throw new ConfigUpdateError(errors);
     return this.config.update(changes);
   }
 
@@ -484,7 +519,7 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
       this.poseSubject.complete();
       this.stateChanges.complete();
       await this.store.close();
-      await this.model?.release();
+      await this.releaseModel();
       this.config.close();
       this.auth.close();
     })();
