@@ -320,7 +320,12 @@ export function infer(options: InferOptions | (() => InferOptions) = {}): Operat
         for (let b = r.next(); b && !closed; b = r.next()) {
           const now = Date.now();
           const version = r.model.metadata.model_version || 'unknown';
-          for (let i = 0; i < b.rows.length && !closed; i++) subscriber.next(decoder.frame(b.out, i, b.rows[i]!, b.context, version, now));
+          const trigger = r.model.metadata.fall_trigger;
+          for (let i = 0; i < b.rows.length && !closed; i++) {
+            const f = decoder.frame(b.out, i, b.rows[i]!, b.context, version, now);
+            if (trigger !== undefined) f.fallTrigger = trigger;
+            subscriber.next(f);
+          }
         }
       };
 

@@ -137,6 +137,7 @@ export function refine(options: RefineOptions = {}): OperatorFunction<FloorMapIt
           modelVersion: model?.metadata.model_version || 'unknown',
           csiQuality: job.map.quality,
           fallProbability: reading.fallProbability,
+          ...(model?.metadata.fall_trigger !== undefined ? { fallTrigger: model.metadata.fall_trigger } : {}),
         });
       };
 

@@ -119,6 +119,11 @@ export interface ModelMetadata {
   history_stride_frames?: number;
   /** v2: seconds the `fall` output looks back. */
   fall_window_s?: number;
+  /**
+   * The probability from which this model's `fall` output and P(falling) mean a fall, in (0, 1]
+   * (a pose frame's `fallTrigger`); absent: FALL_TRIGGER. Chosen on validation for the model.
+   */
+  fall_trigger?: number;
   /** The CSI layouts the model was trained on ({@link formatLayouts}); absent = not declared. */
   trained_layouts?: string;
   /** v3: steps of history per candidate, maps between steps, candidates per map. */

@@ -457,7 +457,17 @@ function commonMetadata(
     trained_on: props.get('trained_on') ?? '',
     ...(siteDim > 0 ? { site_dim: siteDim } : {}),
     ...trainedLayoutsProp(props, fail),
+    ...fallTriggerProp(props, fail),
   };
+}
+
+/** `fall_trigger` when the model declares it: a probability in (0, 1], or the load fails. */
+function fallTriggerProp(props: Map<string, string>, fail: (msg: string) => ModelError): { fall_trigger?: number } {
+  const raw = props.get('fall_trigger');
+  if (raw === undefined || raw.trim() === '') return {};
+  const v = Number(raw);
+  if (!(v > 0 && v <= 1)) throw fail(`model metadata fall_trigger is ${JSON.stringify(raw)}, expected a probability in (0, 1]`);
+  return { fall_trigger: v };
 }
 
 /** `trained_layouts` when the model declares it, checked so that a bad value fails the load. */

@@ -55,6 +55,15 @@ export const MODEL_ACTIVITY_SMOOTHING = 0.35;
  * cost more recall than they bought precision.
  */
 export const FALL_TRIGGER = 0.8;
+/**
+ * The `fall_trigger` the refiner recipe writes into a v3 model (training/ts/refinerData.ts
+ * `refinerContract`): the shipped refiner's fall head and P(falling) are higher on ordinary
+ * movement than v2's fall output. Chosen on VALIDATION: `npm start`'s room at seeds 2-5
+ * (`sim?realism=room&seed=N`, 10 simulated minutes each, two people, 17 true falls; seed 1, the
+ * default, is the reported one), falls alerted within 3 s / false fall alerts: 0.8 8 / 18, 0.9
+ * 6 / 7, 0.95 5 / 3.
+ */
+export const REFINER_FALL_TRIGGER = 0.9;
 /** ...unless that person is this sure to be upright (P(standing) + P(walking)): posture vetoes. */
 export const UPRIGHT_VETO = 0.8;
 
@@ -245,7 +254,8 @@ export class ActivityLabeller {
   }
 
   /**
-   * The person a v2 frame's fall probability points at: when it reaches FALL_TRIGGER, the person
+   * The person a v2 frame's fall probability points at: when it reaches the frame's `fallTrigger`
+   * (the model's; FALL_TRIGGER when it names none), the person
    * most likely falling or down (2 P(falling) + P(lying): one falling now before one already
    * lying), unless that person is UPRIGHT_VETO sure to be up. While the fall probability stays
    * over the trigger, the track chosen before keeps it, unless another person's own P(falling)
@@ -261,7 +271,8 @@ export class ActivityLabeller {
    * @returns the index in frame.persons, or -1
    */
   private fallenPerson(frame: PoseFrame): number {
-    if (!((frame.fallProbability ?? 0) >= FALL_TRIGGER)) {
+    const trigger = frame.fallTrigger ?? FALL_TRIGGER;
+    if (!((frame.fallProbability ?? 0) >= trigger)) {
       this.heldTrack = -1;
       return -1;
     }
@@ -280,7 +291,7 @@ export class ActivityLabeller {
       }
     });
     if (best < 0) return -1;
-    if (kept >= 0 && best !== kept && !(frame.persons[best]!.modelActivity!.probabilities[FALLING]! >= FALL_TRIGGER)) best = kept;
+    if (kept >= 0 && best !== kept && !(frame.persons[best]!.modelActivity!.probabilities[FALLING]! >= trigger)) best = kept;
     const chosen = frame.persons[best]!;
     const pr = chosen.modelActivity!.probabilities;
     if (pr[STANDING]! + pr[WALKING]! >= UPRIGHT_VETO) return -1;

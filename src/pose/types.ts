@@ -122,6 +122,12 @@ export interface PoseFrame {
   events?: ActivityEvent[];
   /** v2 models: probability that someone began to fall in the last few seconds (contract `fall`). */
   fallProbability?: number;
+  /**
+   * The probability of falling from which the model that made this frame means a fall (its
+   * `fall_trigger` metadata): what the activity and alerts operators compare `fallProbability` and
+   * each person's P(falling) with. Absent: FALL_TRIGGER (src/pose/activityLabeller.ts).
+   */
+  fallTrigger?: number;
 }
 
 /** An activity event (spec "Activity event", `/analytics/events`). */

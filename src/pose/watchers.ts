@@ -33,7 +33,7 @@ export const ZONE_EXIT_MARGIN_M = 0.2;
  * 0.701 -> 0.753).
  *
  * The exception: a person whose own activity probabilities give P(falling) >= FALL_TRIGGER (the
- * activity operator's, passed as `ownFallTrigger`) is a fall of their own, not the room's fall
+ * activity operator's, passed as `ownFallTrigger`; the frame's `fallTrigger` where its model names one) is a fall of their own, not the room's fall
  * handed on. With the rule alone the oracle (perfect model outputs) in the live-room benchmark's
  * VALIDATION rooms alerted 103 of 112 falls, every miss a second person falling within 10 s of the
  * first; with the exception 112 of 112, and the shipped model's VALIDATION episodes, precision and
@@ -82,6 +82,7 @@ export interface FallSettings {
   /**
    * A person's own P(falling) (v2 `modelActivity`) at and above which a fall inside the room
    * refractory ({@link FALL_ROOM_REFRACTORY_MS}) is their own: the activity operator's FALL_TRIGGER.
+   * A frame that names its model's trigger (`fallTrigger`) is held to that one instead.
    */
   ownFallTrigger: number;
 }
@@ -460,7 +461,7 @@ export class FallWatcher extends TrackWatcher<FallTrack, FallSettings> {
     if (a === 'falling') {
       const c = Number.isFinite(p.activityConfidence) ? p.activityConfidence! : 0;
       if (!st.fall) {
-        const own = (p.modelActivity?.probabilities[FALLING] ?? 0) >= cfg.ownFallTrigger;
+        const own = (p.modelActivity?.probabilities[FALLING] ?? 0) >= (frame.fallTrigger ?? cfg.ownFallTrigger);
         if (t - this.lastFallOnset < FALL_ROOM_REFRACTORY_MS && t >= this.lastFallOnset && !own) return;
         this.lastFallOnset = t;
         st.fall = { onset: t, confidence: c, location: { x: st.floorX, y: st.floorY }, alerted: 0, firstAlertId: '', metrics: null };

@@ -423,7 +423,11 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
       try {
         await (await load(String(change.value))).release();
       } catch (e) {
-        errors.push({ field: `neural_network.${field}`, message: `neural_network.${field} does not load ${as}: ${(e as Error).message}`, received_value: change.value });
+        errors.push({
+          field: `neural_network.${field}`,
+          message: `neural_network.${field} does not load ${as}: ${(e as Error).message}`,
+          received_value: change.value,
+        });
       }
     }
     if (errors.length > 0) throw new ConfigUpdateError(errors);

@@ -3,6 +3,7 @@ import {
   ActivityLabeller,
   DEFAULT_ACTIVITY_SETTINGS,
   FALL_TRIGGER,
+  REFINER_FALL_TRIGGER,
   MODEL_ACTIVITY_SMOOTHING,
   UPRIGHT_VETO,
   type ActivitySettings,
@@ -103,6 +104,20 @@ describe('ActivityLabeller: the answers of a v2 model', () => {
     [0.95, 'falling|standing>falling'],
   ])('fall trigger: fall probability %s gives %s', (fallProbability, expected) => {
     const frames = [poseFrame(0, [modelPerson(1, STAND)]), poseFrame(100, [modelPerson(1, DOWN)], { fallProbability })];
+    expect(labelAll(frames)).toEqual(['standing', expected]);
+  });
+
+  it.each([
+    // fallProbability, the frame's model's trigger (its fall_trigger metadata), expected label
+    [0.85, undefined, 'falling|standing>falling'],
+    [0.85, REFINER_FALL_TRIGGER, 'standing'],
+    [REFINER_FALL_TRIGGER, REFINER_FALL_TRIGGER, 'falling|standing>falling'],
+    [0.75, 0.7, 'falling|standing>falling'],
+  ])("the frame's own trigger: fall probability %s against %s gives %s", (fallProbability, fallTrigger, expected) => {
+    const frames = [
+      poseFrame(0, [modelPerson(1, STAND)]),
+      poseFrame(100, [modelPerson(1, DOWN)], { fallProbability, ...(fallTrigger === undefined ? {} : { fallTrigger }) }),
+    ];
     expect(labelAll(frames)).toEqual(['standing', expected]);
   });
 

@@ -190,12 +190,13 @@ describe('FallWatcher.step', () => {
 
   describe('one fall per room within FALL_ROOM_REFRACTORY_MS', () => {
     /** Track 1 falls at 1 s; track 2 falls at `at` ms with its own P(falling) `own`; both then lie. */
-    const room = (at: number, own: number) => {
+    const room = (at: number, own: number, fallTrigger?: number) => {
       const w = new FallWatcher();
       const sink: AlertSink = { alerts: [], events: [] };
       const act = (t: number, from: number): Activity => (t < from ? 'standing' : t < from + 200 ? 'falling' : 'lying');
       for (let t = 0; t <= at + 3000; t += 100) {
-        w.step(poseFrame(t, [person(1, act(t, 1000), [1, 1]), person(2, act(t, at), [3, 1], ownFalling(own))]), FALL, sink);
+        const frame = poseFrame(t, [person(1, act(t, 1000), [1, 1]), person(2, act(t, at), [3, 1], ownFalling(own))]);
+        w.step(fallTrigger === undefined ? frame : { ...frame, fallTrigger }, FALL, sink);
       }
       return sink.alerts.filter((a) => a.severity === 'high').map((a) => [a.trackId, (a.metadata.fall_time as number) - T0]);
     };
@@ -233,6 +234,18 @@ describe('FallWatcher.step', () => {
       },
     ])('$name', ({ at, own, tracks }) => {
       expect(room(at, own)).toEqual(tracks);
+    });
+
+    it("a frame that names its model's trigger is held to it, not to ownFallTrigger", () => {
+      expect(room(1500, 0.85)).toEqual([
+        [1, 1000],
+        [2, 1500],
+      ]);
+      expect(room(1500, 0.85, 0.9)).toEqual([[1, 1000]]);
+      expect(room(1500, 0.75, 0.7)).toEqual([
+        [1, 1000],
+        [2, 1500],
+      ]);
     });
   });
 

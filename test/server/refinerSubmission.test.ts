@@ -52,7 +52,9 @@ describe('POST /pose/process with a v3 refiner live', () => {
   it('PUT /config refuses a submission model that is a refiner or does not load (422), and keeps the one in force', async () => {
     const refiner = await s.api('PUT', '/config', { token, body: { neural_network: { submission_model_path: REFINER } } });
     expect(refiner.status, refiner.text).toBe(422);
-    expect(JSON.stringify(refiner.body)).toMatch(/neural_network\.submission_model_path does not load as a window model \(contract v1 or v2\): it is a v3 refiner/);
+    expect(JSON.stringify(refiner.body)).toMatch(
+      /neural_network\.submission_model_path does not load as a window model \(contract v1 or v2\): it is a v3 refiner/,
+    );
     const missing = await s.api('PUT', '/config', { token, body: { neural_network: { submission_model_path: 'models/no-such.onnx' } } });
     expect(missing.status, missing.text).toBe(422);
     expect(JSON.stringify(missing.body)).toMatch(/neural_network\.submission_model_path does not load as a window model/);
@@ -68,6 +70,8 @@ it('a submission model that fails at start: the live session runs, submissions a
     const r = await s.api('POST', '/pose/process', { token, body: { csi_data: { antenna_data } } });
     expect(r.status, r.text).toBe(503);
     expect(r.body.error.code).toBe('MODEL_ERROR');
-    expect(r.body.error.message).toMatch(/no window model answers submissions: neural_network\.submission_model_path \(.*csipose-refiner\.onnx\): it is a v3 refiner/);
+    expect(r.body.error.message).toMatch(
+      /no window model answers submissions: neural_network\.submission_model_path \(.*csipose-refiner\.onnx\): it is a v3 refiner/,
+    );
   });
 }, 60_000);

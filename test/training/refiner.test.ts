@@ -18,6 +18,7 @@ import { ModelError, PoseModel, type ModelOutputsV3 } from '../../src/model/runt
 import { CONTRACT_V3, MODEL_V3_OUTPUTS } from '../../src/model/contract.js';
 import { REFINER_FEATURE_DIM, REFINER_STEPS } from '../../src/physics/refinerInput.js';
 import { ensureTrainingPython } from '../../training/ts/python.js';
+import { REFINER_FALL_TRIGGER } from '../../src/pose/activityLabeller.js';
 import { REFINER_DATA_FORMAT } from '../../training/ts/refinerData.js';
 import { floorMap, type FloorMapItem } from '../../operators/floorMap.js';
 import { refine } from '../../operators/refine.js';
@@ -153,6 +154,9 @@ describe.skipIf(problem !== null)('the v3 refiner trained with PyTorch', () => {
       );
       expect(poses.length).toBe(maps.length);
       expect(poses.every((p) => p.modelVersion === '3.0.0')).toBe(true);
+      // The recipe's fall trigger, from the model's metadata, goes with every frame to the activity and alerts stages.
+      expect(model.metadata.fall_trigger).toBe(REFINER_FALL_TRIGGER);
+      expect(poses.every((p) => p.fallTrigger === REFINER_FALL_TRIGGER)).toBe(true);
       // Tracked: every person reported carries a track id.
       for (const p of poses) for (const person of p.persons) expect(person.trackId).toBeGreaterThan(0);
     } finally {

@@ -29,6 +29,7 @@ import { DEFAULT_CELL_M, DEFAULT_HEIGHTS_M } from '../../src/physics/beamform.js
 import { SHORT_HOP, SHORT_WINDOW } from '../../src/physics/window.js';
 import { CsiSimulator, type GroundTruth, type SimOptions } from '../../src/sim/simulator.js';
 import { ACTIVITIES, MAX_PEOPLE } from '../../src/sim/scenario.js';
+import { REFINER_FALL_TRIGGER } from '../../src/pose/activityLabeller.js';
 import { placedSimulator, simOptions, withRadios } from './dataset.js';
 import type { RadioConfig } from '../../src/csi/radios.js';
 import { oneLinkRadios, recipeRadios, type ScenarioRecipe } from './recipe.js';
@@ -239,6 +240,7 @@ export function refinerContract(): Record<string, string> {
     heights_m: DEFAULT_HEIGHTS_M.join(','),
     activities: ACTIVITIES.join(','),
     fall_window_s: String(FALL_WINDOW_S),
+    fall_trigger: String(REFINER_FALL_TRIGGER),
     keypoints: 'coco17',
   };
 }
