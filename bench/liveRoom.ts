@@ -1,6 +1,6 @@
 /**
  * `npm run bench:room [-- --json] [-- --small | --hours H] [-- --speed N] [-- --jobs J]
- * [-- --realism room|ideal] [-- --split test|val] [-- --no-oracle | --oracle-only] [-- --watch M]`
+ * [-- --realism room|ideal] [-- --split test|val] [-- --no-oracle | --oracle-only] [-- --watch M] [-- --model PATH]`
  * or `npm run bench:room -- --default-room M [--model PATH] [--source URI]` (npm start's room
  * in-process with any model, alone, or another source in its place: bench/room/defaultRoom.ts): what a subscriber of the
  * real service sees over hours of simulated life (issue 18 item 4; DECISIONS "Benchmark output", `room.*`).
@@ -16,8 +16,9 @@
  *   (when the simulator has them), falls from standing and forward mid-walk, getting up again.
  * - capture.ts: each session simulated once (worker threads), written as an Intel 5300 capture,
  *   its ground truth kept at the end of every window.
- * - session.ts: per session the real `csipose serve` (its own process, the shipped model, the
- *   room's view and site as its configuration) replays the capture (`file:PATH?speed=N`) while a
+ * - session.ts: per session the real `csipose serve` (its own process, the shipped window model
+ *   or `--model` (v1 or v2: a capture holds one link, which a v3 refiner cannot read), the room's
+ *   view and site as its configuration) replays the capture (`file:PATH?speed=N`) while a
  *   `/ws/pose` client subscribed before the start records every pose update (Form A) and every
  *   `high` fall alert; `--jobs` sessions at a time.
  * - oracle.ts: the same captures with the oracle for a model (the ground truth of every window as
@@ -52,6 +53,7 @@ import { runOracleSession } from './room/oracle.js';
 import { defaultRoomResults, runDefaultRoom } from './room/defaultRoom.js';
 import { defaults } from '../src/config/schema.js';
 import { resolveInstalled } from '../src/packageRoot.js';
+import { PoseModel } from '../src/model/runtime.js';
 import { scoreSession, type SessionScore } from './room/score.js';
 import { complete, runSession } from './room/session.js';
 import { startServe, stopServe, type ServeProcess } from './serve.js';
@@ -72,6 +74,12 @@ export interface RoomBenchOptions {
   keep?: boolean;
   /** Replay through the real service with the shipped model (default true). */
   model?: boolean;
+  /**
+   * The window model (v1 or v2) the service replays each session with: a session is recorded from
+   * one link, which a v3 refiner cannot read (it fuses every link of the site). Default: the
+   * shipped window model (`neural_network.submission_model_path`'s default).
+   */
+  modelPath?: string;
   /** Run the oracle on the same captures (default true). */
   oracle?: boolean;
 }
@@ -143,17 +151,18 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
     }
     const oracle = (Date.now() - t0) / 1000;
     t0 = Date.now();
+    const modelPath = o.modelPath ?? resolveInstalled(defaults().neural_network.submission_model_path);
     const scores = await pool(withModel ? sessions : [], o.jobs, async (s, i) => {
       const windows = caps[i]!.truth.windows;
       let speed = o.speed;
-      let seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
+      let seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED, modelPath });
       // A service that fell behind dropped windows: replay slower until it keeps up.
       while (!complete(seen, windows) && speed > MIN_SPEED) {
         log(
           `${s.id}: ${seen.received} of ${windows} windows seen at ${speed}x (${seen.droppedWindows} dropped by inference, ${seen.wsDropped} by the WebSocket): again at ${speed / 2}x`,
         );
         speed = Math.max(MIN_SPEED, speed / 2);
-        seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED });
+        seen = await runSession(s, caps[i]!, speed, log, { abortOnDrop: speed > MIN_SPEED, modelPath });
       }
       const sc = scoreSession(caps[i]!.truth, seen);
       log(
@@ -374,6 +383,24 @@ function planFromArgs(): RoomBenchPlan {
   return plan;
 }
 
+/**
+ * The model the replays run (`--model`): a window model, as each session is recorded from one link,
+ * which a v3 refiner cannot read (it fuses every link of the site).
+ * @param path the model file; default the shipped window model (`neural_network.submission_model_path`'s default)
+ * @returns its resolved path
+ * @throws Error when it is a v3 refiner, naming `--default-room`, where a refiner is scored
+ */
+export async function replayModel(path?: string): Promise<string> {
+  const modelPath = resolveInstalled(path ?? defaults().neural_network.submission_model_path);
+  const m = await PoseModel.load(modelPath, { thread: 'inline' });
+  await m.release();
+  if (m.contract === 3)
+    throw new Error(
+      `--model ${modelPath} is a v3 refiner: the sessions are replayed from one link, which it cannot read; score it in npm start's room with --default-room M --model PATH`,
+    );
+  return modelPath;
+}
+
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
   const defaultRoom = argValue('--default-room');
@@ -395,8 +422,9 @@ async function main(): Promise<void> {
   const noOracle = process.argv.includes('--no-oracle');
   const oracleOnly = process.argv.includes('--oracle-only');
   if (noOracle && oracleOnly) throw new Error('--no-oracle and --oracle-only: one or the other');
+  const modelPath = oracleOnly ? undefined : await replayModel(argValue('--model'));
   const [run, watch] = await Promise.all([
-    runRoomBench({ plan: planFromArgs(), speed, jobs, log, keep: process.argv.includes('--keep'), model: !oracleOnly, oracle: !noOracle }),
+    runRoomBench({ plan: planFromArgs(), speed, jobs, log, keep: process.argv.includes('--keep'), model: !oracleOnly, oracle: !noOracle, modelPath }),
     watchMin > 0 ? watchRoom(watchMin) : undefined,
   ]);
   if (!json) {

@@ -22,9 +22,10 @@ function facing(wall: 'front' | 'back' | 'left' | 'right'): number {
  * (one transmitter, one receiver per link) when the service's schema has them, else as the older
  * `receiver_*` / `transmitter_*` fields.
  * @param r the room's recipe (one link: its receiver array and its transmitter array)
+ * @param modelPath the model the service runs (`neural_network.model_path`); default the schema's
  * @returns the overlay, ready for JSON.stringify
  */
-export function roomConfig(r: ScenarioRecipe): Record<string, unknown> {
+export function roomConfig(r: ScenarioRecipe, modelPath?: string): Record<string, unknown> {
   const site: Record<string, unknown> = { known: true, room_width: r.room.width, room_depth: r.room.depth };
   const siteDefaults = (defaults() as { environment: { site: Record<string, unknown> } }).environment.site;
   if ('radios' in siteDefaults) {
@@ -51,5 +52,5 @@ export function roomConfig(r: ScenarioRecipe): Record<string, unknown> {
       transmitter_z: r.tx.z,
     });
   }
-  return { environment: { view: viewSettings(r.camera), site } };
+  return { environment: { view: viewSettings(r.camera), site }, ...(modelPath ? { neural_network: { model_path: modelPath } } : {}) };
 }

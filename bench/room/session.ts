@@ -97,14 +97,14 @@ export async function runSession(
   cap: SessionCapture,
   speed: number,
   log: (line: string) => void = () => undefined,
-  opts: { abortOnDrop?: boolean } = {},
+  opts: { abortOnDrop?: boolean; modelPath?: string } = {},
 ): Promise<SessionSeen> {
   const truth = cap.truth;
   const file = cap.files[0]!.path;
   const svc = await startServe(
     (dir) => {
       const cfg = join(dir, 'room.json');
-      writeFileSync(cfg, JSON.stringify(roomConfig(s.room.recipe)));
+      writeFileSync(cfg, JSON.stringify(roomConfig(s.room.recipe, opts.modelPath)));
       return ['--config', cfg, '--source', `file:${file}?format=intel5300&speed=${speed}`, '--no-autostart', '--no-dashboard', '--log-level', 'warn'];
     },
     { CSIPOSE_ADMIN_PASSWORD: PASSWORD },

@@ -470,7 +470,7 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
   neural_network: group('Pose model and batched inference', {
     model_path: {
       type: 'string',
-      default: 'models/csipose-pose.onnx',
+      default: 'models/csipose-refiner.onnx',
       minLength: 1,
       maxLength: 4096,
       description:

@@ -5,7 +5,7 @@
  * (the live pipeline in-process with the ground truth for a model).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runRoomBench } from '../../bench/liveRoom.js';
+import { replayModel, runRoomBench } from '../../bench/liveRoom.js';
 import { ReplayClock } from '../../src/decoders/replayClock.js';
 import { roomConfig } from '../../bench/room/config.js';
 import { defaultRoomRecipe, planSessions, SMALL_ROOM_PLAN, type RoomBenchPlan } from '../../bench/room/plan.js';
@@ -143,6 +143,16 @@ describe('bench:room plan and report', () => {
     expect(cfg.environment.view.x).toBe(3);
     expect(cfg.environment.site.known).toBe(true);
     expect(cfg.environment.site.room_width).toBe(6);
+    // The service's model: the schema's default unless the benchmark names one.
+    expect((cfg as { neural_network?: unknown }).neural_network).toBeUndefined();
+    expect(roomConfig(defaultRoomRecipe(1), '/models/window.onnx')).toMatchObject({ neural_network: { model_path: '/models/window.onnx' } });
+  });
+
+  it('replays with the shipped window model, and refuses a v3 refiner (one link each), naming --default-room', async () => {
+    expect(await replayModel()).toBe(join(repoRoot, 'models/csipose-pose.onnx'));
+    await expect(replayModel('models/csipose-refiner.onnx')).rejects.toThrow(
+      /--model \S+csipose-refiner\.onnx is a v3 refiner: the sessions are replayed from one link, which it cannot read; score it in npm start's room with --default-room M --model PATH/,
+    );
   });
 
   it('split val: VALIDATION rooms only (none held out), with session seeds apart from the TEST plan', () => {

@@ -26,7 +26,8 @@ describe('defaults', () => {
     expect(d.environment.view).toEqual({ width: 640, height: 480, hfov_deg: 90, x: 3, y: 0.05, z: 1.6, yaw_deg: 0, pitch_deg: -10 });
     expect(d.environment.calibration_timestamp).toBeNull();
     expect(d.detection).toEqual({ confidence_threshold: 0.5, max_persons: 4, tracking_enabled: true, tracking_max_age: 300, tracking_min_hits: 3 });
-    expect(d.neural_network.model_path).toBe('models/csipose-pose.onnx');
+    expect(d.neural_network.model_path).toBe('models/csipose-refiner.onnx');
+    expect(d.neural_network.submission_model_path).toBe('models/csipose-pose.onnx');
     expect(d.neural_network.enable_gpu).toBe(false);
     expect(d.streaming.status_interval_seconds).toBe(5);
     expect(d.alerts.fall_detection).toEqual({ enabled: true, sensitivity: 0.8, notification_delay_seconds: 0.5 });
