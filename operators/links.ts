@@ -23,7 +23,16 @@ export interface LinksOptions {
   stats?: LinkStatsHolder;
   /** Called with each reading frame's set once it is formed. */
   onSet?: (set: LinkSet) => void;
+  /**
+   * Which frames go on: `primary` (default) the reading link's, for a one-link model; `site` every
+   * site link's whose layout is the site's, for the physics front end (`physics-live`), which
+   * fuses them. Frames of links that are not the site's go on in neither.
+   */
+  pass?: LinksPass;
 }
+
+/** What the `links` stage passes on (see {@link LinksOptions.pass}). */
+export type LinksPass = 'primary' | 'site';
 
 /**
  * Takes the frames of every link of an environment and passes on those of its reading link, the
@@ -42,9 +51,11 @@ export interface LinksOptions {
  * lag, layout, state) are read with `stats.monitor.report()`; `stopped` is evaluated when they
  * are read, from the last packet's time on the scheduler's clock, so no timer runs. The domain
  * work is {@link LinkMonitor}'s (src/csi/linkMonitor.ts, over `LinkJoin` in src/csi/linkJoin.ts):
- * this operator keeps one per subscription.
+ * this operator keeps one per subscription. With `pass: 'site'` every site link's frames of the
+ * site's layout go on, not only the primary's: the physics front end fuses them, and the figures
+ * are the same.
  *
- * @param options radios, tolerance, timeout, scheduler (its clock), stats holder, set callback
+ * @param options radios, tolerance, timeout, scheduler (its clock), stats holder, set callback, what to pass
  * @returns an operator from the frames of all links to the primary link's frames
  * @throws RangeError for a tolerance or timeout out of range (at creation)
  * @example
@@ -57,6 +68,9 @@ export function links(options: LinksOptions = {}): OperatorFunction<CsiFrame, Cs
   if (!(timeoutSeconds >= TIMEOUT_MIN && timeoutSeconds <= TIMEOUT_MAX))
     throw new RangeError(`links: timeoutSeconds must be in [${TIMEOUT_MIN}, ${TIMEOUT_MAX}], got ${timeoutSeconds}`);
   const scheduler = options.scheduler ?? asyncScheduler;
+  const pass = options.pass ?? 'primary';
+  if (pass !== 'primary' && pass !== 'site') throw new RangeError(`links: pass must be primary or site, got ${JSON.stringify(pass)}`);
+  const site = pass === 'site';
   return (source) =>
     new Observable<CsiFrame>((subscriber) => {
       let monitor: LinkMonitor;
@@ -75,7 +89,8 @@ export function links(options: LinksOptions = {}): OperatorFunction<CsiFrame, Cs
       const sub = source.subscribe({
         next(frame) {
           try {
-            if (monitor.accept(frame)) subscriber.next(frame);
+            const kind = monitor.take(frame);
+            if (kind === 'primary' || (site && kind === 'joined')) subscriber.next(frame);
           } catch (e) {
             subscriber.error(e);
           }
@@ -105,7 +120,7 @@ export interface LinksContext extends OperatorContext {
 
 export const spec: OperatorSpec = {
   name: 'links',
-  summary: "Joins an environment's links by time; passes on the primary link's frames; per-link rate, loss, lag, state",
+  summary: "Joins an environment's links by time; passes on the primary link's frames (or every site link's); per-link rate, loss, lag, state",
   input: 'frame',
   output: 'frame',
   params: [
@@ -125,11 +140,19 @@ export const spec: OperatorSpec = {
       max: TIMEOUT_MAX,
       description: 'A link with no packet for this long is stopped',
     },
+    {
+      name: 'pass',
+      type: 'enum',
+      default: 'primary',
+      values: ['primary', 'site'],
+      description: "Frames passed on: the primary link's (a one-link model) or every site link's of the site's layout (the physics front end)",
+    },
   ],
   create: (params, ctx: LinksContext) =>
     links({
       toleranceMs: Number(params.toleranceMs ?? DEFAULT_TOLERANCE_MS),
       timeoutSeconds: Number(params.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS),
+      pass: (params.pass ?? 'primary') as LinksPass,
       ...(ctx.radios ? { radios: ctx.radios } : {}),
       ...(ctx.linkStats ? { stats: ctx.linkStats } : {}),
       ...(ctx.scheduler ? { scheduler: ctx.scheduler } : {}),

@@ -234,11 +234,21 @@ export class LinkMonitor {
    *   another link's (kept for the join) or an unknown link's (dropped)
    */
   accept(f: CsiFrame): boolean {
+    return this.take(f) === 'primary';
+  }
+
+  /**
+   * Takes one frame of any link, as {@link accept}, and says what it was.
+   * @returns `primary` (the reading link's), `joined` (another site link's, its layout the site's:
+   *   kept for the join), `mismatched` (another site link's whose layout differs) or `unknown` (a
+   *   link that is not the site's)
+   */
+  take(f: CsiFrame): 'primary' | 'joined' | 'mismatched' | 'unknown' {
     const now = this.now();
     const i = this.join.linkIndex(f.linkId);
     if (i < 0) {
       this.markUnknown(f, now);
-      return false;
+      return 'unknown';
     }
     const c = this.counters[i]!;
     c.mark(f, now);
@@ -252,7 +262,7 @@ export class LinkMonitor {
       this.pending = f;
     } else if (!c.mismatched) this.join.push(i, f);
     if (this.pending && this.caughtUp(now)) this.settle(now);
-    return i === 0;
+    return i === 0 ? 'primary' : c.mismatched ? 'mismatched' : 'joined';
   }
 
   /** Forms the pending set now (the stream ended). */

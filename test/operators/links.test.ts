@@ -101,6 +101,26 @@ describe('links: the primary link goes on, the others are joined to it', () => {
     expect(out[1]).toBe(frames[2]);
   });
 
+  it("pass 'site': every site link's frames go on, in order and unchanged; another layout's and unknown links' do not; the figures are the same", async () => {
+    const frames = [
+      frame(undefined, 0, 0),
+      frame('tx-rx2', 0, 0),
+      frame('tx-rx3', 0, 0, { nSub: 56 }),
+      frame('tx-rx1', 10, 1),
+      frame('tx-rx3', 10, 1, { nRx: 1, nTx: 1 }),
+      frame('tx-rx2', 10, 1),
+      frame('tx-rx9', 10, 1),
+    ];
+    const [site, primary]: [LinkStatsHolder, LinkStatsHolder] = [{}, {}];
+    const out = await lastValueFrom(from(frames).pipe(links({ pass: 'site', stats: site }), toArray()));
+    expect(out).toEqual([frames[0], frames[1], frames[3], frames[5]]);
+    out.forEach((f, i) => expect(f).toBe([frames[0], frames[1], frames[3], frames[5]][i]));
+    await lastValueFrom(from(frames).pipe(links({ stats: primary }), toArray()));
+    const figures = (h: LinkStatsHolder) => h.monitor!.report().map(({ linkId, state, frames: n, layout }) => ({ linkId, state, n, layout }));
+    expect(figures(site)).toEqual(figures(primary));
+    expect(() => links({ pass: 'all' as 'site' })).toThrow(/pass must be primary or site/);
+  });
+
   it('interleaved 3-link frames give the same windows downstream as the primary link alone', async () => {
     const all = Array.from({ length: 200 }, (_, k) => tick(k)).flat();
     const primary = all.filter((f) => f.linkId === 'tx-rx1');
@@ -426,6 +446,7 @@ describe('links: an operator', () => {
     expect(spec.params.map((p) => [p.name, p.default])).toEqual([
       ['toleranceMs', DEFAULT_TOLERANCE_MS],
       ['timeoutSeconds', DEFAULT_TIMEOUT_SECONDS],
+      ['pass', 'primary'],
     ]);
     expect(DEFAULT_TOLERANCE_MS).toBe(1000 / 100 / 2);
   });

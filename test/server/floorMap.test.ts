@@ -46,6 +46,10 @@ describe('GET /pose/floor-map with a v3 refiner', () => {
     expect(m.timestamp).toMatch(ISO_MS);
     expect(Date.now() - Date.parse(m.timestamp)).toBeLessThan(30_000);
     expect(m.links[0]).toBe('tx-rx1');
+    // The links stage runs before the front end: the status lists every link of the site, live.
+    const status = (await s.api('GET', '/system/status', { token })).body.data;
+    expect(status.components.csi_processor.links.map((l: { link_id: string }) => l.link_id)).toEqual(['tx-rx1', 'tx-rx2', 'tx-rx3']);
+    expect(status.components.csi_processor.links.every((l: { state: string }) => l.state === 'live')).toBe(true);
     expect(m.quality).toBeGreaterThan(0);
     expect(m.quality).toBeLessThanOrEqual(1);
 
