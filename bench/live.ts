@@ -85,7 +85,7 @@ const PHYSICS_TICKS = 2667;
 /**
  * `live.physics`: the simulator's frames of the default site's three links (DEFAULT_RADIOS, two
  * people, default impairments, generated before timing) through the `physics-live` pipeline the
- * service runs with a v3 refiner (floorMap with its default 10 s of learning, refine with the
+ * service runs with a v3 refiner (links, floorMap with its default 10 s of learning, refine with the
  * shipped `models/csipose-refiner.onnx`, track, activity, alerts), frames per second, every map
  * refined (the refine stage's queue bound lifted for the run). Fed in chunks as `live.pipeline`
  * is; median of 3 rounds after a warm-up. `live.physics.links` is how many 100 Hz links one core
@@ -121,7 +121,7 @@ async function physics(): Promise<BenchResult[]> {
     rounds.sort((a, b) => a.seconds - b.seconds);
     const med = rounds[1]!;
     const rate = N / med.seconds;
-    const note = `${N} simulator frames of 3 links (3x3x30, 2 people) -> physics-live: floorMap, refine (shipped refiner, session ${threadFor('auto', availableParallelism())} on ${availableParallelism()} core(s)), track, activity, alerts; ${med.poses} pose frames (one per map); median of 3 rounds`;
+    const note = `${N} simulator frames of 3 links (3x3x30, 2 people) -> physics-live: links, floorMap, refine (shipped refiner, session ${threadFor('auto', availableParallelism())} on ${availableParallelism()} core(s)), track, activity, alerts; ${med.poses} pose frames (one per map); median of 3 rounds`;
     return [
       { name: 'live.physics', value: rate, unit: 'frames/s', n: N * rounds.length, spread: (rounds[2]!.seconds - rounds[0]!.seconds) / med.seconds, note },
       {
