@@ -1,6 +1,6 @@
 /* global document -- the functions given to page.evaluate run in the browser */
 /**
- * Takes the screenshots in docs/dashboard.md: starts the built service (simulator, shipped model,
+ * Takes the screenshots in docs/dashboard.md: starts the built service (simulator, the default model: the v3 refiner,
  * a temp data folder, port 0) with a zone on its floor plan, signs in through the dashboard in
  * headless Chromium, lets the room run for a while and saves each tab on a 1440 x 900 screen
  * (`dashboard.png` the live view, `dashboard-system.png`, `dashboard-analytics.png`) and the live
@@ -44,7 +44,6 @@ writeFileSync(
         },
       ],
     },
-    neural_network: { model_path: join(root, 'models/csipose-pose.onnx') },
   }),
 );
 const app = await startApp({

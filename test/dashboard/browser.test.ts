@@ -109,6 +109,10 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
         /\d+ ms latency/.test(document.querySelector('#latency')?.textContent ?? ''),
     );
     expect(await canvasPixels(page, '#floor')).not.toBe(await page.evaluate(() => document.createElement('canvas').toDataURL()));
+    // The header's count, in words: "1 person", "2 persons".
+    const count = await text(page, '#persons');
+    const n = Number.parseInt(count, 10);
+    expect(count).toBe(n === 1 ? '1 person' : `${n} persons`);
 
     // The v2 model has no physics front end: the floor map's answer (404 no_front_end) leaves no
     // legend and no layer, and the page stops asking: by the next links read (5 s) a poll (once a

@@ -230,7 +230,8 @@ class App {
     const fresh = this.stream.latest && performance.now() - this.stream.lastArrival < STALE_MS;
     this.stats.fps.textContent = `${num(this.stream.fps(), 1)} frames/s`;
     this.stats.latency.textContent = this.stream.latencyMs !== undefined && fresh ? `${num(Math.max(0, this.stream.latencyMs), 0)} ms latency` : '- ms latency';
-    this.stats.persons.textContent = `${fresh ? this.stream.latest!.persons.length : 0} persons`;
+    const n = fresh ? this.stream.latest!.persons.length : 0;
+    this.stats.persons.textContent = `${n} ${n === 1 ? 'person' : 'persons'}`;
     if (this.stream.state === 'live' && !fresh)
       this.live.setWaiting(this.systemState && this.systemState !== 'running' ? `The system is ${this.systemState}` : 'Waiting for pose frames…');
   }
