@@ -141,6 +141,14 @@ const PARAMS: readonly ParamSpec[] = [
     max: 0.99,
     description: 'Exponential smoothing factor of reported keypoints (weight of the previous value); 0 = off',
   },
+  {
+    name: 'holdFrames',
+    type: 'int',
+    default: DEFAULT_TRACKER_OPTIONS.holdFrames,
+    min: 0,
+    max: 100_000,
+    description: 'Frames a lost track is still reported as last seen (held: true), so the count holds through a missed frame; 0 = off',
+  },
 ];
 
 function optionsOf(params: ParamValues, ctx: TrackContext): TrackOperatorOptions {
@@ -150,6 +158,7 @@ function optionsOf(params: ParamValues, ctx: TrackContext): TrackOperatorOptions
     maxAge: Number(params.maxAge),
     gate: Number(params.gate),
     smoothKeypoints: Number(params.smoothKeypoints),
+    holdFrames: Number(params.holdFrames),
     ...(ctx.onTracker ? { onTracker: ctx.onTracker } : {}),
     ...(ctx.firstTrackId !== undefined ? { firstTrackId: ctx.firstTrackId } : {}),
   };

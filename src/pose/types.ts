@@ -98,6 +98,8 @@ export interface PersonPose {
   trackAge?: number;
   /** Floor velocity (m/s), or view velocity (px/s) when no floor position is known. */
   velocity?: { x: number; y: number };
+  /** Set by the tracker on a person not detected in this frame, reported as last seen (`holdFrames`). */
+  held?: boolean;
   /** Set by the activity operator. */
   activity?: Activity;
   activityConfidence?: number;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { from, lastValueFrom, map, mergeMap, of, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { DEFAULT_TRACKER_OPTIONS, spec, track } from '../../operators/track.js';
-import { MultiPersonTracker, type TrackerOptionsInput } from '../../src/pose/tracker.js';
+import { HOLD_FRAMES, MultiPersonTracker, type TrackerOptionsInput } from '../../src/pose/tracker.js';
 import type { PersonPose, PoseFrame } from '../../src/pose/types.js';
 import { Rng } from '../../src/sim/rng.js';
 
@@ -225,7 +225,8 @@ describe('track: scenarios', () => {
     const frames: PoseFrame[] = [];
     for (let k = 0; k < 45; k++) frames.push(frame(k, k >= 20 && k < 25 ? [] : [person(0.5 + k / 10, 2)]));
 
-    const keep = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 30 });
+    // Only detected persons are reported (holdFrames 0): the ids of the frames that have one.
+    const keep = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 30, holdFrames: 0 });
     const keptIds: Array<number | undefined> = [];
     for (const f of frames) {
       const out = keep.update(f);
@@ -236,7 +237,7 @@ describe('track: scenarios', () => {
     expect(keep.track(1)!.status).toBe('active');
     expect(keep.track(1)!.totalFrames).toBe(40);
 
-    const drop = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 2 });
+    const drop = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, maxAge: 2, holdFrames: 0 });
     const droppedIds: Array<number | undefined> = [];
     for (const f of frames) {
       droppedIds.push(drop.update(f).persons[0]?.trackId);
@@ -274,10 +275,11 @@ describe('track: scenarios', () => {
     // One person at 1 m; at frame 10 the detection jumps 2 m (a model's floor estimate can).
     const frames: PoseFrame[] = [];
     for (let k = 0; k < 20; k++) frames.push(frame(k, [person(k < 10 ? 1 : 3, 2)]));
-    const kept = runTracker(frames).out;
+    const kept = runTracker(frames, { holdFrames: 0 }).out;
     expect(kept.map((f) => f.persons.map((p) => p.trackId))).toEqual(frames.map(() => [1]));
-    // Without the second round the jump ends the identity: hidden for minHits - 1 frames, then id 2.
-    const split = runTracker(frames, { reclaimGate: 0 }).out;
+    // Without the second round the jump ends the identity: hidden for minHits - 1 frames, then id 2
+    // (only detected persons reported: holdFrames 0).
+    const split = runTracker(frames, { reclaimGate: 0, holdFrames: 0 }).out;
     expect(split.map((f) => f.persons[0]?.trackId)).toEqual(frames.map((f) => (f.frameId < 10 ? 1 : f.frameId < 12 ? undefined : 2)));
   });
 
@@ -296,6 +298,26 @@ describe('track: scenarios', () => {
     // Extrapolated all along (the rule before coastFrames): a new identity, hidden for minHits - 1 frames.
     expect(ids({ coastFrames: 100_000 })).toEqual(frames.slice(170).map((f) => (f.frameId < 172 ? undefined : 2)));
     expect(() => new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, coastFrames: -1 })).toThrow(RangeError);
+  });
+
+  it('holdFrames: a lost track is still reported as last seen (still, held) for that many frames, then not', () => {
+    // Two people; the model misses the second for frames 10-19, then sees them again.
+    const frames: PoseFrame[] = [];
+    for (let k = 0; k < 25; k++) frames.push(frame(k, k >= 10 && k < 20 ? [person(1, 2)] : [person(1, 2), person(3 + k / 100, 2, { who: 1 })]));
+    const counts = (holdFrames: number) => runTracker(frames, { holdFrames }).out.map((f) => f.persons.length);
+    expect(counts(0)).toEqual(frames.map((f) => (f.frameId >= 10 && f.frameId < 20 ? 1 : 2)));
+    expect(counts(4)).toEqual(frames.map((f) => (f.frameId >= 14 && f.frameId < 20 ? 1 : 2)));
+    expect(counts(10)).toEqual(frames.map(() => 2));
+    const out = runTracker(frames, { holdFrames: 10 }).out;
+    const held = out[12]!.persons.find((p) => p.trackId === 2)!;
+    const seen = out[9]!.persons.find((p) => p.trackId === 2)!;
+    // As last seen, not moving, marked; the frame's own detections first; seen again: the same id, not held.
+    expect(held).toMatchObject({ held: true, velocity: { x: 0, y: 0 }, floor: seen.floor, bbox: seen.bbox, trackAge: 12 });
+    expect(out[12]!.persons[0]).toMatchObject({ trackId: 1 });
+    expect(out[12]!.persons[0]!.held).toBeUndefined();
+    expect(out[20]!.persons.find((p) => p.slot === 1)).toMatchObject({ trackId: 2 });
+    expect(out[20]!.persons.every((p) => p.held === undefined)).toBe(true);
+    expect(() => new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, holdFrames: -1 })).toThrow(RangeError);
   });
 
   it('the second round pairs only what the first left over, by least cost', () => {
@@ -341,8 +363,9 @@ describe('track: scenarios', () => {
       if (k === 0) persons.push(person(4, 0, { who: 2 }));
       frames.push(frame(k, persons));
     }
-    // No second round: with it, the newcomer at frame 2 would continue the lost track 2.
-    const { out } = runTracker(frames, { minHits: 3, reclaimGate: 0 });
+    // No second round: with it, the newcomer at frame 2 would continue the lost track 2. Only
+    // detected persons reported (holdFrames 0).
+    const { out } = runTracker(frames, { minHits: 3, reclaimGate: 0, holdFrames: 0 });
     expect(out.map((f) => f.persons.map((p) => `${p.slot}:${p.trackId}`).join(' '))).toEqual([
       '0:1 2:2',
       '0:1',
@@ -509,7 +532,7 @@ describe('track: scenarios', () => {
   });
 
   it('survives hostile input: bad boxes, missing fields, odd times, too many persons', () => {
-    const tracker = new MultiPersonTracker(DEFAULT_TRACKER_OPTIONS);
+    const tracker = new MultiPersonTracker({ ...DEFAULT_TRACKER_OPTIONS, holdFrames: 0 });
     const good = person(1, 1);
     const bad: unknown[] = [
       { ...good, bbox: Float32Array.of(NaN, 0, 10, 10) },
@@ -563,7 +586,8 @@ describe('track: operator', () => {
   });
 
   it('applies changed options from an options function at the next frame', async () => {
-    let opts: { maxAge: number } = { maxAge: 30 };
+    // Only detected persons reported (holdFrames 0).
+    let opts: { maxAge: number; holdFrames: number } = { maxAge: 30, holdFrames: 0 };
     const frames: PoseFrame[] = [];
     for (let k = 0; k < 5; k++) frames.push(frame(k, [person(1, 1)]));
     for (let k = 5; k < 8; k++) frames.push(frame(k, []));
@@ -576,7 +600,7 @@ describe('track: operator', () => {
         map((f) => {
           ids.push(f.persons[0]?.trackId);
           // From frame 6 on, tracks end on their first miss.
-          if (f.frameId === 5) opts = { maxAge: 0 };
+          if (f.frameId === 5) opts = { maxAge: 0, holdFrames: 0 };
           return f;
         }),
         toArray(),
@@ -606,7 +630,7 @@ describe('track: operator', () => {
     expect(spec.input).toBe('pose');
     expect(spec.output).toBe('pose');
     const params = Object.fromEntries(spec.params.map((p) => [p.name, p.default]));
-    expect(params).toEqual({ enabled: true, minHits: 3, maxAge: 300, gate: 1, smoothKeypoints: 0 });
+    expect(params).toEqual({ enabled: true, minHits: 3, maxAge: 300, gate: 1, smoothKeypoints: 0, holdFrames: HOLD_FRAMES });
     for (const p of spec.params.filter((x) => x.type !== 'boolean')) {
       expect(p.min).toBeLessThanOrEqual(p.default as number);
       expect(p.max).toBeGreaterThanOrEqual(p.default as number);
