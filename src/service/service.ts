@@ -110,6 +110,22 @@ function diskPercent(path: string): number {
 }
 
 /**
+ * Loads a window model for submissions (`neural_network.submission_model_path`, found as
+ * `model_path` is): contract v1 or v2, which reads one link's windows.
+ * @param path the configured path
+ * @returns the loaded model (the caller releases it)
+ * @throws ModelError when it does not load, or is a v3 refiner
+ */
+async function loadWindowModel(path: string): Promise<PoseModel> {
+  const m = await PoseModel.load(resolveInstalled(path));
+  if (m.contract === 3) {
+    await m.release();
+    throw new ModelError("it is a v3 refiner, which reads the physics front end's candidates, not a submitted link's windows");
+  }
+  return m;
+}
+
+/**
  * The running system: configuration, authentication, the store (and its retention schedule),
  * the lifecycle with the live pipeline, and its public face (src/service/face.ts): the hot
  * streams `pose$`, `alerts$`, `events$`, `status$` ({@link ServiceStreams}), a few reads
@@ -124,20 +140,6 @@ function diskPercent(path: string): number {
  * svc.pose$.subscribe((v) => console.log(v.json({ form: 'b', minConfidence: 0, includeKeypoints: true, includeDensePose: false })));
  * svc.system.start();
  */
-/**
- * Loads a window model for submissions (`neural_network.submission_model_path`, found as
- * `model_path` is): contract v1 or v2, which reads one link's windows.
- * @throws ModelError when it does not load, or is a v3 refiner
- */
-async function loadWindowModel(path: string): Promise<PoseModel> {
-  const m = await PoseModel.load(resolveInstalled(path));
-  if (m.contract === 3) {
-    await m.release();
-    throw new ModelError("it is a v3 refiner, which reads the physics front end's candidates, not a submitted link's windows");
-  }
-  return m;
-}
-
 export class PoseService implements ServiceStreams, ServiceReads, ServiceCommands, ComponentReports {
   readonly version = VERSION;
   readonly pose$: Observable<PoseFrameView>;
