@@ -151,7 +151,7 @@ export async function runRoomBench(o: RoomBenchOptions): Promise<RoomBenchRun> {
     }
     const oracle = (Date.now() - t0) / 1000;
     t0 = Date.now();
-    const modelPath = o.modelPath ?? resolveInstalled(defaults().neural_network.submission_model_path);
+    const modelPath = o.modelPath ?? shippedWindowModel();
     const scores = await pool(withModel ? sessions : [], o.jobs, async (s, i) => {
       const windows = caps[i]!.truth.windows;
       let speed = o.speed;
@@ -383,6 +383,11 @@ function planFromArgs(): RoomBenchPlan {
   return plan;
 }
 
+/** The shipped window model the replays run by default (`neural_network.submission_model_path`'s default), resolved. */
+function shippedWindowModel(): string {
+  return resolveInstalled(defaults().neural_network.submission_model_path);
+}
+
 /**
  * The model the replays run (`--model`): a window model, as each session is recorded from one link,
  * which a v3 refiner cannot read (it fuses every link of the site).
@@ -391,7 +396,7 @@ function planFromArgs(): RoomBenchPlan {
  * @throws Error when it is a v3 refiner, naming `--default-room`, where a refiner is scored
  */
 export async function replayModel(path?: string): Promise<string> {
-  const modelPath = resolveInstalled(path ?? defaults().neural_network.submission_model_path);
+  const modelPath = path === undefined ? shippedWindowModel() : resolveInstalled(path);
   const m = await PoseModel.load(modelPath, { thread: 'inline' });
   await m.release();
   if (m.contract === 3)

@@ -1,7 +1,6 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
 import type { OperatorSpec, ParamSpec, ParamValues } from '../src/engine/spec.js';
 import { configParam } from '../src/config/params.js';
-import { FALL_TRIGGER } from './activity.js';
 import type { PoseFrame } from '../src/pose/types.js';
 import { AlertWatchers, requiredFallConfidence, type AlertSettings } from '../src/pose/watchers.js';
 import { compileZone, type CompiledZone, type ZoneConfig } from '../src/pose/zones.js';
@@ -84,7 +83,6 @@ function resolveConfig(c: AlertsConfig, compiled: (zones: ZoneConfig[]) => Compi
     required: requiredFallConfidence(sensitivity),
     delayMs: delay * 1000,
     recoveryMs: recovery * 1000,
-    ownFallTrigger: FALL_TRIGGER,
     inactivityEnabled: bool(i.enabled, INACTIVITY_ENABLED.default as boolean, 'inactivity.enabled'),
     thresholdMinutes: minutes,
     zones: compiled(zones),

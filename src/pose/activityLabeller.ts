@@ -64,6 +64,17 @@ export const FALL_TRIGGER = 0.8;
  * 6 / 7, 0.95 5 / 3.
  */
 export const REFINER_FALL_TRIGGER = 0.9;
+
+/**
+ * The probability of falling from which a frame's model means a fall: its own (`fallTrigger`, the
+ * model's `fall_trigger` metadata), else FALL_TRIGGER. What the activity labeller and the fall
+ * watcher compare the frame's `fallProbability` and each person's P(falling) with.
+ * @param frame a pose frame
+ * @returns the trigger, in (0, 1]
+ */
+export function fallTriggerOf(frame: Pick<PoseFrame, 'fallTrigger'>): number {
+  return frame.fallTrigger ?? FALL_TRIGGER;
+}
 /** ...unless that person is this sure to be upright (P(standing) + P(walking)): posture vetoes. */
 export const UPRIGHT_VETO = 0.8;
 
@@ -271,7 +282,7 @@ export class ActivityLabeller {
    * @returns the index in frame.persons, or -1
    */
   private fallenPerson(frame: PoseFrame): number {
-    const trigger = frame.fallTrigger ?? FALL_TRIGGER;
+    const trigger = fallTriggerOf(frame);
     if (!((frame.fallProbability ?? 0) >= trigger)) {
       this.heldTrack = -1;
       return -1;

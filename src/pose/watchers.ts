@@ -16,6 +16,7 @@
 import { createPostureEstimate, estimatePosture, peakDescent, PoseHistory, referenceHeight } from './posture.js';
 import { ACTIVITIES, type ActivityEvent, type AlertSeverity, type PersonPose, type PoseAlert, type PoseFrame } from './types.js';
 import { distanceToBoundary, inZone, scheduleActive, type CompiledZone } from './zones.js';
+import { fallTriggerOf } from './activityLabeller.js';
 
 /** A person must move this far (metres) from where they settled to re-arm inactivity. */
 export const INACTIVITY_RADIUS_M = 0.3;
@@ -23,7 +24,7 @@ export const INACTIVITY_RADIUS_M = 0.3;
 export const ZONE_EXIT_MARGIN_M = 0.2;
 /**
  * A fall starting this soon after another fall in the same environment is the same event and is not
- * reported again, ms, unless the person's own answer is falling (`ownFallTrigger`). A contract v2 model
+ * reported again, ms, unless the person's own answer is falling (the frame's trigger, `fallTriggerOf`). A contract v2 model
  * detects falls per room ("someone began to fall in the last 3 s"), and the activity operator hands
  * each frame's detection to one person: when that person changes, one fall became episodes on
  * several tracks, each with its own alert. On VALIDATION fall scenarios (23 falls, scored per event
@@ -33,7 +34,7 @@ export const ZONE_EXIT_MARGIN_M = 0.2;
  * 0.701 -> 0.753).
  *
  * The exception: a person whose own activity probabilities give P(falling) >= FALL_TRIGGER (the
- * activity operator's, passed as `ownFallTrigger`; the frame's `fallTrigger` where its model names one) is a fall of their own, not the room's fall
+ * activity operator's; the frame's `fallTrigger` where its model names one: `fallTriggerOf`) is a fall of their own, not the room's fall
  * handed on. With the rule alone the oracle (perfect model outputs) in the live-room benchmark's
  * VALIDATION rooms alerted 103 of 112 falls, every miss a second person falling within 10 s of the
  * first; with the exception 112 of 112, and the shipped model's VALIDATION episodes, precision and
@@ -79,12 +80,6 @@ export interface FallSettings {
   delayMs: number;
   /** A recovery is watched for this long after a fall (ms); the episode ends at the larger of this and 3 x `delayMs`. */
   recoveryMs: number;
-  /**
-   * A person's own P(falling) (v2 `modelActivity`) at and above which a fall inside the room
-   * refractory ({@link FALL_ROOM_REFRACTORY_MS}) is their own: the activity operator's FALL_TRIGGER.
-   * A frame that names its model's trigger (`fallTrigger`) is held to that one instead.
-   */
-  ownFallTrigger: number;
 }
 
 /** What an {@link InactivityWatcher} is told each frame (validated by the caller). */
@@ -389,7 +384,7 @@ function measureFall(trace: PoseHistory, onset: number, now: number): FallMetric
  * `fall_detection` event (medium, `recovery_detected: true`, no actions); getting up after an
  * alert, within the recovery window, records a `fall_recovery` event (low, `alert_id` of the first
  * alert). A `falling` frame within {@link FALL_ROOM_REFRACTORY_MS} of the environment's last fall
- * starts no fall unless the person's own P(falling) reaches `ownFallTrigger`.
+ * starts no fall unless the person's own P(falling) reaches the frame's trigger (`fallTriggerOf`).
  *
  * Metadata: `fall_time` (epoch ms of the fall), `fall_duration` (s), `impact_severity` (low /
  * moderate / high) and `peak_head_speed` (reference heights per second), measured from the
@@ -398,7 +393,7 @@ function measureFall(trace: PoseHistory, onset: number, now: number): FallMetric
  *
  * @example
  * const falls = new FallWatcher();
- * const settings = { fallEnabled: true, required: 0.59, delayMs: 2000, recoveryMs: 60_000, ownFallTrigger: 0.8 };
+ * const settings = { fallEnabled: true, required: 0.59, delayMs: 2000, recoveryMs: 60_000 };
  * for (const frame of frames) alerts.push(...falls.step(frame, settings).alerts);
  */
 export class FallWatcher extends TrackWatcher<FallTrack, FallSettings> {
@@ -461,7 +456,7 @@ export class FallWatcher extends TrackWatcher<FallTrack, FallSettings> {
     if (a === 'falling') {
       const c = Number.isFinite(p.activityConfidence) ? p.activityConfidence! : 0;
       if (!st.fall) {
-        const own = (p.modelActivity?.probabilities[FALLING] ?? 0) >= (frame.fallTrigger ?? cfg.ownFallTrigger);
+        const own = (p.modelActivity?.probabilities[FALLING] ?? 0) >= fallTriggerOf(frame);
         if (t - this.lastFallOnset < FALL_ROOM_REFRACTORY_MS && t >= this.lastFallOnset && !own) return;
         this.lastFallOnset = t;
         st.fall = { onset: t, confidence: c, location: { x: st.floorX, y: st.floorY }, alerted: 0, firstAlertId: '', metrics: null };

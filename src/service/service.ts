@@ -414,14 +414,10 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
   async updateConfig(changes: readonly ConfigChange[]): Promise<UpdateResult> {
     // A model that cannot load would only fail at the next start: try it now.
     const nn = this.config.get().neural_network;
-    const loads: Record<'model_path' | 'submission_model_path', [string, (path: string) => Promise<PoseModel>]> = {
-      model_path: ['as a pose model', (path) => PoseModel.load(resolveInstalled(path))],
-      submission_model_path: ['as a window model (contract v1 or v2)', loadWindowModel],
-    };
     const errors: FieldError[] = [];
-    for (const [field, [as, load]] of Object.entries(loads) as [keyof typeof loads, (typeof loads)[keyof typeof loads]][]) {
+    const tryLoad = async (field: 'model_path' | 'submission_model_path', as: string, load: (path: string) => Promise<PoseModel>) => {
       const change = changes.find((c) => c.path === `neural_network.${field}`);
-      if (!change || change.value === nn[field]) continue;
+      if (!change || change.value === nn[field]) return;
       try {
         await (await load(String(change.value))).release();
       } catch (e) {
@@ -431,7 +427,9 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
           received_value: change.value,
         });
       }
-    }
+    };
+    await tryLoad('model_path', 'as a pose model', (path) => PoseModel.load(resolveInstalled(path)));
+    await tryLoad('submission_model_path', 'as a window model (contract v1 or v2)', loadWindowModel);
     if (errors.length > 0) throw new ConfigUpdateError(errors);
     return this.config.update(changes);
   }

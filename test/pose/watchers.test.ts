@@ -48,7 +48,7 @@ const summary = (sink: AlertSink) => ({
   events: sink.events.map((e) => [e.type, e.severity, e.time - T0]),
 });
 
-const FALL: FallSettings = { fallEnabled: true, required: 0.59, delayMs: 2000, recoveryMs: 60_000, ownFallTrigger: 0.8 };
+const FALL: FallSettings = { fallEnabled: true, required: 0.59, delayMs: 2000, recoveryMs: 60_000 };
 const INACTIVE: InactivitySettings = { inactivityEnabled: true, thresholdMinutes: 1 };
 const ALL = (zones: ZoneConfig[] = [], over: Partial<AlertSettings> = {}): AlertSettings => ({ ...FALL, ...INACTIVE, zones: zones.map(compileZone), ...over });
 
@@ -236,7 +236,7 @@ describe('FallWatcher.step', () => {
       expect(room(at, own)).toEqual(tracks);
     });
 
-    it("a frame that names its model's trigger is held to it, not to ownFallTrigger", () => {
+    it("a frame that names its model's trigger is held to it, not to FALL_TRIGGER", () => {
       expect(room(1500, 0.85)).toEqual([
         [1, 1000],
         [2, 1500],
