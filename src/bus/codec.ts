@@ -1,0 +1,205 @@
+/**
+ * What crosses the bus between roles (docs/scale.md): CSI frames from ingest to workers, pose
+ * frames from workers to the api and store nodes. Both decode to exactly what was encoded: a
+ * worker fed from the bus computes what it would have computed in-process.
+ *
+ * A CSI frame is binary (it is the bulk: 100 frames a second per link, 2 KB each for 3x3x30): a
+ * fixed little-endian header, its strings and `meta` as UTF-8 JSON, then the subcarrier indices
+ * and the samples byte for byte. A pose frame is JSON (a few a second per environment), with its
+ * Float32Arrays as base64 of their bytes, so that NaN and every float survive.
+ */
+import { endianness } from 'node:os';
+import type { CsiFrame } from '../csi/frame.js';
+import type { PersonPose, PoseFrame } from '../pose/types.js';
+
+/** First bytes of an encoded CSI frame: 'C', 'F', the layout version. */
+const CSI_MAGIC_0 = 0x43;
+const CSI_MAGIC_1 = 0x46;
+export const CSI_CODEC_VERSION = 1;
+
+/**
+ * Header bytes: magic (2), version (1), nRx (1), nTx (1), rssi count (1), nSub (2), then index,
+ * time, deviceTime, clockUs, seq, noise, channel, bandwidthMhz as float64 (64), then five string
+ * lengths as uint32 (format, sourceId, environmentId, linkId, meta JSON; 20).
+ */
+const HEADER = 8 + 64 + 20;
+/** A string length meaning "absent" (linkId, meta). */
+const ABSENT = 0xffffffff;
+
+/** A bus message that is not what its subject says. */
+export class BusCodecError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BusCodecError';
+  }
+}
+
+// The samples are copied byte for byte; every machine this runs on is little-endian, and a
+// big-endian one would need a swap here rather than silently wrong channels.
+if (endianness() !== 'LE') throw new Error('src/bus/codec.ts assumes a little-endian machine');
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Encodes a CSI frame for the bus.
+ * @param f the frame
+ * @returns its bytes (one allocation)
+ */
+export function encodeCsiFrame(f: CsiFrame): Uint8Array {
+  const format = utf8.encode(f.format);
+  const source = utf8.encode(f.sourceId);
+  const env = utf8.encode(f.environmentId);
+  const link = f.linkId === undefined ? undefined : utf8.encode(f.linkId);
+  const meta = f.meta === undefined ? undefined : utf8.encode(JSON.stringify(f.meta));
+  const nRssi = Math.min(255, f.rssi.length);
+  const size =
+    HEADER + nRssi * 8 + format.length + source.length + env.length + (link?.length ?? 0) + (meta?.length ?? 0) + f.subcarriers.byteLength + f.csi.byteLength;
+  const out = new Uint8Array(size);
+  const dv = new DataView(out.buffer);
+  out[0] = CSI_MAGIC_0;
+  out[1] = CSI_MAGIC_1;
+  out[2] = CSI_CODEC_VERSION;
+  out[3] = f.nRx;
+  out[4] = f.nTx;
+  out[5] = nRssi;
+  dv.setUint16(6, f.nSub, true);
+  const nums = [f.index, f.time, f.deviceTime, f.clockUs, f.seq, f.noise, f.channel, f.bandwidthMhz];
+  for (let i = 0; i < nums.length; i++) dv.setFloat64(8 + i * 8, nums[i]!, true);
+  const strings = [format, source, env, link, meta];
+  for (let i = 0; i < strings.length; i++) dv.setUint32(72 + i * 4, strings[i]?.length ?? ABSENT, true);
+  let o = HEADER;
+  for (let i = 0; i < nRssi; i++, o += 8) dv.setFloat64(o, f.rssi[i]!, true);
+  for (const s of strings) {
+    if (!s) continue;
+    out.set(s, o);
+    o += s.length;
+  }
+  out.set(new Uint8Array(f.subcarriers.buffer, f.subcarriers.byteOffset, f.subcarriers.byteLength), o);
+  o += f.subcarriers.byteLength;
+  out.set(new Uint8Array(f.csi.buffer, f.csi.byteOffset, f.csi.byteLength), o);
+  return out;
+}
+
+/**
+ * Decodes a CSI frame from the bus.
+ * @param bytes what {@link encodeCsiFrame} wrote
+ * @returns the frame (its arrays are copies: the message buffer may be reused)
+ * @throws BusCodecError for bytes that are not an encoded frame of this version
+ */
+export function decodeCsiFrame(bytes: Uint8Array): CsiFrame {
+  if (bytes.length < HEADER || bytes[0] !== CSI_MAGIC_0 || bytes[1] !== CSI_MAGIC_1) throw new BusCodecError('not an encoded CSI frame');
+  if (bytes[2] !== CSI_CODEC_VERSION) throw new BusCodecError(`CSI frame codec version ${bytes[2]}, this build reads ${CSI_CODEC_VERSION}`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const nRx = bytes[3]!;
+  const nTx = bytes[4]!;
+  const nRssi = bytes[5]!;
+  const nSub = dv.getUint16(6, true);
+  const num = (i: number) => dv.getFloat64(8 + i * 8, true);
+  const lens = [0, 1, 2, 3, 4].map((i) => dv.getUint32(72 + i * 4, true));
+  const strBytes = lens.reduce((a, n) => a + (n === ABSENT ? 0 : n), 0);
+  const samples = nSub * nRx * nTx * 2;
+  if (bytes.length !== HEADER + nRssi * 8 + strBytes + nSub * 2 + samples * 4)
+    throw new BusCodecError(`an encoded CSI frame of ${bytes.length} bytes does not hold what its header says`);
+  let o = HEADER;
+  const rssi = new Array<number>(nRssi);
+  for (let i = 0; i < nRssi; i++, o += 8) rssi[i] = dv.getFloat64(o, true);
+  const text: Array<string | undefined> = lens.map((n) => {
+    if (n === ABSENT) return undefined;
+    const s = fromUtf8.decode(bytes.subarray(o, o + n));
+    o += n;
+    return s;
+  });
+  const subcarriers = new Int16Array(nSub);
+  new Uint8Array(subcarriers.buffer).set(bytes.subarray(o, o + nSub * 2));
+  o += nSub * 2;
+  const csi = new Float32Array(samples);
+  new Uint8Array(csi.buffer).set(bytes.subarray(o, o + samples * 4));
+  const frame: CsiFrame = {
+    format: text[0]!,
+    sourceId: text[1]!,
+    environmentId: text[2]!,
+    ...(text[3] === undefined ? {} : { linkId: text[3] }),
+    index: num(0),
+    time: num(1),
+    deviceTime: num(2),
+    clockUs: num(3),
+    seq: num(4),
+    rssi,
+    noise: num(5),
+    channel: num(6),
+    bandwidthMhz: num(7),
+    nRx,
+    nTx,
+    nSub,
+    subcarriers,
+    csi,
+    ...(text[4] === undefined ? {} : { meta: JSON.parse(text[4]) as Record<string, unknown> }),
+  };
+  return frame;
+}
+
+/** A Float32Array in a pose frame's JSON. */
+interface F32 {
+  $f32: string;
+}
+
+function isF32(v: unknown): v is F32 {
+  return typeof v === 'object' && v !== null && typeof (v as F32).$f32 === 'string' && Object.keys(v).length === 1;
+}
+
+/** Non-finite numbers in a pose frame's JSON (JSON has none). */
+interface NonFinite {
+  $num: 'NaN' | 'Infinity' | '-Infinity';
+}
+
+function isNonFinite(v: unknown): v is NonFinite {
+  return typeof v === 'object' && v !== null && typeof (v as NonFinite).$num === 'string' && Object.keys(v).length === 1;
+}
+
+/**
+ * Encodes a pose frame for the bus.
+ * @param f the frame
+ * @returns UTF-8 JSON
+ */
+export function encodePoseFrame(f: PoseFrame): Uint8Array {
+  return utf8.encode(
+    JSON.stringify(f, (_k, v: unknown) => {
+      if (v instanceof Float32Array) return { $f32: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') } satisfies F32;
+      if (typeof v === 'number' && !Number.isFinite(v)) return { $num: String(v) as NonFinite['$num'] } satisfies NonFinite;
+      return v;
+    }),
+  );
+}
+
+/**
+ * Decodes a pose frame from the bus.
+ * @param bytes what {@link encodePoseFrame} wrote
+ * @returns the frame
+ * @throws BusCodecError for bytes that are not a pose frame
+ */
+export function decodePoseFrame(bytes: Uint8Array): PoseFrame {
+  let f: unknown;
+  try {
+    f = JSON.parse(fromUtf8.decode(bytes), (_k, v: unknown) => {
+      if (isF32(v)) {
+        const raw = Buffer.from(v.$f32, 'base64');
+        const out = new Float32Array(raw.length >> 2);
+        new Uint8Array(out.buffer).set(raw.subarray(0, out.length * 4));
+        return out;
+      }
+      if (isNonFinite(v)) return Number(v.$num);
+      return v;
+    });
+  } catch (e) {
+    throw new BusCodecError(`not an encoded pose frame: ${(e as Error).message}`);
+  }
+  const p = f as Partial<PoseFrame> | null;
+  if (typeof p !== 'object' || p === null || typeof p.frameId !== 'number' || typeof p.environmentId !== 'string' || !Array.isArray(p.persons))
+    throw new BusCodecError('not an encoded pose frame: frameId, environmentId or persons missing');
+  for (const person of p.persons as Array<Partial<PersonPose>>) {
+    if (!(person.keypoints instanceof Float32Array) || !(person.bbox instanceof Float32Array))
+      throw new BusCodecError('a person of an encoded pose frame has no keypoints or box');
+  }
+  return p as PoseFrame;
+}
