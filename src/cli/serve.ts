@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startApp, type App } from '../app.js';
+import { ROLES, startRole, type Role, type RoleNode } from '../cluster/roles.js';
 
 const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LEVELS)[number];
@@ -37,6 +38,14 @@ export function serveCommand(): Command {
         .default('info'),
     )
     .addOption(new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale))
+    .addOption(
+      new Option('--role <role>', 'all (one process), or a role of a cluster on --bus: ingest | worker (docs/scale.md)')
+        .choices([...ROLES])
+        .env('CSIPOSE_ROLE')
+        .default('all'),
+    )
+    .addOption(new Option('--bus <url>', 'the NATS JetStream bus of a cluster: nats://HOST:PORT[,nats://...]').env('CSIPOSE_BUS'))
+    .addOption(new Option('--name <name>', "this node's name on the bus (workers; default ROLE-PID)").env('CSIPOSE_NAME'))
     .addOption(new Option('--http <transport>', 'HTTP transport (node only for the benchmark)').choices(['uws', 'node']).default('uws').hideHelp())
     .action(
       async (o: {
@@ -51,11 +60,18 @@ export function serveCommand(): Command {
         dashboard: boolean;
         logLevel: Level;
         rateLimitScale: number;
+        role: Role;
+        bus?: string;
+        name?: string;
       }) => {
         const rank = LEVELS.indexOf(o.logLevel);
         const log = (level: 'info' | 'warn' | 'error', msg: string) => {
           if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
         };
+        if (o.role !== 'all' || o.bus !== undefined) {
+          await serveRole(o, log);
+          return;
+        }
         let app: App;
         try {
           app = await startApp({
@@ -108,4 +124,55 @@ export function serveCommand(): Command {
         process.on('SIGTERM', () => stop('SIGTERM'));
       },
     );
+}
+
+/**
+ * A node of a cluster: `--role` other than `all`, on `--bus`. Prints its ready line (scripts wait
+ * for it) and closes on SIGINT or SIGTERM, giving back what it holds.
+ */
+async function serveRole(
+  o: { role: Role; bus?: string; name?: string; dataDir: string; config?: string; source?: string },
+  log: (level: 'info' | 'warn' | 'error', msg: string) => void,
+): Promise<void> {
+  if (o.role === 'all' || o.bus === undefined) {
+    process.stderr.write(
+      o.role === 'all'
+        ? 'csipose serve: --bus is for a role of a cluster (--role ingest | worker)\n'
+        : `csipose serve: --role ${o.role} needs --bus nats://HOST:PORT\n`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  let node: RoleNode;
+  try {
+    node = await startRole({
+      role: o.role,
+      bus: o.bus,
+      dataDir: o.dataDir,
+      log,
+      ...(o.config ? { configFile: o.config } : {}),
+      ...(o.source ? { source: o.source } : {}),
+      ...(o.name ? { name: o.name } : {}),
+    });
+  } catch (e) {
+    process.stderr.write(`csipose serve: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(`${node.ready}\n`);
+  let stopping = false;
+  const stop = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log('info', `${sig}: shutting down`);
+    node.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        log('error', `shutdown: ${(e as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
 }

@@ -214,6 +214,13 @@ export interface ServiceConfig {
   storage: { parquet_dir: string; query_timeout_seconds: number; query_max_rows: number; query_max_bytes: number };
   rate_limits: Record<RateLimitCategory, RateLimit>;
   server: { response_form: 'a' | 'b' };
+  cluster: {
+    replicas: number;
+    csi_retention_seconds: number;
+    lease_ttl_seconds: number;
+    rewind_seconds: number;
+    checkpoint_interval_seconds: number;
+  };
 }
 
 /** Read-only view of a value, all the way down. */
@@ -840,6 +847,54 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       default: 'b',
       description: 'Response form used when a request does not pick one with X-Response-Form',
       restart: false,
+    },
+  }),
+  cluster: group('Several processes on a NATS JetStream bus: csipose serve --role ingest|worker|api|store --bus nats://... (docs/scale.md)', {
+    replicas: {
+      type: 'integer',
+      default: 1,
+      minimum: 1,
+      maximum: 5,
+      description: 'Copies of each stream and key-value bucket the roles create on the bus: 1 on a single NATS server, 3 on a 3-node cluster',
+      restart: true,
+    },
+    csi_retention_seconds: {
+      type: 'integer',
+      default: 300,
+      minimum: 30,
+      maximum: 86_400,
+      unit: 's',
+      description: 'How long the bus keeps CSI frames: a worker taking over an environment resumes from them',
+      restart: true,
+    },
+    lease_ttl_seconds: {
+      type: 'number',
+      default: 2,
+      minimum: 0.5,
+      maximum: 60,
+      unit: 's',
+      description: "How long a worker's claim on an environment lasts without renewal (renewed four times in it): a dead worker's environments are free after it",
+      restart: true,
+    },
+    rewind_seconds: {
+      type: 'number',
+      default: 12,
+      minimum: 0,
+      maximum: 120,
+      unit: 's',
+      description:
+        'How much CSI before the last checkpoint a worker taking over an environment replays to rebuild windows and tracks; ' +
+        'nothing it replays up to the last pose frame published is published again',
+      restart: true,
+    },
+    checkpoint_interval_seconds: {
+      type: 'number',
+      default: 1,
+      minimum: 0.1,
+      maximum: 60,
+      unit: 's',
+      description: 'How often a worker records how far it has read the CSI stream of each environment it holds',
+      restart: true,
     },
   }),
 });

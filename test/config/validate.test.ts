@@ -163,6 +163,11 @@ describe('validateUpdate, field by field', () => {
       'storage.query_max_bytes',
       ...rl,
       'server.response_form',
+      'cluster.replicas',
+      'cluster.csi_retention_seconds',
+      'cluster.lease_ttl_seconds',
+      'cluster.rewind_seconds',
+      'cluster.checkpoint_interval_seconds',
     ]);
   });
 
@@ -181,6 +186,12 @@ describe('validateUpdate, field by field', () => {
       'streaming.restream_enabled',
       'privacy.enable_encryption',
       'storage.parquet_dir',
+      // Read when a node of a cluster starts (csipose serve --role; docs/scale.md).
+      'cluster.replicas',
+      'cluster.csi_retention_seconds',
+      'cluster.lease_ttl_seconds',
+      'cluster.rewind_seconds',
+      'cluster.checkpoint_interval_seconds',
     ]);
   });
 });

@@ -33,18 +33,32 @@ export interface ServedCli {
  * @param args more flags
  */
 export function serveCli(dataDir: string, args: readonly string[] = []): Promise<ServedCli> {
+  return spawnServe(
+    ['--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--no-autostart', '--no-dashboard', ...args],
+    /listening on (http:\/\/[\d.]+:\d+)\n/,
+  );
+}
+
+/**
+ * Spawns a node of a cluster, `csipose serve --role ROLE --bus URL --data-dir DIR ...`, and waits
+ * for its ready line (`... on the bus`); `base` is that line.
+ * @param dataDir the node's data directory
+ * @param args `--role`, `--bus` and more
+ */
+export function roleCli(dataDir: string, args: readonly string[]): Promise<ServedCli> {
+  return spawnServe(['--data-dir', dataDir, ...args], /^(.* on the bus)\n/m);
+}
+
+/** Spawns `csipose serve ARGS` and resolves once stdout matches `ready` (its first group is `base`). */
+function spawnServe(args: readonly string[], ready: RegExp): Promise<ServedCli> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('CSIPOSE_')) env[k] = v;
   env.CSIPOSE_ADMIN_PASSWORD = ADMIN_PASSWORD;
-  const child = spawn(
-    process.execPath,
-    [cliMain, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--no-autostart', '--no-dashboard', ...args],
-    {
-      cwd: repoRoot,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [cliMain, 'serve', ...args], {
+    cwd: repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   let gone = false;
@@ -58,11 +72,11 @@ export function serveCli(dataDir: string, args: readonly string[] = []): Promise
   return new Promise((resolve, reject) => {
     const guard = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`serve did not print its address:\n${out}\n${err}`));
+      reject(new Error(`serve did not say it was ready:\n${out}\n${err}`));
     }, 30_000);
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8');
-      const m = /listening on (http:\/\/[\d.]+:\d+)\n/.exec(out);
+      const m = ready.exec(out);
       if (!m) return;
       clearTimeout(guard);
       resolve({
@@ -82,7 +96,7 @@ export function serveCli(dataDir: string, args: readonly string[] = []): Promise
     });
     void exited.then((code) => {
       clearTimeout(guard);
-      reject(new Error(`serve exited with ${code} before listening:\n${out}\n${err}`));
+      reject(new Error(`serve exited with ${code} before it was ready:\n${out}\n${err}`));
     });
   });
 }

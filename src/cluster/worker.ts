@@ -1,0 +1,416 @@
+/**
+ * The worker role (`csipose serve --role worker --bus nats://...`): the live pipeline of each
+ * environment it holds, fed from the bus (`csi.<env>.>`), publishing `pose.<env>`, `alerts.<env>`
+ * and `events.<env>` (docs/scale.md).
+ *
+ * Environments are owned, never shared. A worker holds an environment by a lease, an entry of the
+ * `csipose_leases` bucket created only where none is (`create`) and renewed four times per
+ * `cluster.lease_ttl_seconds` by revision (`update`): an entry that is not renewed expires with the
+ * bucket's time to live, and a renewal that finds another revision means the lease is lost. Live
+ * workers announce themselves in `csipose_workers` the same way; each holds at most its fair share
+ * (environments over workers, rounded up) and lets go of the rest, so a worker that joins is given
+ * environments without a restart.
+ *
+ * Taking an environment over: the worker reads the environment's checkpoint (how far its CSI was
+ * read, written every `cluster.checkpoint_interval_seconds`), replays the CSI stream from
+ * `cluster.rewind_seconds` before it, and rebuilds windows, the empty-room channel and tracks on
+ * the way; it publishes nothing up to the last pose frame already published for the environment
+ * (read back from the stream), so a handover neither repeats nor drops what subscribers see.
+ * Alerts and events go out with their ids as message ids, which the stream keeps once.
+ */
+import { randomUUID } from 'node:crypto';
+import { Subject, type Subscription } from 'rxjs';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type KV, type KvEntry } from 'nats';
+import type { CsiFrame } from '../csi/frame.js';
+import type { PoseFrame } from '../pose/types.js';
+import { Bus, alertsSubject, bucketKey, CSI_STREAM, csiSubjects, eventsSubject, POSE_STREAM, poseSubject, Publisher } from '../bus/bus.js';
+import { decodeCsiFrame, decodePoseFrame, encodePoseFrame } from '../bus/codec.js';
+import { PoseModel } from '../model/runtime.js';
+import { resolveInstalled } from '../packageRoot.js';
+import { livePipeline } from '../../pipelines/build.js';
+import { liveParams } from '../../pipelines/settings.js';
+import type { ServiceConfig } from '../config/schema.js';
+import type { Logger } from '../service/service.js';
+import type { EnvironmentEntry } from './ingest.js';
+
+/** The `cluster` settings a worker runs by. */
+export type WorkerSettings = ServiceConfig['cluster'];
+
+/** What `csipose_checkpoints` holds for an environment. */
+export interface Checkpoint {
+  /** The CSI stream's sequence of the last frame read, and its time in the stream (epoch ms). */
+  seq: number;
+  streamTime: number;
+  /** The next track id to give: past every id published for the environment. */
+  nextTrackId: number;
+  /** The worker that wrote it. */
+  worker: string;
+}
+
+/** Longest stretch of frames a worker runs before it lets timers and I/O in, ms. */
+const YIELD_EVERY_MS = 20;
+
+const decodeJson = <T>(data: Uint8Array): T => JSON.parse(new TextDecoder().decode(data)) as T;
+
+/** One environment the worker holds: its consumer, pipeline and publishing. */
+class Holding {
+  private sub: Subscription | undefined;
+  private messages: ConsumerMessages | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private seq = 0;
+  private streamTime = 0;
+  private nextTrackId = 1;
+  private stopped = false;
+  /** Pose frames made, and published (made after the last one already published). */
+  made = 0;
+  published = 0;
+  /** The time of the last pose frame published for the environment before this holding began. */
+  publishedUpTo = -Infinity;
+
+  constructor(
+    readonly env: string,
+    readonly revision: { value: number },
+    private readonly node: WorkerNode,
+  ) {}
+
+  async start(): Promise<void> {
+    const { bus, log } = this.node;
+    const entry = await bus.environments.get(bucketKey(this.env));
+    if (!entry || entry.operation !== 'PUT') throw new Error(`environment ${this.env} has no configuration on the bus`);
+    const { config } = decodeJson<EnvironmentEntry>(entry.value);
+    const model = await this.node.model(config.neural_network.model_path);
+    const cp = await bus.checkpoints.get(bucketKey(this.env));
+    const checkpoint = cp && cp.operation === 'PUT' ? decodeJson<Checkpoint>(cp.value) : undefined;
+    try {
+      const last = await bus.jsm.streams.getMessage(POSE_STREAM, { last_by_subj: poseSubject(this.env) });
+      const frame = decodePoseFrame(last.data);
+      this.publishedUpTo = frame.time;
+      for (const p of frame.persons) if (p.trackId !== undefined) this.nextTrackId = Math.max(this.nextTrackId, p.trackId + 1);
+    } catch {
+      // Nothing published for the environment yet.
+    }
+    if (checkpoint) this.nextTrackId = Math.max(this.nextTrackId, checkpoint.nextTrackId);
+    const settings = this.node.settings;
+    // An ordered consumer (it survives the loss of a NATS node: the client recreates it where it
+    // stopped) from the first frame of the rewind, found by time.
+    const from = checkpoint ? await firstSeqSince(bus, csiSubjects(this.env), checkpoint.streamTime - settings.rewind_seconds * 1000) : 1;
+    const consumer = await bus.js.consumers.get(CSI_STREAM, { filterSubjects: csiSubjects(this.env), opt_start_seq: from });
+    const frames = new Subject<CsiFrame>();
+    const firstTrackId = this.nextTrackId;
+    this.sub = frames
+      .pipe(livePipeline({ model, untrained: 'drop', firstTrackId, radios: () => config.environment.site.radios }, () => liveParams(config)))
+      .subscribe({
+        next: (f) => this.publish(f),
+        error: (e: unknown) => {
+          log('error', `worker ${this.node.id}: environment ${this.env}: pipeline failed: ${(e as Error).message}`);
+          void this.node.release(this.env);
+        },
+      });
+    this.messages = await consumer.consume({ max_messages: 1024 });
+    this.checkpointTimer = setInterval(() => void this.checkpoint(), settings.checkpoint_interval_seconds * 1000);
+    log(
+      'info',
+      `worker ${this.node.id}: holds environment ${this.env} from ${checkpoint ? `${settings.rewind_seconds} s before its checkpoint (seq ${checkpoint.seq})` : 'the start of its stream'}`,
+    );
+    void (async () => {
+      try {
+        let slice = performance.now();
+        for await (const m of this.messages!) {
+          if (this.stopped) break;
+          // A replay comes as fast as the bus sends it: give timers (lease renewals) and I/O a turn.
+          if (performance.now() - slice > YIELD_EVERY_MS) {
+            await new Promise((ok) => setImmediate(ok));
+            slice = performance.now();
+          }
+          this.seq = m.seq;
+          this.streamTime = m.info.timestampNanos / 1e6;
+          let frame: CsiFrame;
+          try {
+            frame = decodeCsiFrame(m.data);
+          } catch (e) {
+            this.node.badFrames++;
+            log('warn', `worker ${this.node.id}: ${m.subject} seq ${m.seq}: ${(e as Error).message}`);
+            continue;
+          }
+          frames.next(frame);
+        }
+      } catch (e) {
+        if (!this.stopped) log('error', `worker ${this.node.id}: environment ${this.env}: reading CSI failed: ${(e as Error).message}`);
+      }
+    })();
+  }
+
+  private publish(f: PoseFrame): void {
+    this.made++;
+    for (const p of f.persons) if (p.trackId !== undefined && p.trackId >= this.nextTrackId) this.nextTrackId = p.trackId + 1;
+    // Already published by the worker that held the environment before.
+    if (f.time <= this.publishedUpTo) return;
+    const out = this.node.publisher;
+    for (const a of f.alerts ?? []) out.publish(alertsSubject(this.env), new TextEncoder().encode(JSON.stringify(a)), a.alertId);
+    for (const e of f.events ?? []) out.publish(eventsSubject(this.env), new TextEncoder().encode(JSON.stringify(e)), e.eventId);
+    out.publish(poseSubject(this.env), encodePoseFrame(f), `pose:${this.env}:${f.time}`);
+    this.published++;
+  }
+
+  private async checkpoint(): Promise<void> {
+    if (this.stopped || this.seq === 0) return;
+    const cp: Checkpoint = { seq: this.seq, streamTime: this.streamTime, nextTrackId: this.nextTrackId, worker: this.node.id };
+    try {
+      await this.node.bus.checkpoints.put(bucketKey(this.env), JSON.stringify(cp));
+    } catch (e) {
+      this.node.log('warn', `worker ${this.node.id}: checkpoint of ${this.env}: ${(e as Error).message}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.checkpointTimer);
+    await this.checkpoint();
+    this.stopped = true;
+    await this.messages?.close().catch(() => undefined);
+    this.sub?.unsubscribe();
+  }
+}
+
+/** A running worker node. */
+export class WorkerNode {
+  readonly id: string;
+  readonly publisher: Publisher;
+  /** Frames on the bus that did not decode. */
+  badFrames = 0;
+  private readonly holdings = new Map<string, Holding>();
+  private readonly models = new Map<string, Promise<PoseModel>>();
+  private timer: NodeJS.Timeout | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private workerRevision = 0;
+  private ticking: Promise<void> | undefined;
+  /** Workers by key: when each last announced itself (local clock), from a watch of the bucket. */
+  private readonly workersSeen = new Map<string, number>();
+  /** Environments by key: their ids, from a watch of the bucket. */
+  private readonly environmentsSeen = new Map<string, string>();
+  private readonly watches: Array<{ stop(): void }> = [];
+  private renewing: Promise<void> | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly bus: Bus,
+    readonly settings: WorkerSettings,
+    readonly log: Logger,
+    id: string | undefined,
+  ) {
+    this.id = id ?? randomUUID().slice(0, 8);
+    this.publisher = new Publisher(bus.js);
+  }
+
+  /**
+   * Starts a worker: it announces itself and takes its share of the environments on the bus.
+   * @param bus the bus
+   * @param settings `cluster` of its configuration
+   * @param log where it says what it holds
+   * @param id its name (default a random one)
+   * @returns the worker; `close()` it
+   */
+  static async start(bus: Bus, settings: WorkerSettings, log: Logger, id?: string): Promise<WorkerNode> {
+    const w = new WorkerNode(bus, settings, log, id);
+    await w.follow();
+    const quarter = (settings.lease_ttl_seconds * 1000) / 4;
+    await w.renewOnce();
+    w.renewTimer = setInterval(() => void w.renewOnce(), quarter);
+    await w.tick();
+    w.timer = setInterval(() => void w.tick(), quarter);
+    return w;
+  }
+
+  /** The environments held now. */
+  held(): string[] {
+    return [...this.holdings.keys()].sort();
+  }
+
+  /** Pose frames made and published, per environment held. */
+  figures(): Record<string, { made: number; published: number }> {
+    return Object.fromEntries([...this.holdings].map(([env, h]) => [env, { made: h.made, published: h.published }]));
+  }
+
+  /** The model at a path, loaded once for every environment that runs it. */
+  model(path: string): Promise<PoseModel> {
+    let m = this.models.get(path);
+    if (!m) {
+      m = PoseModel.load(resolveInstalled(path));
+      this.models.set(path, m);
+      m.catch(() => this.models.delete(path));
+    }
+    return m;
+  }
+
+  /**
+   * Follows the workers and environments buckets (listing keys while they change misses some:
+   * a watch sees every change). Resolves once both have delivered what they hold now.
+   */
+  private async follow(): Promise<void> {
+    const watch = async (kv: KV, on: (e: KvEntry) => void) => {
+      let ready!: () => void;
+      const initial = new Promise<void>((ok) => (ready = ok));
+      const w = await kv.watch({ initializedFn: () => ready() });
+      this.watches.push(w);
+      void (async () => {
+        try {
+          for await (const e of w) on(e);
+        } catch (err) {
+          if (!this.closed) this.log('warn', `worker ${this.id}: watch of ${kv === this.bus.workers ? 'workers' : 'environments'}: ${(err as Error).message}`);
+        }
+      })();
+      await initial;
+    };
+    await watch(this.bus.workers, (e) => {
+      if (e.operation === 'PUT') this.workersSeen.set(e.key, Date.now());
+      else this.workersSeen.delete(e.key);
+    });
+    await watch(this.bus.environments, (e) => {
+      if (e.operation === 'PUT') this.environmentsSeen.set(e.key, decodeJson<EnvironmentEntry>(e.value).id);
+      else this.environmentsSeen.delete(e.key);
+    });
+  }
+
+  private tick(): Promise<void> {
+    // One round at a time: a slow bus must not stack rounds.
+    this.ticking ??= this.round().finally(() => (this.ticking = undefined));
+    return this.ticking;
+  }
+
+  private renewOnce(): Promise<void> {
+    // Never two renewals at once: the second would renew by a revision the first moved on.
+    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  /**
+   * Renews the worker's announcement and every lease it holds, on a timer of its own: a round
+   * starting an environment must not delay them. A lease that expired with nobody taking it is
+   * taken again; one that moved on is someone else's now, and its pipeline stops.
+   */
+  private async renew(): Promise<void> {
+    if (this.closed) return;
+    const { bus } = this;
+    try {
+      this.workerRevision = await announce(bus.workers, bucketKey(this.id), this.workerRevision);
+    } catch (e) {
+      this.log('warn', `worker ${this.id}: ${(e as Error).message}`);
+    }
+    for (const [env, h] of this.holdings) {
+      try {
+        h.revision.value = await bus.leases.update(bucketKey(env), this.id, h.revision.value);
+      } catch {
+        try {
+          h.revision.value = await bus.leases.create(bucketKey(env), this.id);
+        } catch {
+          if (this.holdings.get(env) !== h) continue;
+          this.log('warn', `worker ${this.id}: lost the lease of ${env}`);
+          this.holdings.delete(env);
+          await h.stop();
+        }
+      }
+    }
+  }
+
+  private async round(): Promise<void> {
+    if (this.closed) return;
+    const { bus } = this;
+    try {
+      // Live workers: announced within a lease's life (an expired entry vanishes without a word).
+      const now = Date.now();
+      const ttl = this.settings.lease_ttl_seconds * 1000;
+      const workers = [...this.workersSeen.values()].filter((t) => now - t < ttl).length;
+      const envs = [...new Set(this.environmentsSeen.values())].sort();
+      const share = Math.ceil(envs.length / Math.max(1, workers));
+      // More than the share: let the newest go, for a worker with fewer to take.
+      while (this.holdings.size > share) {
+        const env = [...this.holdings.keys()].pop()!;
+        await this.release(env);
+      }
+      for (const env of envs) {
+        if (this.holdings.size >= share || this.closed) break;
+        if (this.holdings.has(env)) continue;
+        let revision: number;
+        try {
+          revision = await bus.leases.create(bucketKey(env), this.id);
+        } catch {
+          continue; // held by another worker
+        }
+        const h = new Holding(env, { value: revision }, this);
+        this.holdings.set(env, h);
+        try {
+          await h.start();
+        } catch (e) {
+          this.log('error', `worker ${this.id}: cannot run environment ${env}: ${(e as Error).message}`);
+          await this.release(env);
+        }
+      }
+    } catch (e) {
+      this.log('warn', `worker ${this.id}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Stops an environment's pipeline and gives its lease back. */
+  async release(env: string): Promise<void> {
+    const h = this.holdings.get(env);
+    if (!h) return;
+    this.holdings.delete(env);
+    await h.stop();
+    try {
+      await this.bus.leases.delete(bucketKey(env), { previousSeq: h.revision.value });
+    } catch {
+      // Already expired or taken: nothing to give back.
+    }
+    this.log('info', `worker ${this.id}: released environment ${env}`);
+  }
+
+  /** Gives every environment back (for another worker to take at once) and stops. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    clearInterval(this.renewTimer);
+    await this.ticking;
+    await this.renewing;
+    for (const w of this.watches) w.stop();
+    for (const env of [...this.holdings.keys()]) await this.release(env);
+    await this.bus.workers.delete(bucketKey(this.id)).catch(() => undefined);
+    await this.publisher.settled();
+    for (const m of this.models.values()) await (await m.catch(() => undefined))?.release();
+  }
+}
+
+/** Puts the worker's entry (first) or renews it; returns its revision. */
+async function announce(kv: KV, id: string, revision: number): Promise<number> {
+  if (revision > 0) {
+    try {
+      return await kv.update(id, String(Date.now()), revision);
+    } catch {
+      // Expired (the process was stopped too long): announce again.
+    }
+  }
+  return kv.put(id, String(Date.now()));
+}
+
+/**
+ * The CSI stream's sequence of the first frame of a subject filter at or after a time (NATS 2.9
+ * has no lookup by time: a throwaway consumer starting at that time reads one message).
+ * @returns that sequence, or the stream's next one when nothing is that recent
+ */
+async function firstSeqSince(bus: Bus, filter: string, timeMs: number): Promise<number> {
+  const ci = await bus.jsm.consumers.add(CSI_STREAM, {
+    filter_subject: filter,
+    deliver_policy: DeliverPolicy.StartTime,
+    opt_start_time: new Date(timeMs).toISOString(),
+    ack_policy: AckPolicy.None,
+    mem_storage: true,
+    inactive_threshold: 10_000_000_000,
+  });
+  try {
+    const m = await (await bus.js.consumers.get(CSI_STREAM, ci.name)).next({ expires: 1000 });
+    return m ? m.seq : (await bus.jsm.streams.info(CSI_STREAM)).state.last_seq + 1;
+  } finally {
+    await bus.jsm.consumers.delete(CSI_STREAM, ci.name).catch(() => undefined);
+  }
+}

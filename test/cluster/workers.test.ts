@@ -1,0 +1,123 @@
+/**
+ * Workers on a real NATS JetStream bus, as `csipose serve --role ...` processes: ingest nodes
+ * publish two environments' CSI (the simulator, live), workers share the environments out by
+ * lease, a worker that joins is given its share without a restart, and when a worker is killed
+ * (SIGKILL: no goodbye) the other takes its environments over and the pose stream goes on with
+ * nothing repeated and nothing missing.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, type NatsConnection } from 'nats';
+import { LEASES_BUCKET, POSE_STREAM } from '../../src/bus/bus.js';
+import { decodePoseFrame } from '../../src/bus/codec.js';
+import { ensureBuilt } from '../helpers/cli.js';
+import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
+import { roleCli, type ServedCli } from '../helpers/serveCli.js';
+import { until } from '../helpers/engines.js';
+
+/** Give-up bounds: safety nets, not measurements. */
+const GIVE_UP_MS = 60_000;
+
+interface Seen {
+  env: string;
+  time: number;
+  alerts: string[];
+}
+
+describeWithNats('workers by environment on the bus', () => {
+  let nats: NatsCluster;
+  let nc: NatsConnection;
+  const dir = mkdtempSync(join(tmpdir(), 'csipose-workers-'));
+  const nodes: ServedCli[] = [];
+  const seen: Seen[] = [];
+
+  const node = async (name: string, args: string[]) => {
+    const n = await roleCli(join(dir, name), ['--bus', nats.url, ...args]);
+    nodes.push(n);
+    return n;
+  };
+  const config = (env: string) => {
+    const file = join(dir, `${env}.json`);
+    writeFileSync(file, JSON.stringify({ environment: { id: env }, cluster: { lease_ttl_seconds: 2, checkpoint_interval_seconds: 0.5 } }));
+    return file;
+  };
+  /** Who holds each of the two environments now, from the leases bucket (by key: a listing of a bucket that changes misses keys). */
+  const holders = async (): Promise<Record<string, string>> => {
+    const kv = await nc.jetstream().views.kv(LEASES_BUCKET);
+    const out: Record<string, string> = {};
+    for (const env of ['ward-a', 'ward-b']) {
+      const e = await kv.get(env);
+      if (e && e.operation === 'PUT') out[env] = e.string();
+    }
+    return out;
+  };
+  const framesOf = (env: string) => seen.filter((s) => s.env === env);
+
+  beforeAll(async () => {
+    ensureBuilt();
+    nats = await startNats(1);
+    nc = await connect({ servers: nats.url });
+  }, 180_000);
+  afterAll(async () => {
+    for (const n of nodes) if (!n.gone) n.child.kill('SIGKILL');
+    await nc?.close();
+    await nats?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shares environments out, rebalances when a worker joins, and hands over when one is killed', async () => {
+    await node('ingest-a', ['--role', 'ingest', '--config', config('ward-a'), '--source', 'sim?seed=5']);
+    await node('ingest-b', ['--role', 'ingest', '--config', config('ward-b'), '--source', 'sim?seed=6']);
+    // What a subscriber of the pose stream sees, from the start.
+    const consumer = await nc.jetstream().consumers.get(POSE_STREAM, { filterSubjects: 'pose.>' });
+    const messages = await consumer.consume();
+    void (async () => {
+      for await (const m of messages) {
+        const f = decodePoseFrame(m.data);
+        seen.push({ env: f.environmentId, time: f.time, alerts: (f.alerts ?? []).map((a) => a.alertId) });
+      }
+    })();
+
+    // One worker holds both rooms.
+    const a = await node('worker-a', ['--role', 'worker', '--name', 'wa', '--config', config('worker')]);
+    await until(async () => Object.values(await holders()).filter((w) => w === 'wa').length === 2, GIVE_UP_MS, 'worker wa to hold both environments');
+    await until(() => framesOf('ward-a').length > 20 && framesOf('ward-b').length > 20, GIVE_UP_MS, 'pose frames of both rooms');
+
+    // A second joins: each holds one, without a restart.
+    await node('worker-b', ['--role', 'worker', '--name', 'wb', '--config', config('worker')]);
+    await until(
+      async () => {
+        const h = Object.values(await holders()).sort();
+        return h.length === 2 && h[0] === 'wa' && h[1] === 'wb';
+      },
+      GIVE_UP_MS,
+      'one environment each',
+    );
+    const moved = Object.entries(await holders()).find(([, w]) => w === 'wb')![0];
+    const kept = moved === 'ward-a' ? 'ward-b' : 'ward-a';
+    const before = framesOf(moved).length;
+    await until(() => framesOf(moved).length > before + 20, GIVE_UP_MS, `pose frames of ${moved} from wb`);
+
+    // wa dies without a word: wb takes its room over once the lease expires.
+    a.child.kill('SIGKILL');
+    await a.exited;
+    const killedAt = framesOf(kept).length;
+    await until(async () => Object.values(await holders()).filter((w) => w === 'wb').length === 2, GIVE_UP_MS, `wb to take ${kept} over`);
+    await until(() => framesOf(kept).length > killedAt + 20, GIVE_UP_MS, `pose frames of ${kept} after the handover`);
+    messages.stop();
+
+    for (const env of ['ward-a', 'ward-b']) {
+      const times = framesOf(env).map((s) => s.time);
+      // Nothing repeated, nothing out of order: each frame time once, rising.
+      for (let i = 1; i < times.length; i++) expect(times[i]!, `${env} frame ${i}`).toBeGreaterThan(times[i - 1]!);
+      // Nothing missing: no gap between frames over twice the usual one (a map every 16 packets of 100 Hz).
+      const gaps = times.slice(1).map((t, i) => t - times[i]!);
+      const usual = [...gaps].sort((x, y) => x - y)[gaps.length >> 1]!;
+      expect(Math.max(...gaps), `${env}: the largest gap against the usual ${usual} ms`).toBeLessThanOrEqual(2 * usual + 1);
+      const alerts = framesOf(env).flatMap((s) => s.alerts);
+      expect(new Set(alerts).size).toBe(alerts.length);
+    }
+  }, 240_000);
+});

@@ -1,0 +1,106 @@
+/**
+ * What every test that starts a real engine (a broker, a bus, a key-value server) needs: finding
+ * its executable, installing its Debian package where the test may, free ports, waiting for it to
+ * accept connections, and the rule for when it is missing (skip with the line to run; under CI a
+ * failing test, never a skip).
+ */
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { createServer, connect as tcpConnect } from 'node:net';
+import { delimiter, join } from 'node:path';
+import { describe, it } from 'vitest';
+
+/**
+ * Path of an executable found in PATH, /usr/sbin or /usr/local/sbin (where Debian puts daemons).
+ * @returns its path, or undefined when it is not installed
+ */
+export function findExecutable(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/sbin'];
+  for (const d of dirs) {
+    const p = join(d, name);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The executable, installing its Debian package first when it is missing and this process may
+ * (root, apt-get present). One `apt-get update` per process.
+ * @param name the executable
+ * @param pkg its Debian package
+ * @returns its path, or undefined when it is still missing
+ */
+export function ensureExecutable(name: string, pkg: string): string | undefined {
+  const found = findExecutable(name);
+  if (found) return found;
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!root || !findExecutable('apt-get')) return undefined;
+  spawnSync('sh', ['-c', `apt-get update >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y ${pkg} >/dev/null 2>&1`], {
+    stdio: 'ignore',
+    timeout: 600_000,
+  });
+  return findExecutable(name);
+}
+
+/**
+ * `describe` for suites that need an engine. Without it the suite is skipped with the line to run
+ * in its title, except under CI (`CI` set), where it holds one failing test saying so.
+ * @param name the suite
+ * @param exe the engine's executable, or undefined when missing
+ * @param install the line that installs it (`apt-get install -y nats-server`)
+ * @param fn the suite's body
+ */
+export function describeWithEngine(name: string, exe: string | undefined, install: string, fn: () => void): void {
+  if (exe) describe(name, fn);
+  else if (process.env.CI)
+    describe(name, () =>
+      it(`needs ${install}`, () => {
+        throw new Error(`not installed: ${install} (.ci/run installs it)`);
+      }),
+    );
+  else describe.skip(`${name} (skipped: ${install})`, () => it('needs the engine', () => undefined));
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago: bound on port 0, then released. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** True once a TCP connection to 127.0.0.1:port succeeds. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = tcpConnect(port, '127.0.0.1');
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Polls `ready` every 50 ms until it is true.
+ * @param ready the check
+ * @param giveUpMs a safety net, not a measurement
+ * @param what named in the error
+ * @throws Error when the bound passes first
+ */
+export async function until(ready: () => Promise<boolean> | boolean, giveUpMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + giveUpMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`gave up after ${giveUpMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
