@@ -12,6 +12,8 @@ import { PoseSink } from './store/poseSink.js';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Lake } from './store/lake.js';
+import { Bus } from './bus/bus.js';
+import { poseFeed } from './cluster/feeds.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
@@ -31,6 +33,11 @@ export interface ServeOptions {
   /** Serve the web dashboard at `/` (default true; `--no-dashboard` turns it off). */
   dashboard?: boolean;
   log?: Logger;
+  /**
+   * An api node of a cluster (`--role api --bus URL`, docs/scale.md): the service follows the
+   * workers' pose frames on the bus instead of running a pipeline, and writes no history.
+   */
+  bus?: string;
 }
 
 /** A running application: the service, its server and its outlets. */
@@ -113,7 +120,10 @@ export async function startApp(o: ServeOptions): Promise<App> {
   const env = o.env ?? process.env;
   const keys = env.CSIPOSE_API_KEYS?.trim();
   let parquetDir = '';
+  // An api node follows the bus, connected once the configuration (its cluster settings) is read.
+  let bus: Bus | undefined;
   const svc = await PoseService.open({
+    ...(o.bus ? { feed: () => poseFeed(bus!, log) } : {}),
     dataDir: o.dataDir,
     ...(o.configFile ? { configFile: o.configFile } : {}),
     ...(o.source ? { source: o.source } : {}),
@@ -127,6 +137,14 @@ export async function startApp(o: ServeOptions): Promise<App> {
   });
   // From here on through the service's logger, which counts the errors (the summary's error_count).
   log = svc.log;
+  if (o.bus) {
+    try {
+      bus = await Bus.connect(o.bus, svc.config.get().cluster, `csipose-api-${process.pid}`);
+    } catch (e) {
+      await svc.close();
+      throw e;
+    }
+  }
   cleanExports(o.dataDir);
 
   const mqtt = new MqttOutlet(svc.config, svc.version, env, log);
@@ -165,7 +183,12 @@ export async function startApp(o: ServeOptions): Promise<App> {
   //   store    detach the sink's outlet (the store has closed the sink, writing what it held);
   //   mqtt     last, so the final `stopped` status goes out before the offline mark.
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
-  const outlets: Outlet[] = [mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+  // An api node: no history, no MQTT (the store node and the single process write them); the
+  // bus closes last.
+  const busOutlet: Outlet | undefined = bus && { name: 'bus', start: () => undefined, close: () => bus!.close() };
+  const outlets: Outlet[] = busOutlet
+    ? [busOutlet, service, metrics, latest, server]
+    : [mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
   for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
   try {
     for (const out of outlets) await out.start(svc);

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startApp, type App } from '../app.js';
-import { ROLES, startRole, type Role, type RoleNode } from '../cluster/roles.js';
+import { ROLES, startRole, type BusRole, type Role, type RoleNode } from '../cluster/roles.js';
 
 const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LEVELS)[number];
@@ -39,7 +39,7 @@ export function serveCommand(): Command {
     )
     .addOption(new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale))
     .addOption(
-      new Option('--role <role>', 'all (one process), or a role of a cluster on --bus: ingest | worker (docs/scale.md)')
+      new Option('--role <role>', 'all (one process), or a role of a cluster on --bus: ingest | worker | api (docs/scale.md)')
         .choices([...ROLES])
         .env('CSIPOSE_ROLE')
         .default('all'),
@@ -68,8 +68,13 @@ export function serveCommand(): Command {
         const log = (level: 'info' | 'warn' | 'error', msg: string) => {
           if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
         };
-        if (o.role !== 'all' || o.bus !== undefined) {
-          await serveRole(o, log);
+        if (o.role === 'ingest' || o.role === 'worker' || (o.role === 'all' && o.bus !== undefined)) {
+          await serveRole({ ...o, role: o.role }, log);
+          return;
+        }
+        if (o.role === 'api' && o.bus === undefined) {
+          process.stderr.write('csipose serve: --role api needs --bus nats://HOST:PORT\n');
+          process.exitCode = 2;
           return;
         }
         let app: App;
@@ -86,6 +91,7 @@ export function serveCommand(): Command {
             rateLimitScale: o.rateLimitScale,
             transport: o.http,
             log,
+            ...(o.role === 'api' ? { bus: o.bus! } : {}),
           });
         } catch (e) {
           process.stderr.write(`csipose serve: ${(e as Error).message}\n`);
@@ -131,7 +137,7 @@ export function serveCommand(): Command {
  * for it) and closes on SIGINT or SIGTERM, giving back what it holds.
  */
 async function serveRole(
-  o: { role: Role; bus?: string; name?: string; dataDir: string; config?: string; source?: string },
+  o: { role: 'all' | BusRole; bus?: string; name?: string; dataDir: string; config?: string; source?: string },
   log: (level: 'info' | 'warn' | 'error', msg: string) => void,
 ): Promise<void> {
   if (o.role === 'all' || o.bus === undefined) {

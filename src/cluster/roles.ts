@@ -10,10 +10,10 @@ import type { Logger } from '../service/service.js';
 import { IngestNode } from './ingest.js';
 import { WorkerNode } from './worker.js';
 
-/** The roles a node can take on the bus. */
+/** The roles of a cluster's nodes without an HTTP server (`api` is src/app.ts following the bus). */
 export const BUS_ROLES = ['ingest', 'worker'] as const;
 export type BusRole = (typeof BUS_ROLES)[number];
-export const ROLES = ['all', ...BUS_ROLES] as const;
+export const ROLES = ['all', ...BUS_ROLES, 'api'] as const;
 export type Role = (typeof ROLES)[number];
 
 export interface RoleOptions {

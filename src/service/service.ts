@@ -2,6 +2,7 @@ import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   concat,
+  EMPTY,
   distinctUntilChanged,
   firstValueFrom,
   map,
@@ -89,6 +90,11 @@ export interface ServiceOptions {
   log?: Logger;
   /** How to open the store, from the configuration read at open (its allowed folders). Default: no file access. */
   storeOptions?: (config: ConfigSnapshot) => StoreOptions;
+  /**
+   * Pose frames made elsewhere (a cluster's workers, on the bus: docs/scale.md): a session then
+   * follows them instead of loading a model and running a pipeline on a source. Called at each start.
+   */
+  feed?: () => Observable<PoseFrame>;
 }
 
 /** Retention runs at open and then this often. */
@@ -168,6 +174,8 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
    */
   private submissionModel: PoseModel | string | undefined;
   private closing: Promise<void> | undefined;
+  /** Following a feed: the model version of the latest frame (the workers hold the model). */
+  private remoteModelVersion: string | null = null;
   /** One past the largest track id stored: the next session's first track (ids never repeat). */
   private firstTrackId = 1;
   private readonly retentionTimer: NodeJS.Timeout;
@@ -271,7 +279,7 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
   }
 
   modelVersion(): string | null {
-    return this.model?.metadata.model_version ?? null;
+    return this.model?.metadata.model_version ?? this.remoteModelVersion;
   }
 
   /**
@@ -296,13 +304,15 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
     // The session runs on the configuration as it is now: nothing is pending a restart after it.
     this.config.markStarted();
     const nn = this.config.get().neural_network;
-    const model = await PoseModel.load(resolveInstalled(nn.model_path));
+    // Following a feed, the workers that make the live frames hold the live model; submissions
+    // are answered here, by the window model.
+    const model = this.opts.feed ? undefined : await PoseModel.load(resolveInstalled(nn.model_path));
     await this.releaseModel();
     this.model = model;
-    if (model.warning) this.log('warn', `model: ${model.warning}`);
+    if (model?.warning) this.log('warn', `model: ${model.warning}`);
     // A refiner cannot read one submitted link: submissions go to a window model. Live poses do
     // not need it, so a failure to load it is the submissions' error, not the session's.
-    if (model.contract === 3) {
+    if (!model || model.contract === 3) {
       try {
         this.submissionModel = await loadWindowModel(nn.submission_model_path);
       } catch (e) {
@@ -325,6 +335,8 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
   }
 
   private openSource(): Observable<CsiFrame> {
+    // Following a feed there is no CSI here: startPipeline subscribes the feed.
+    if (this.opts.feed) return EMPTY;
     const c = this.config.get();
     const uri = this.opts.source ?? c.hardware.source;
     // The simulator projects its ground truth through the configured reference view, live.
@@ -337,6 +349,17 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
 
   private startPipeline(frames: Observable<CsiFrame>, onPose: (f: PoseFrame) => void, onFault: (e: unknown) => void): Subscription {
     const figures = this.figures;
+    if (this.opts.feed) {
+      this.floorMaps.begin(false);
+      return this.opts.feed().subscribe({
+        next: (f) => {
+          this.remoteModelVersion = f.modelVersion;
+          onPose(f);
+        },
+        error: onFault,
+        complete: () => onFault(new Error('the feed of pose frames ended')),
+      });
+    }
     const model = this.model!;
     // Whether this session makes floor maps: the pipeline livePipeline runs for the model has the stage.
     this.floorMaps.begin(liveDef(model).stages.some(([op]) => op === 'floorMap'));
@@ -374,9 +397,11 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
 
   async process(s: CsiSubmission): Promise<ProcessResult> {
     const t0 = performance.now();
-    if (!this.model) throw new ApiError('SYSTEM_NOT_READY', 'no model is loaded: start the system first (POST /system/start)', { status: this.system.state });
-    const model = this.model.contract === 3 ? this.submissionModel : this.model;
-    if (typeof model !== 'object') throw new ApiError('MODEL_ERROR', `the live model is a v3 refiner and no window model answers submissions: ${model}`);
+    if (!this.model && this.submissionModel === undefined)
+      throw new ApiError('SYSTEM_NOT_READY', 'no model is loaded: start the system first (POST /system/start)', { status: this.system.state });
+    const model = !this.model || this.model.contract === 3 ? this.submissionModel : this.model;
+    if (typeof model !== 'object')
+      throw new ApiError('MODEL_ERROR', `${this.model ? 'the live model is a v3 refiner and ' : ''}no window model answers submissions: ${model}`);
     const cfg = this.config.get();
     const infer = liveParams(cfg).infer;
     const frames = submissionFrames(s, cfg.environment.id, WINDOW_FRAMES);
@@ -487,7 +512,15 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
         detectionsPerMinute: round2(f.detections.rate() * 60),
       },
       model: {
-        status: this.model ? (running ? 'active' : 'loaded') : state === 'error' && sys.error?.code === 'MODEL_ERROR' ? 'error' : 'not_loaded',
+        status: this.opts.feed
+          ? 'remote'
+          : this.model
+            ? running
+              ? 'active'
+              : 'loaded'
+            : state === 'error' && sys.error?.code === 'MODEL_ERROR'
+              ? 'error'
+              : 'not_loaded',
         loaded: !!this.model,
         version: this.modelVersion(),
         siteInput: (this.model?.siteDim ?? 0) > 0,

@@ -3,7 +3,8 @@
  * publish two environments' CSI (the simulator, live), workers share the environments out by
  * lease, a worker that joins is given its share without a restart, and when a worker is killed
  * (SIGKILL: no goodbye) the other takes its environments over and the pose stream goes on with
- * nothing repeated and nothing missing.
+ * nothing repeated and nothing missing. An api node serves the rooms' poses over /ws/pose and REST
+ * from the bus, with no pipeline of its own.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +15,9 @@ import { LEASES_BUCKET, POSE_STREAM } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
-import { roleCli, type ServedCli } from '../helpers/serveCli.js';
+import { roleCli, serveCli, type ServedCli } from '../helpers/serveCli.js';
+import { ADMIN_PASSWORD } from '../helpers/server.js';
+import { WsClient } from '../helpers/wsClient.js';
 import { until } from '../helpers/engines.js';
 
 /** Give-up bounds: safety nets, not measurements. */
@@ -120,4 +123,36 @@ describeWithNats('workers by environment on the bus', () => {
       expect(new Set(alerts).size).toBe(alerts.length);
     }
   }, 240_000);
+
+  it('an api node serves what the workers publish: /ws/pose, /pose/latest and /system/status, with no pipeline of its own', async () => {
+    // The rooms and a worker from the test above are still running.
+    const api = await serveCli(join(dir, 'api-1'), ['--role', 'api', '--bus', nats.url]);
+    nodes.push(api);
+    const base = api.base;
+    const login = await fetch(`${base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+    });
+    const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
+    const auth = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${base}/api/v1/system/start`, { method: 'POST', headers: auth })).status).toBe(202);
+
+    const ws = await WsClient.connect(Number(new URL(base).port), { token, query: { form: 'a' } });
+    try {
+      await ws.subscribe('pose_updates');
+      // Both rooms come through the one api node (Form A names the room in the metadata).
+      for (const env of ['ward-a', 'ward-b'])
+        await ws.next((m) => m.type === 'pose_update' && m.data?.metadata?.environment_id === env, `a pose update of ${env}`);
+    } finally {
+      await ws.close();
+    }
+    const current = await fetch(`${base}/api/v1/pose/latest?environment_id=ward-a`, { headers: { ...auth, 'x-response-form': 'b' } });
+    expect(current.status).toBe(200);
+    const status = (await (await fetch(`${base}/api/v1/system/status`, { headers: { ...auth, 'x-response-form': 'b' } })).json()) as {
+      data: Record<string, any>;
+    };
+    expect(JSON.stringify(status.data)).toContain('3.0.0');
+    expect(JSON.stringify(status.data)).toContain('remote');
+  }, 120_000);
 });
