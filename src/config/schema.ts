@@ -873,7 +873,8 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       minimum: 0.5,
       maximum: 60,
       unit: 's',
-      description: "How long a worker's claim on an environment lasts without renewal (renewed four times in it): a dead worker's environments are free after it",
+      description:
+        "How long a worker's claim on an environment lasts without renewal (renewed four times in it): a dead worker's environments are free after it",
       restart: true,
     },
     rewind_seconds: {

@@ -150,7 +150,7 @@ describeWithNats('workers by environment on the bus', () => {
     const current = await fetch(`${base}/api/v1/pose/latest?environment_id=ward-a`, { headers: { ...auth, 'x-response-form': 'b' } });
     expect(current.status).toBe(200);
     const status = (await (await fetch(`${base}/api/v1/system/status`, { headers: { ...auth, 'x-response-form': 'b' } })).json()) as {
-      data: Record<string, any>;
+      data: Record<string, unknown>;
     };
     expect(JSON.stringify(status.data)).toContain('3.0.0');
     expect(JSON.stringify(status.data)).toContain('remote');
