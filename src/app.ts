@@ -13,7 +13,10 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Lake } from './store/lake.js';
 import { Bus } from './bus/bus.js';
-import { poseFeed } from './cluster/feeds.js';
+import { durablePoseFeed, poseFeed } from './cluster/feeds.js';
+import { defer, switchMap, type Observable } from 'rxjs';
+import type { PoseFrame } from './pose/types.js';
+import type { Store } from './store/store.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
@@ -34,10 +37,11 @@ export interface ServeOptions {
   dashboard?: boolean;
   log?: Logger;
   /**
-   * An api node of a cluster (`--role api --bus URL`, docs/scale.md): the service follows the
-   * workers' pose frames on the bus instead of running a pipeline, and writes no history.
+   * A node of a cluster on this bus (docs/scale.md): `api` follows the workers' pose frames
+   * instead of running a pipeline and writes no history; `store` takes them from its durable
+   * consumer, writes the store and the lake, and acknowledges what it wrote.
    */
-  bus?: string;
+  bus?: { url: string; role: 'api' | 'store'; name?: string };
 }
 
 /** A running application: the service, its server and its outlets. */
@@ -120,10 +124,20 @@ export async function startApp(o: ServeOptions): Promise<App> {
   const env = o.env ?? process.env;
   const keys = env.CSIPOSE_API_KEYS?.trim();
   let parquetDir = '';
-  // An api node follows the bus, connected once the configuration (its cluster settings) is read.
+  // A node of a cluster follows the bus, connected once the configuration (its cluster settings)
+  // is read; the feed is subscribed at each start of the system.
   let bus: Bus | undefined;
+  let feed: (() => Observable<PoseFrame>) | undefined;
+  if (o.bus?.role === 'api') feed = () => poseFeed(bus!, log);
+  else if (o.bus?.role === 'store') {
+    const name = o.bus.name ?? 'store';
+    feed = () =>
+      defer(async () => storedUpTo(svc.store)).pipe(
+        switchMap((upTo) => durablePoseFeed(bus!, name, { flush: () => store.flush(), pending: () => store.sink.stats.pending }, upTo, log)),
+      );
+  }
   const svc = await PoseService.open({
-    ...(o.bus ? { feed: () => poseFeed(bus!, log) } : {}),
+    ...(feed ? { feed } : {}),
     dataDir: o.dataDir,
     ...(o.configFile ? { configFile: o.configFile } : {}),
     ...(o.source ? { source: o.source } : {}),
@@ -139,7 +153,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
   log = svc.log;
   if (o.bus) {
     try {
-      bus = await Bus.connect(o.bus, svc.config.get().cluster, `csipose-api-${process.pid}`);
+      bus = await Bus.connect(o.bus.url, svc.config.get().cluster, `csipose-${o.bus.role}-${o.bus.name ?? process.pid}`);
     } catch (e) {
       await svc.close();
       throw e;
@@ -183,12 +197,13 @@ export async function startApp(o: ServeOptions): Promise<App> {
   //   store    detach the sink's outlet (the store has closed the sink, writing what it held);
   //   mqtt     last, so the final `stopped` status goes out before the offline mark.
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
-  // An api node: no history, no MQTT (the store node and the single process write them); the
-  // bus closes last.
-  const busOutlet: Outlet | undefined = bus && { name: 'bus', start: () => undefined, close: () => bus!.close() };
-  const outlets: Outlet[] = busOutlet
-    ? [busOutlet, service, metrics, latest, server]
-    : [mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+  // A node of a cluster closes its bus last. An api node writes no history and publishes no MQTT:
+  // the store node does (one per cluster, where api nodes are many).
+  const busOutlet: Outlet[] = bus ? [{ name: 'bus', start: () => undefined, close: () => bus!.close() }] : [];
+  const outlets: Outlet[] =
+    o.bus?.role === 'api'
+      ? [...busOutlet, service, metrics, latest, server]
+      : [...busOutlet, mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
   for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
   try {
     for (const out of outlets) await out.start(svc);
@@ -229,4 +244,15 @@ export async function startApp(o: ServeOptions): Promise<App> {
       return closing;
     },
   };
+}
+
+/**
+ * Per environment, the time of the last pose frame in the store (epoch ms, to the microsecond the
+ * store keeps): a store node skips what it already wrote when the stream delivers it again.
+ */
+async function storedUpTo(store: Store): Promise<Map<string, number>> {
+  const rows = await store.query<{ environment_id: string; us: bigint | number }>(
+    'SELECT environment_id, epoch_us(max(ts)) AS us FROM pose_frames GROUP BY environment_id',
+  );
+  return new Map(rows.map((r) => [r.environment_id, Number(r.us) / 1000]));
 }

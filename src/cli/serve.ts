@@ -39,7 +39,7 @@ export function serveCommand(): Command {
     )
     .addOption(new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale))
     .addOption(
-      new Option('--role <role>', 'all (one process), or a role of a cluster on --bus: ingest | worker | api (docs/scale.md)')
+      new Option('--role <role>', 'all (one process), or a role of a cluster on --bus: ingest | worker | api | store (docs/scale.md)')
         .choices([...ROLES])
         .env('CSIPOSE_ROLE')
         .default('all'),
@@ -72,8 +72,8 @@ export function serveCommand(): Command {
           await serveRole({ ...o, role: o.role }, log);
           return;
         }
-        if (o.role === 'api' && o.bus === undefined) {
-          process.stderr.write('csipose serve: --role api needs --bus nats://HOST:PORT\n');
+        if ((o.role === 'api' || o.role === 'store') && o.bus === undefined) {
+          process.stderr.write(`csipose serve: --role ${o.role} needs --bus nats://HOST:PORT\n`);
           process.exitCode = 2;
           return;
         }
@@ -91,7 +91,7 @@ export function serveCommand(): Command {
             rateLimitScale: o.rateLimitScale,
             transport: o.http,
             log,
-            ...(o.role === 'api' ? { bus: o.bus! } : {}),
+            ...(o.role === 'api' || o.role === 'store' ? { bus: { url: o.bus!, role: o.role, ...(o.name ? { name: o.name } : {}) } } : {}),
           });
         } catch (e) {
           process.stderr.write(`csipose serve: ${(e as Error).message}\n`);

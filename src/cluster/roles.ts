@@ -10,10 +10,10 @@ import type { Logger } from '../service/service.js';
 import { IngestNode } from './ingest.js';
 import { WorkerNode } from './worker.js';
 
-/** The roles of a cluster's nodes without an HTTP server (`api` is src/app.ts following the bus). */
+/** The roles of a cluster's nodes without an HTTP server (`api` and `store` are src/app.ts on the bus). */
 export const BUS_ROLES = ['ingest', 'worker'] as const;
 export type BusRole = (typeof BUS_ROLES)[number];
-export const ROLES = ['all', ...BUS_ROLES, 'api'] as const;
+export const ROLES = ['all', ...BUS_ROLES, 'api', 'store'] as const;
 export type Role = (typeof ROLES)[number];
 
 export interface RoleOptions {

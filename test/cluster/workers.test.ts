@@ -4,7 +4,8 @@
  * lease, a worker that joins is given its share without a restart, and when a worker is killed
  * (SIGKILL: no goodbye) the other takes its environments over and the pose stream goes on with
  * nothing repeated and nothing missing. An api node serves the rooms' poses over /ws/pose and REST
- * from the bus, with no pipeline of its own.
+ * from the bus, with no pipeline of its own. A store node writes every frame once, across a
+ * SIGKILL and a restart.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.j
 import { roleCli, serveCli, type ServedCli } from '../helpers/serveCli.js';
 import { ADMIN_PASSWORD } from '../helpers/server.js';
 import { WsClient } from '../helpers/wsClient.js';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { until } from '../helpers/engines.js';
 
 /** Give-up bounds: safety nets, not measurements. */
@@ -35,6 +37,8 @@ describeWithNats('workers by environment on the bus', () => {
   const dir = mkdtempSync(join(tmpdir(), 'csipose-workers-'));
   const nodes: ServedCli[] = [];
   const seen: Seen[] = [];
+  /** The test's own subscription to the pose stream, from the start (every case reads `seen`). */
+  let messages: { stop(): void } | undefined;
 
   const node = async (name: string, args: string[]) => {
     const n = await roleCli(join(dir, name), ['--bus', nats.url, ...args]);
@@ -57,6 +61,18 @@ describeWithNats('workers by environment on the bus', () => {
     return out;
   };
   const framesOf = (env: string) => seen.filter((s) => s.env === env);
+  /** Signs in as admin on a node with an HTTP server and starts its system; returns the auth header. */
+  const startSystem = async (base: string): Promise<Record<string, string>> => {
+    const login = await fetch(`${base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+    });
+    const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
+    const auth = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${base}/api/v1/system/start`, { method: 'POST', headers: auth })).status).toBe(202);
+    return auth;
+  };
 
   beforeAll(async () => {
     ensureBuilt();
@@ -64,6 +80,7 @@ describeWithNats('workers by environment on the bus', () => {
     nc = await connect({ servers: nats.url });
   }, 180_000);
   afterAll(async () => {
+    messages?.stop();
     for (const n of nodes) if (!n.gone) n.child.kill('SIGKILL');
     await nc?.close();
     await nats?.stop();
@@ -75,9 +92,10 @@ describeWithNats('workers by environment on the bus', () => {
     await node('ingest-b', ['--role', 'ingest', '--config', config('ward-b'), '--source', 'sim?seed=6']);
     // What a subscriber of the pose stream sees, from the start.
     const consumer = await nc.jetstream().consumers.get(POSE_STREAM, { filterSubjects: 'pose.>' });
-    const messages = await consumer.consume();
+    const stream = await consumer.consume();
+    messages = stream;
     void (async () => {
-      for await (const m of messages) {
+      for await (const m of stream) {
         const f = decodePoseFrame(m.data);
         seen.push({ env: f.environmentId, time: f.time, alerts: (f.alerts ?? []).map((a) => a.alertId) });
       }
@@ -109,7 +127,6 @@ describeWithNats('workers by environment on the bus', () => {
     const killedAt = framesOf(kept).length;
     await until(async () => Object.values(await holders()).filter((w) => w === 'wb').length === 2, GIVE_UP_MS, `wb to take ${kept} over`);
     await until(() => framesOf(kept).length > killedAt + 20, GIVE_UP_MS, `pose frames of ${kept} after the handover`);
-    messages.stop();
 
     for (const env of ['ward-a', 'ward-b']) {
       const times = framesOf(env).map((s) => s.time);
@@ -129,14 +146,8 @@ describeWithNats('workers by environment on the bus', () => {
     const api = await serveCli(join(dir, 'api-1'), ['--role', 'api', '--bus', nats.url]);
     nodes.push(api);
     const base = api.base;
-    const login = await fetch(`${base}/api/v1/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
-    });
-    const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
-    const auth = { authorization: `Bearer ${token}` };
-    expect((await fetch(`${base}/api/v1/system/start`, { method: 'POST', headers: auth })).status).toBe(202);
+    const auth = await startSystem(base);
+    const token = auth.authorization!.slice('Bearer '.length);
 
     const ws = await WsClient.connect(Number(new URL(base).port), { token, query: { form: 'a' } });
     try {
@@ -155,4 +166,46 @@ describeWithNats('workers by environment on the bus', () => {
     expect(JSON.stringify(status.data)).toContain('3.0.0');
     expect(JSON.stringify(status.data)).toContain('remote');
   }, 120_000);
+
+  it('a store node writes every frame once, across a SIGKILL and a restart, acknowledging only what it wrote', async () => {
+    const data = join(dir, 'store-1');
+    const store = async () => {
+      const n = await serveCli(data, ['--role', 'store', '--bus', nats.url, '--name', 's1']);
+      nodes.push(n);
+      await startSystem(n.base);
+      return n;
+    };
+    const first = await store();
+    const mark = seen.length;
+    await until(() => seen.length > mark + 40, GIVE_UP_MS, 'more pose frames while the store node writes');
+    // Killed without a flush: what it took but had not written is delivered again.
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const second = await store();
+    const mark2 = seen.length;
+    await until(() => seen.length > mark2 + 40, GIVE_UP_MS, 'more pose frames after the restart');
+    await new Promise((ok) => setTimeout(ok, 2000));
+    expect(await second.stop()).toBe(0);
+
+    const db = await DuckDBInstance.create(join(data, 'csipose.duckdb'), { access_mode: 'READ_ONLY' });
+    try {
+      const conn = await db.connect();
+      for (const env of ['ward-a', 'ward-b']) {
+        const rows = (await conn.runAndReadAll(`SELECT epoch_ms(ts) AS ms FROM pose_frames WHERE environment_id = '${env}' ORDER BY ts`)).getRowObjects();
+        const stored = rows.map((r) => Number(r.ms));
+        // Once each.
+        expect(new Set(stored).size, `${env}: frames stored twice`).toBe(stored.length);
+        // Every frame the subscriber saw up to the last one stored: none lost across the kill.
+        const last = stored[stored.length - 1]!;
+        // (The store keeps whole milliseconds.)
+        const expected = framesOf(env)
+          .map((f) => Math.round(f.time))
+          .filter((t) => t <= last);
+        expect(stored.length).toBeGreaterThan(100);
+        expect(stored).toEqual(expected);
+      }
+    } finally {
+      db.closeSync();
+    }
+  }, 180_000);
 });
