@@ -8,6 +8,7 @@ import { MetricsOutlet } from './outlets/metrics.js';
 import { MqttOutlet } from './outlets/mqtt.js';
 import { StoreOutlet } from './outlets/store.js';
 import { LakeOutlet } from './outlets/lake.js';
+import { WebhookOutlet, type WebhookCommands } from './outlets/webhooks.js';
 import { PoseSink } from './store/poseSink.js';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -45,6 +46,8 @@ export interface App {
   readonly lake: Lake | undefined;
   /** The metrics history (a sample every 10 s). */
   readonly metrics: MetricsOutlet;
+  /** The webhooks outlet (registrations, outbox, deliveries). */
+  readonly webhooks: WebhookOutlet;
   /** Every outlet, in start order (they close in reverse). */
   readonly outlets: readonly Outlet[];
   /** Graceful shutdown: the outlets close in reverse order of start (see {@link startApp}). */
@@ -58,9 +61,10 @@ export interface App {
  * @param svc the open service
  * @param latest the latest-frame cache
  * @param metrics the metrics history
+ * @param webhooks the webhooks outlet's commands
  * @returns the server's face
  */
-export function serverFace(svc: PoseService, latest: LatestReads, metrics: MetricsReads): ServerFace {
+export function serverFace(svc: PoseService, latest: LatestReads, metrics: MetricsReads, webhooks: WebhookCommands): ServerFace {
   return {
     version: svc.version,
     dataDir: svc.dataDir,
@@ -76,6 +80,7 @@ export function serverFace(svc: PoseService, latest: LatestReads, metrics: Metri
     latest: (environmentId) => latest.latest(environmentId),
     environments: () => latest.environments(),
     metricsHistory: () => metrics.metricsHistory(),
+    webhooks,
   };
 }
 
@@ -130,6 +135,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
   cleanExports(o.dataDir);
 
   const mqtt = new MqttOutlet(svc.config, svc.version, env, log);
+  // Alerts and events POSTed to registered endpoints, through an outbox in the data dir.
+  const webhooks = new WebhookOutlet(svc.config, o.dataDir, svc.version, log);
   // The DuckDB sink: every pose frame, its persons, events and alerts, batched into the store.
   const store = new StoreOutlet(new PoseSink(svc.store, { onError: (e) => log('error', `store: ${e.message}`) }), (e) =>
     log('error', `store outlet: ${(e as Error)?.stack ?? String(e)}`),
@@ -148,7 +155,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
     : undefined;
   const metrics = new MetricsOutlet(svc.store, svc.log);
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
-  const server = new ServerOutlet(serverFace(svc, latest, metrics), {
+  const server = new ServerOutlet(serverFace(svc, latest, metrics, webhooks), {
     host: o.host,
     port: o.port,
     rateLimitScale: o.rateLimitScale,
@@ -163,9 +170,10 @@ export async function startApp(o: ServeOptions): Promise<App> {
   //   latest, metrics, lake   detach; the lake's running pass ends before the store closes;
   //   service  stop the pipeline, flush the store sink (the stop step flush_sinks), close the store;
   //   store    detach the sink's outlet (the store has closed the sink, writing what it held);
+  //   webhooks after the pipeline, so its last alerts are queued; what is pending stays in the outbox;
   //   mqtt     last, so the final `stopped` status goes out before the offline mark.
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
-  const outlets: Outlet[] = [mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+  const outlets: Outlet[] = [mqtt, webhooks, store, service, ...(lake ? [lake] : []), metrics, latest, server];
   for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
   try {
     for (const out of outlets) await out.start(svc);
@@ -197,6 +205,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
     mqtt,
     lake: lake?.lake,
     metrics,
+    webhooks,
     outlets,
     close() {
       closing ??= (async () => {
