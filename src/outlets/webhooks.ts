@@ -9,7 +9,7 @@ import { attachOutlet, type Outlet, type OutletStreams } from './outlet.js';
 import { alertMatches, eventMatches, type SubscribeRequest } from './subscriptions.js';
 import { Outbox, type Delivery } from './webhook/outbox.js';
 import { newDeliveryId, newEndpointId, Registry, type Endpoint } from './webhook/registry.js';
-import { Sender } from './webhook/send.js';
+import { Sender, type AttemptResult } from './webhook/send.js';
 import { newSecret, signatureHeader, SIGNATURE_HEADER } from './webhook/sign.js';
 import { checkHost, readWebhookUrl, UrlRefused } from './webhook/ssrf.js';
 
@@ -311,7 +311,7 @@ export class WebhookOutlet implements Outlet, WebhookCommands {
           wake = Math.min(wake, l.sent[0]! + HOUR_MS);
           break;
         }
-        void this.attempt(ep, l, d);
+        this.attempt(ep, l, d).catch((e: unknown) => this.log('error', `webhooks ${ep.id}: ${(e as Error)?.stack ?? String(e)}`));
       }
     }
     this.wakeAt(wake);
@@ -340,7 +340,7 @@ export class WebhookOutlet implements Outlet, WebhookCommands {
     l.sent.push(now);
     const t = Math.floor(now / 1000);
     const secrets = ep.previousSecret && ep.previousUntil > now ? [ep.secret, ep.previousSecret] : [ep.secret];
-    const r = await this.sender.send({
+    const sent = this.sender.send({
       url: ep.url,
       body: d.body,
       timeoutMs: s.timeout_seconds * 1000,
@@ -354,6 +354,8 @@ export class WebhookOutlet implements Outlet, WebhookCommands {
         [SIGNATURE_HEADER]: signatureHeader(secrets, t, d.body),
       },
     });
+    // The sender never rejects; a throw of its own (a header Node refuses) is a failed attempt all the same.
+    const r = await sent.catch((e: unknown): AttemptResult => ({ ok: false, status: 0, error: String((e as Error)?.message ?? e) }));
     d.attempts = attempt;
     l.busy.delete(d.id);
     // Closed meanwhile: the delivery stays in the outbox as it was, and goes after the restart.

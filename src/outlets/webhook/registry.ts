@@ -62,7 +62,11 @@ export class Registry {
     if (!Array.isArray(list)) throw new WebhookFileError(`${path} holds no endpoints list; fix or remove it`);
     for (const e of list as Endpoint[]) {
       // Read again through the subscription reader: a file written by an older build gets today's defaults.
-      e.subscriptions = e.subscriptions.map((s) => readSubscription(s.channel, s.filters, ['alerts', 'events']));
+      try {
+        e.subscriptions = e.subscriptions.map((s) => readSubscription(s.channel, s.filters, ['alerts', 'events']));
+      } catch (err) {
+        throw new WebhookFileError(`${path}: webhook ${String(e.id)} cannot be read (${(err as Error).message}); fix or remove it`);
+      }
       this.endpoints.set(e.id, e);
     }
   }
