@@ -349,6 +349,12 @@ describe('webhooks: SSRF', () => {
     }
     expect((await s.api('GET', '/webhooks', { token, form: 'a' })).body.total).toBe(0);
     expect(rx.got).toHaveLength(0);
+    // Public addresses are taken (registration connects to nothing).
+    for (const url of ['http://93.184.215.14/hook', 'https://[2606:4700:4700::1111]/hook']) {
+      const ok = await s.api('POST', '/webhooks', { token, form: 'a', body: { url, subscriptions: ALERTS, enabled: false } });
+      expect(ok.status, `${url}: ${ok.text}`).toBe(201);
+      await s.api('DELETE', `/webhooks/${ok.body.id}`, { token });
+    }
   });
 
   it('checks again at delivery, after DNS: a registered name that now resolves to loopback is refused, and nothing is sent', async () => {

@@ -41,14 +41,13 @@ const COMPACT_MIN_RECORDS = 1000;
  * made again; receivers deduplicate by the id). Each write reaches the file at once (`write`,
  * which outlives a crash of the process) and the disk within a moment (`fdatasync`, coalesced).
  * Opening replays the journal (a torn last line from a crash is skipped) and rewrites it compact;
- * it is compacted again when ended records outnumber live ones.
+ * it is rewritten again once it holds more than 1000 records and 4 times the live deliveries.
  */
 export class Outbox {
   private fd: number;
   private records = 0;
   private syncing = false;
   private dirty = false;
-  private compactWanted = false;
   private closed = false;
 
   private constructor(
@@ -122,21 +121,22 @@ export class Outbox {
     writeSync(this.fd, JSON.stringify(e) + '\n');
     this.records++;
     this.dirty = true;
-    if (this.records > COMPACT_MIN_RECORDS && this.records > 4 * this.live.size) this.compactWanted = true;
-    this.sync();
-  }
-
-  /** One fdatasync at a time for whatever was written before it; a compaction waits for it. */
-  private sync(): void {
-    if (this.syncing || !this.dirty) return;
-    if (this.compactWanted) {
-      this.compactWanted = false;
+    if (this.records > COMPACT_MIN_RECORDS && this.records > 4 * this.live.size) {
+      // The rewrite is written and fsynced whole before it replaces the journal. An fdatasync
+      // still queued for the old descriptor finds it closed (or its number taken by the new
+      // journal, which it then flushes): harmless either way.
       fdatasyncSync(this.fd);
       closeSync(this.fd);
       this.fd = this.rewrite();
       this.dirty = false;
       return;
     }
+    this.sync();
+  }
+
+  /** One fdatasync at a time, for whatever was written before it. */
+  private sync(): void {
+    if (this.syncing || !this.dirty) return;
     this.syncing = true;
     this.dirty = false;
     fdatasync(this.fd, () => {
