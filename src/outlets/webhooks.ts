@@ -246,8 +246,8 @@ export class WebhookOutlet implements Outlet, WebhookCommands {
       this.bury(l, d, 'queue_full');
       return d;
     }
-    l.pending.set(id, d);
     this.outbox!.put(d);
+    l.pending.set(id, d);
     this.schedulePump();
     return d;
   }

@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** One event on its way to one webhook endpoint: pending (waiting or being sent) or dead. */
@@ -106,14 +106,17 @@ export class Outbox {
 
   /** Writes a delivery's whole state (new, or changed: the object held is the one passed). */
   put(d: Delivery): void {
-    this.live.set(d.id, d);
+    // Written first: a write that fails (a full disk) leaves the outbox as it was.
     this.append({ op: 'put', d });
+    this.live.set(d.id, d);
+    this.settle();
   }
 
   /** Ends a delivery (delivered, or a dead letter cleared). */
   remove(id: string): void {
     if (!this.live.delete(id)) return;
     this.append({ op: 'del', id });
+    this.settle();
   }
 
   private append(e: Entry): void {
@@ -121,13 +124,23 @@ export class Outbox {
     writeSync(this.fd, JSON.stringify(e) + '\n');
     this.records++;
     this.dirty = true;
+  }
+
+  /** After a record and the map agree: rewrites the journal when it has grown, else flushes it soon. */
+  private settle(): void {
     if (this.records > COMPACT_MIN_RECORDS && this.records > 4 * this.live.size) {
       // The rewrite is written and fsynced whole before it replaces the journal. An fdatasync
       // still queued for the old descriptor finds it closed (or its number taken by the new
       // journal, which it then flushes): harmless either way.
       fdatasyncSync(this.fd);
       closeSync(this.fd);
-      this.fd = this.rewrite();
+      try {
+        this.fd = this.rewrite();
+      } catch (e) {
+        // The journal itself is whole (the rewrite replaces it only once written): append to it again.
+        this.fd = openSync(this.path, 'a', 0o600);
+        throw e;
+      }
       this.dirty = false;
       return;
     }
@@ -149,6 +162,7 @@ export class Outbox {
   private rewrite(): number {
     const tmp = `${this.path}.${process.pid}.tmp`;
     const fd = openSync(tmp, 'w', 0o600);
+    let written = false;
     try {
       let chunk = '';
       for (const d of this.live.values()) {
@@ -160,8 +174,10 @@ export class Outbox {
       }
       if (chunk) writeSync(fd, chunk);
       fsyncSync(fd);
+      written = true;
     } finally {
       closeSync(fd);
+      if (!written) rmSync(tmp, { force: true });
     }
     renameSync(tmp, this.path);
     try {
