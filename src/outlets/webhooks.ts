@@ -72,6 +72,16 @@ export interface DeadLetterView {
   payload: unknown;
 }
 
+/** Where a page of dead letters ended: the last one's death time (epoch ms) and id. */
+export type DeadLetterPosition = [number, string];
+
+/** Which page of dead letters. */
+export interface DeadLetterPage {
+  limit: number;
+  after?: DeadLetterPosition;
+  offset?: number;
+}
+
 /** What the `/webhooks` routes use. Unknown ids give undefined (the route's 404). */
 export interface WebhookCommands {
   list(): WebhookView[];
@@ -83,7 +93,11 @@ export interface WebhookCommands {
   rotateSecret(id: string): { webhook: WebhookView; secret: string; previous_secret_expires_at: string } | undefined;
   /** Queues a `ping` delivery. @throws ApiError 409 while the webhook is disabled */
   ping(id: string): { delivery_id: string } | undefined;
-  deadLetters(id: string): DeadLetterView[] | undefined;
+  /**
+   * A page of the dead letters, newest first (by the time they died, then id): those after
+   * `after` (a page's last `[dead_at ms, id]`), or from `offset`, at most `limit`.
+   */
+  deadLetters(id: string, page: DeadLetterPage): { dead_letters: DeadLetterView[]; total: number; last: DeadLetterPosition | null } | undefined;
   /** Back into the queue, attempts from 0: every dead letter, or those of `ids` (unknown ids listed). */
   redrive(id: string, ids?: readonly string[]): { redriven: string[]; unknown: string[] } | undefined;
   clearDeadLetters(id: string, ids?: readonly string[]): { cleared: string[]; unknown: string[] } | undefined;
@@ -496,19 +510,32 @@ export class WebhookOutlet implements Outlet, WebhookCommands {
     return { delivery_id: d.id };
   }
 
-  deadLetters(id: string): DeadLetterView[] | undefined {
+  deadLetters(id: string, page: DeadLetterPage): { dead_letters: DeadLetterView[]; total: number; last: DeadLetterPosition | null } | undefined {
     if (!this.endpoint(id)) return undefined;
-    return [...this.laneOf(id).dead.values()].reverse().map((d) => ({
-      id: d.id,
-      type: d.type,
-      created_at: iso(d.createdAt),
-      dead_at: iso(d.deadAt),
-      reason: d.deadReason,
-      attempts: d.attempts,
-      last_status: d.lastStatus,
-      last_error: d.lastError,
-      payload: JSON.parse(d.body) as unknown,
-    }));
+    const all = [...this.laneOf(id).dead.values()].sort((x, y) => y.deadAt - x.deadAt || (y.id < x.id ? -1 : y.id > x.id ? 1 : 0));
+    let from = page.offset ?? 0;
+    if (page.after) {
+      const [at, after] = page.after;
+      from = all.findIndex((d) => d.deadAt < at || (d.deadAt === at && d.id < after));
+      if (from < 0) from = all.length;
+    }
+    const slice = all.slice(from, from + page.limit);
+    const lastOne = slice.at(-1);
+    return {
+      dead_letters: slice.map((d) => ({
+        id: d.id,
+        type: d.type,
+        created_at: iso(d.createdAt),
+        dead_at: iso(d.deadAt),
+        reason: d.deadReason,
+        attempts: d.attempts,
+        last_status: d.lastStatus,
+        last_error: d.lastError,
+        payload: JSON.parse(d.body) as unknown,
+      })),
+      total: all.length,
+      last: lastOne && from + slice.length < all.length ? [lastOne.deadAt, lastOne.id] : null,
+    };
   }
 
   /** The dead letters of `ids` (every one when absent), and the ids that are not dead letters of it. */

@@ -226,7 +226,7 @@ describe('webhooks: delivery', () => {
     const id = (await s.api('POST', `/webhooks/${w.id}/ping`, { token, form: 'a' })).body.delivery_id;
     const dead = await until(async () => {
       const r = await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, form: 'a' });
-      return r.body.total === 1 ? r.body.dead_letters[0] : undefined;
+      return r.body.pagination.total_count === 1 ? r.body.dead_letters[0] : undefined;
     }, 'the dead letter');
     expect(dead).toMatchObject({ id, type: 'ping', reason: 'max_attempts', attempts: 3, last_status: 500, payload: { id, type: 'ping' } });
     expect(dead.last_error).toMatch(/HTTP 500: receiver is down/);
@@ -240,20 +240,43 @@ describe('webhooks: delivery', () => {
     expect(redrive.body).toEqual({ redriven: [id], unknown: [] });
     await rx.next((x) => x.json?.id === id && x.answered === 204, 'the re-driven delivery');
     await until(async () => ((await webhook(s, token, w.id)).delivery.pending === 0 ? true : undefined), 'queue empty');
-    expect((await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, form: 'a' })).body.total).toBe(0);
+    expect((await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, form: 'a' })).body.pagination.total_count).toBe(0);
     expect((await component(s, token)).status).toBe('active');
 
-    // Two more dead letters: one cleared by id, the rest at once.
+    // Three more dead letters: paged in both forms, one cleared by id, the rest at once.
     rx.mode = 'fail';
-    const a = (await s.api('POST', `/webhooks/${w.id}/ping`, { token, form: 'a' })).body.delivery_id;
-    const b = (await s.api('POST', `/webhooks/${w.id}/ping`, { token, form: 'a' })).body.delivery_id;
-    await until(async () => ((await webhook(s, token, w.id)).delivery.dead_letters === 2 ? true : undefined), 'two dead letters');
+    const three: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      three.push((await s.api('POST', `/webhooks/${w.id}/ping`, { token, form: 'a' })).body.delivery_id);
+      await until(async () => ((await webhook(s, token, w.id)).delivery.dead_letters === i + 1 ? true : undefined), `dead letter ${i + 1}`);
+    }
+    const newestFirst = [...three].reverse();
+    const pageA = await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, form: 'a', query: { limit: 2 } });
+    expect(pageA.body.dead_letters.map((d: { id: string }) => d.id)).toEqual(newestFirst.slice(0, 2));
+    expect(pageA.body.pagination).toMatchObject({ limit: 2, returned_count: 2, total_count: 3, has_more: true });
+    const nextA = await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, form: 'a', query: { cursor: pageA.body.pagination.next_cursor } });
+    expect(nextA.body.dead_letters.map((d: { id: string }) => d.id)).toEqual(newestFirst.slice(2));
+    expect(nextA.body.pagination).toMatchObject({ returned_count: 1, has_more: false, next_cursor: null });
+    const pageB = await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, query: { page: 2, per_page: 2 } });
+    expect(pageB.body.data.map((d: { id: string }) => d.id)).toEqual(newestFirst.slice(2));
+    expect(pageB.body.pagination).toEqual({ page: 2, per_page: 2, total: 3, total_pages: 2, has_next: false, has_prev: true });
+    for (const [form, query] of [
+      ['a', { page: 1 }],
+      ['b', { cursor: 'x' }],
+      ['a', { cursor: 'not-a-cursor' }],
+      ['b', { per_page: 0 }],
+    ] as const) {
+      const r = await s.api('GET', `/webhooks/${w.id}/dead-letters`, { token, form, query });
+      expect(r.status, `${form} ${JSON.stringify(query)}: ${r.text}`).toBe(422);
+    }
+    const [a, ...others] = three as [string, ...string[]];
     const one = await s.api('DELETE', `/webhooks/${w.id}/dead-letters/${a}`, { token, form: 'a' });
     expect(one.body).toEqual({ cleared: [a], unknown: [] });
     expect((await s.api('DELETE', `/webhooks/${w.id}/dead-letters/${a}`, { token })).status).toBe(404);
     expect((await s.api('POST', `/webhooks/${w.id}/dead-letters/redrive`, { token, body: { ids: 'all' } })).status).toBe(422);
     const rest = await s.api('DELETE', `/webhooks/${w.id}/dead-letters`, { token, form: 'a' });
-    expect(rest.body).toEqual({ cleared: [b], unknown: [] });
+    expect(rest.body.cleared.sort()).toEqual(others.sort());
+    expect(rest.body.unknown).toEqual([]);
     await s.api('DELETE', `/webhooks/${w.id}`, { token });
   });
 

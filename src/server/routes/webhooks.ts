@@ -1,8 +1,10 @@
 import { ApiError, type FieldError } from '../../errors.js';
-import type { Ctx, Route } from '../core.js';
+import type { Ctx, Reply, Route } from '../core.js';
+import { decodeQueryCursor, encodeQueryCursor } from '../cursor.js';
+import { otherFormPaging } from './analytics.js';
 import { Checker } from '../validate.js';
 import { ProtocolError, readSubscription, type SubscribeRequest } from '../../outlets/subscriptions.js';
-import { readWebhookUrl, UrlRefused, WEBHOOK_CHANNELS, type WebhookCommands, type WebhookInput } from '../../outlets/webhooks.js';
+import { readWebhookUrl, UrlRefused, WEBHOOK_CHANNELS, type DeadLetterPosition, type WebhookCommands, type WebhookInput } from '../../outlets/webhooks.js';
 
 /** What `/webhooks` uses: the webhooks outlet's commands. */
 export interface WebhookRoutesFace {
@@ -14,6 +16,9 @@ const MAX_SUBSCRIPTIONS = 10;
 /** Ids one redrive or clear may name. */
 const MAX_IDS = 1000;
 const FIELDS = ['url', 'description', 'enabled', 'subscriptions'] as const;
+/** Page sizes of the dead-letter listing, as the other listings' (docs/service.md "Paging"). */
+const DEAD_LETTERS_LIMIT_A = { default: 100, max: 1000 } as const;
+const DEAD_LETTERS_PER_PAGE_B = { default: 50, max: 1000 } as const;
 
 /**
  * `subscriptions`: 1-10 of `{channel, filters}`, each read by the subscription reader of
@@ -103,6 +108,61 @@ function readIds(ctx: Ctx): string[] | undefined {
   return ids as string[] | undefined;
 }
 
+/** A Form A position in a dead-letter listing: the last one's death time (epoch ms) and id. */
+const isPosition = (v: unknown): v is DeadLetterPosition =>
+  Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && v[1].length <= 64;
+
+/**
+ * `GET /webhooks/{id}/dead-letters`, newest first, paged as every listing is (docs/service.md
+ * "Conventions"): Form A by `limit` and `cursor` (a position, so clearing or re-driving between
+ * pages never repeats or skips one), Form B by `page` and `per_page`.
+ */
+function deadLetterPage(svc: WebhookRoutesFace, ctx: Ctx, webhookId: string): Reply {
+  const c = new Checker();
+  const formA = ctx.form === 'a';
+  c.onlyQuery(ctx.query, ['limit', 'cursor', 'page', 'per_page']);
+  otherFormPaging(c, ctx.query, formA ? 'a' : 'b');
+  if (formA) {
+    const sentLimit = c.queryInt(ctx.query, 'limit', 1, DEAD_LETTERS_LIMIT_A.max);
+    let limit = sentLimit ?? DEAD_LETTERS_LIMIT_A.default;
+    let after: DeadLetterPosition | undefined;
+    const raw = ctx.query.get('cursor');
+    if (raw !== null) {
+      const cursor = decodeQueryCursor(raw, {}, isPosition, DEAD_LETTERS_LIMIT_A.max);
+      if (!cursor)
+        c.errors.push({ field: 'cursor', message: 'cursor must be a next_cursor of an earlier page of this listing', received_value: raw.slice(0, 64) });
+      else {
+        after = cursor.at;
+        limit = sentLimit ?? cursor.limit;
+      }
+    }
+    c.done();
+    const r = found(svc.webhooks.deadLetters(webhookId, { limit, ...(after ? { after } : {}) }), webhookId);
+    return {
+      data: {
+        webhook_id: webhookId,
+        dead_letters: r.dead_letters,
+        pagination: {
+          limit,
+          returned_count: r.dead_letters.length,
+          total_count: r.total,
+          has_more: r.last !== null,
+          next_cursor: r.last ? encodeQueryCursor(r.last, {}, limit) : null,
+        },
+      },
+    };
+  }
+  const page = c.queryInt(ctx.query, 'page', 1, 2 ** 31 - 1) ?? 1;
+  const perPage = c.queryInt(ctx.query, 'per_page', 1, DEAD_LETTERS_PER_PAGE_B.max) ?? DEAD_LETTERS_PER_PAGE_B.default;
+  c.done();
+  const r = found(svc.webhooks.deadLetters(webhookId, { limit: perPage, offset: (page - 1) * perPage }), webhookId);
+  const totalPages = Math.ceil(r.total / perPage);
+  return {
+    data: r.dead_letters,
+    extra: { pagination: { page, per_page: perPage, total: r.total, total_pages: totalPages, has_next: page < totalPages, has_prev: page > 1 } },
+  };
+}
+
 function notFound(id: string): never {
   throw new ApiError('RESOURCE_NOT_FOUND', `no webhook ${id}`, { webhook_id: id });
 }
@@ -149,10 +209,7 @@ export function webhookRoutes(svc: WebhookRoutesFace): Route[] {
       return { data: { ...r.webhook, secret: r.secret } };
     }),
     route('POST', '/webhooks/:webhook_id/ping', (ctx) => ({ status: 202, data: found(svc.webhooks.ping(id(ctx)), id(ctx)) })),
-    route('GET', '/webhooks/:webhook_id/dead-letters', (ctx) => {
-      const list = found(svc.webhooks.deadLetters(id(ctx)), id(ctx));
-      return { data: { webhook_id: id(ctx), dead_letters: list, total: list.length } };
-    }),
+    route('GET', '/webhooks/:webhook_id/dead-letters', (ctx) => deadLetterPage(svc, ctx, id(ctx))),
     route('POST', '/webhooks/:webhook_id/dead-letters/redrive', (ctx) => {
       const ids = readIds(ctx);
       return { data: found(svc.webhooks.redrive(id(ctx), ids), id(ctx)) };
