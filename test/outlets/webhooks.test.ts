@@ -4,7 +4,8 @@
  * enable `webhooks.allow_private_networks` (the receiver is on loopback); the SSRF tests keep the
  * default. Waiting is bounded (a guard against hanging), never measured.
  */
-import { statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, until, type TestServer } from '../helpers/server.js';
@@ -433,6 +434,22 @@ describe('webhooks: durability', () => {
       await rx.close();
       await second?.close();
       await first.close().catch(() => undefined);
+    }
+  });
+});
+
+describe('webhooks: an unreadable registry', () => {
+  it('stops the start naming the file, and leaves the file as it was', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'csipose-webhook-file-'));
+    try {
+      const dataDir = join(root, 'data');
+      mkdirSync(join(dataDir, 'webhooks'), { recursive: true });
+      const file = join(dataDir, 'webhooks', 'endpoints.json');
+      writeFileSync(file, '{"endpoints": [');
+      await expect(startServer({ dataDir })).rejects.toThrow(/endpoints\.json/);
+      expect(readFileSync(file, 'utf8')).toBe('{"endpoints": [');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });
