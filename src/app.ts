@@ -8,6 +8,8 @@ import { MetricsOutlet } from './outlets/metrics.js';
 import { MqttOutlet } from './outlets/mqtt.js';
 import { StoreOutlet } from './outlets/store.js';
 import { LakeOutlet } from './outlets/lake.js';
+import { WebhookOutlet, type WebhookCommands } from './outlets/webhooks.js';
+import { ApiError } from './errors.js';
 import { PoseSink } from './store/poseSink.js';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -56,6 +58,8 @@ export interface App {
   readonly lake: Lake | undefined;
   /** The metrics history (a sample every 10 s). */
   readonly metrics: MetricsOutlet;
+  /** The webhooks outlet (registrations, outbox, deliveries). */
+  readonly webhooks: WebhookOutlet;
   /** Every outlet, in start order (they close in reverse). */
   readonly outlets: readonly Outlet[];
   /** Graceful shutdown: the outlets close in reverse order of start (see {@link startApp}). */
@@ -69,9 +73,10 @@ export interface App {
  * @param svc the open service
  * @param latest the latest-frame cache
  * @param metrics the metrics history
+ * @param webhooks the webhooks outlet's commands
  * @returns the server's face
  */
-export function serverFace(svc: PoseService, latest: LatestReads, metrics: MetricsReads): ServerFace {
+export function serverFace(svc: PoseService, latest: LatestReads, metrics: MetricsReads, webhooks: WebhookCommands): ServerFace {
   return {
     version: svc.version,
     dataDir: svc.dataDir,
@@ -87,6 +92,7 @@ export function serverFace(svc: PoseService, latest: LatestReads, metrics: Metri
     latest: (environmentId) => latest.latest(environmentId),
     environments: () => latest.environments(),
     metricsHistory: () => metrics.metricsHistory(),
+    webhooks,
   };
 }
 
@@ -162,6 +168,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
   cleanExports(o.dataDir);
 
   const mqtt = new MqttOutlet(svc.config, svc.version, env, log);
+  // Alerts and events POSTed to registered endpoints, through an outbox in the data dir.
+  const webhooks = new WebhookOutlet(svc.config, o.dataDir, svc.version, log);
   // The DuckDB sink: every pose frame, its persons, events and alerts, batched into the store.
   const store = new StoreOutlet(new PoseSink(svc.store, { onError: (e) => log('error', `store: ${e.message}`) }), (e) =>
     log('error', `store outlet: ${(e as Error)?.stack ?? String(e)}`),
@@ -180,7 +188,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
     : undefined;
   const metrics = new MetricsOutlet(svc.store, svc.log);
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
-  const server = new ServerOutlet(serverFace(svc, latest, metrics), {
+  const server = new ServerOutlet(serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks), {
     host: o.host,
     port: o.port,
     rateLimitScale: o.rateLimitScale,
@@ -195,15 +203,16 @@ export async function startApp(o: ServeOptions): Promise<App> {
   //   latest, metrics, lake   detach; the lake's running pass ends before the store closes;
   //   service  stop the pipeline, flush the store sink (the stop step flush_sinks), close the store;
   //   store    detach the sink's outlet (the store has closed the sink, writing what it held);
+  //   webhooks after the pipeline, so its last alerts are queued; what is pending stays in the outbox;
   //   mqtt     last, so the final `stopped` status goes out before the offline mark.
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
-  // A node of a cluster closes its bus last. An api node writes no history and publishes no MQTT:
-  // the store node does (one per cluster, where api nodes are many).
+  // A node of a cluster closes its bus last. An api node writes no history and sends no MQTT or
+  // webhooks: the store node does (one per cluster, where api nodes are many).
   const busOutlet: Outlet[] = bus ? [{ name: 'bus', start: () => undefined, close: () => bus!.close() }] : [];
   const outlets: Outlet[] =
     o.bus?.role === 'api'
       ? [...busOutlet, service, metrics, latest, server]
-      : [...busOutlet, mqtt, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+      : [...busOutlet, mqtt, webhooks, store, service, ...(lake ? [lake] : []), metrics, latest, server];
   for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
   try {
     for (const out of outlets) await out.start(svc);
@@ -235,6 +244,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
     mqtt,
     lake: lake?.lake,
     metrics,
+    webhooks,
     outlets,
     close() {
       closing ??= (async () => {
@@ -256,3 +266,15 @@ async function storedUpTo(store: Store): Promise<Map<string, number>> {
   );
   return new Map(rows.map((r) => [r.environment_id, Number(r.us) / 1000]));
 }
+
+/**
+ * The webhook routes of an api node: webhooks are kept and sent by the cluster's store node (one
+ * sender, where api nodes are many), so every request here is refused, saying where to go.
+ */
+const webhooksElsewhere: WebhookCommands = new Proxy({} as WebhookCommands, {
+  get: () => () => {
+    throw new ApiError('SYSTEM_STATE_CONFLICT', "webhooks are kept and sent by the cluster's store node: register and manage them there (docs/scale.md)", {
+      role: 'api',
+    });
+  },
+});

@@ -19,6 +19,7 @@ import { ServerOutlet } from '../../src/server/server.js';
 import { serverFace } from '../../src/app.js';
 import { LatestOutlet } from '../../src/outlets/latest.js';
 import { MetricsOutlet } from '../../src/outlets/metrics.js';
+import { WebhookOutlet } from '../../src/outlets/webhooks.js';
 import { WS_PATH } from '../../src/server/ws/endpoint.js';
 import { PlainWsBroadcast } from './baseline.js';
 import { announce, now, serve, sleep } from './ipc.js';
@@ -58,8 +59,11 @@ async function main(): Promise<void> {
   const svc = await PoseService.open({ dataDir, configFile, source, env: process.env, log });
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${String(e)}`));
   const metrics = new MetricsOutlet(svc.store, svc.log);
+  // The REST face includes the webhooks' commands; none is registered here, so it sends nothing.
+  const webhooks = new WebhookOutlet(svc.config, dataDir, svc.version, svc.log);
   latest.start(svc);
   metrics.start(svc);
+  webhooks.start(svc);
   // First subscriber after those outlets, before both servers: the publish instant.
   const ids = new Int32Array(KEPT);
   const times = new Float64Array(KEPT);
@@ -69,7 +73,7 @@ async function main(): Promise<void> {
     ids[i] = v.frame.frameId;
     times[i] = now();
   });
-  const ours = new ServerOutlet(serverFace(svc, latest, metrics), { host: '127.0.0.1', port: 0, rateLimitScale: 1, log });
+  const ours = new ServerOutlet(serverFace(svc, latest, metrics, webhooks), { host: '127.0.0.1', port: 0, rateLimitScale: 1, log });
   await ours.start(svc);
   const http = ours.server;
   const form = () => svc.config.get().server.response_form;
@@ -137,6 +141,7 @@ async function main(): Promise<void> {
         ours.close();
         metrics.close();
         latest.close();
+        webhooks.close();
         await svc.close();
         setTimeout(() => process.exit(0), 50);
       })();

@@ -59,6 +59,9 @@ export interface EndpointAccess {
  *   endpoint, these paths are our choice, admin only.
  * - `GET /pose/floor-map` (the physics front end's map; not in the spec, docs/service.md) only
  *   reads, so `viewer`.
+ * - `/webhooks` (the spec shows no registration: docs/service.md "Webhooks") is admin only: a
+ *   webhook sends the service's alerts to a URL of its registrant's choosing, and its answers
+ *   carry the signing secret.
  * - `GET /ws/pose` is the WebSocket upgrade: any authenticated principal.
  */
 export const ENDPOINT_ACCESS: readonly EndpointAccess[] = Object.freeze([
@@ -99,6 +102,19 @@ export const ENDPOINT_ACCESS: readonly EndpointAccess[] = Object.freeze([
   // Analysts' tools: read-only SQL and exports of the store while the service holds its file.
   { method: 'POST', pattern: '/store/query', access: 'admin' },
   { method: 'POST', pattern: '/store/export', access: 'admin' },
+
+  // Webhooks: registrations, their secrets and their dead letters.
+  { method: 'GET', pattern: '/webhooks', access: 'admin' },
+  { method: 'POST', pattern: '/webhooks', access: 'admin' },
+  { method: 'GET', pattern: '/webhooks/:webhook_id', access: 'admin' },
+  { method: 'PUT', pattern: '/webhooks/:webhook_id', access: 'admin' },
+  { method: 'DELETE', pattern: '/webhooks/:webhook_id', access: 'admin' },
+  { method: 'POST', pattern: '/webhooks/:webhook_id/rotate-secret', access: 'admin' },
+  { method: 'POST', pattern: '/webhooks/:webhook_id/ping', access: 'admin' },
+  { method: 'GET', pattern: '/webhooks/:webhook_id/dead-letters', access: 'admin' },
+  { method: 'POST', pattern: '/webhooks/:webhook_id/dead-letters/redrive', access: 'admin' },
+  { method: 'DELETE', pattern: '/webhooks/:webhook_id/dead-letters', access: 'admin' },
+  { method: 'DELETE', pattern: '/webhooks/:webhook_id/dead-letters/:delivery_id', access: 'admin' },
 
   { method: 'GET', pattern: '/ws/pose', access: 'viewer' },
 ] satisfies EndpointAccess[]);

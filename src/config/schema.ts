@@ -221,6 +221,18 @@ export interface ServiceConfig {
     rewind_seconds: number;
     checkpoint_interval_seconds: number;
   };
+  webhooks: {
+    allow_private_networks: boolean;
+    rate_limit_per_hour: number;
+    max_attempts: number;
+    initial_backoff_seconds: number;
+    max_backoff_seconds: number;
+    timeout_seconds: number;
+    max_in_flight_per_endpoint: number;
+    max_pending_per_endpoint: number;
+    max_dead_letters_per_endpoint: number;
+    max_endpoints: number;
+  };
 }
 
 /** Read-only view of a value, all the way down. */
@@ -896,6 +908,93 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       unit: 's',
       description: 'How often a worker records how far it has read the CSI stream of each environment it holds',
       restart: true,
+    },
+  }),
+  webhooks: group('Webhooks: alerts and activity events POSTed, signed, to the endpoints registered under /api/v1/webhooks (docs/service.md "Webhooks")', {
+    allow_private_networks: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Allow endpoints on private, loopback, link-local, shared (100.64/10) and unspecified addresses; false (default) refuses them ' +
+        'at registration and at every delivery after DNS resolution (SSRF and DNS rebinding)',
+      restart: false,
+    },
+    rate_limit_per_hour: {
+      type: 'integer',
+      default: 10_000,
+      minimum: 1,
+      maximum: 1_000_000,
+      description:
+        'Deliveries (attempts, retries included) sent to one endpoint in any rolling hour (spec: 10,000 events per hour per endpoint); ' +
+        'beyond it deliveries wait in the queue until the hour has room',
+      restart: false,
+    },
+    max_attempts: {
+      type: 'integer',
+      default: 12,
+      minimum: 1,
+      maximum: 100,
+      description: 'Attempts of one delivery before it goes to the dead letters (the first included)',
+      restart: false,
+    },
+    initial_backoff_seconds: {
+      type: 'number',
+      default: 10,
+      minimum: 0.05,
+      maximum: 3600,
+      unit: 's',
+      description: 'Wait before the second attempt; each further wait doubles up to max_backoff_seconds (each +-20 % at random)',
+      restart: false,
+    },
+    max_backoff_seconds: {
+      type: 'number',
+      default: 3600,
+      minimum: 0.05,
+      maximum: 86_400,
+      unit: 's',
+      description: 'Longest wait between two attempts (a Retry-After of the endpoint is honoured up to it)',
+      restart: false,
+    },
+    timeout_seconds: {
+      type: 'number',
+      default: 10,
+      minimum: 0.5,
+      maximum: 120,
+      unit: 's',
+      description: 'An attempt that has not had a whole answer this long after it began fails (and is retried)',
+      restart: false,
+    },
+    max_in_flight_per_endpoint: {
+      type: 'integer',
+      default: 4,
+      minimum: 1,
+      maximum: 64,
+      description: 'Requests open to one endpoint at a time',
+      restart: false,
+    },
+    max_pending_per_endpoint: {
+      type: 'integer',
+      default: 10_000,
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'Deliveries waiting for one endpoint; an event beyond it goes straight to the dead letters (reason queue_full)',
+      restart: false,
+    },
+    max_dead_letters_per_endpoint: {
+      type: 'integer',
+      default: 10_000,
+      minimum: 1,
+      maximum: 1_000_000,
+      description: "Dead letters kept per endpoint; beyond it the oldest is dropped (counted in the outlet's report)",
+      restart: false,
+    },
+    max_endpoints: {
+      type: 'integer',
+      default: 100,
+      minimum: 1,
+      maximum: 1000,
+      description: 'Webhooks that may be registered',
+      restart: false,
     },
   }),
 });

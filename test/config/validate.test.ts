@@ -168,6 +168,16 @@ describe('validateUpdate, field by field', () => {
       'cluster.lease_ttl_seconds',
       'cluster.rewind_seconds',
       'cluster.checkpoint_interval_seconds',
+      'webhooks.allow_private_networks',
+      'webhooks.rate_limit_per_hour',
+      'webhooks.max_attempts',
+      'webhooks.initial_backoff_seconds',
+      'webhooks.max_backoff_seconds',
+      'webhooks.timeout_seconds',
+      'webhooks.max_in_flight_per_endpoint',
+      'webhooks.max_pending_per_endpoint',
+      'webhooks.max_dead_letters_per_endpoint',
+      'webhooks.max_endpoints',
     ]);
   });
 

@@ -125,7 +125,7 @@ const isEventPosition = (v: unknown): v is [number, string] =>
   Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && v[1].length <= 512;
 
 /** The paging parameters of the other form, refused with a message that says which to use. */
-function otherFormPaging(c: Checker, q: URLSearchParams, form: 'a' | 'b'): void {
+export function otherFormPaging(c: Checker, q: URLSearchParams, form: 'a' | 'b'): void {
   const [theirs, ours] = form === 'a' ? [['page', 'per_page'], 'limit and cursor'] : [['limit', 'cursor'], 'page and per_page'];
   for (const name of theirs) {
     if (q.has(name)) {

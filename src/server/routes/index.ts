@@ -7,6 +7,7 @@ import { configRoutes, type ConfigRoutesFace } from './config.js';
 import { healthRoutes, type HealthRoutesFace } from './health.js';
 import { analyticsRoutes, type AnalyticsRoutesFace } from './analytics.js';
 import { storeRoutes, type StoreRoutesFace } from './store.js';
+import { webhookRoutes, type WebhookRoutesFace } from './webhooks.js';
 
 /**
  * What the routes use of the service, all together: each module declares its own part (the
@@ -19,7 +20,8 @@ export type RoutesFace = AuthRoutesFace &
   ConfigRoutesFace &
   StoreRoutesFace &
   AnalyticsRoutesFace &
-  HealthRoutesFace;
+  HealthRoutesFace &
+  WebhookRoutesFace;
 
 /**
  * Every REST endpoint, by resource. Each route is thin: it validates its input, reads the
@@ -37,5 +39,6 @@ export function buildRoutes(svc: RoutesFace, http: CoreStats): Route[] {
     ...storeRoutes(svc),
     ...analyticsRoutes(svc),
     ...healthRoutes(svc, http),
+    ...webhookRoutes(svc),
   ];
 }
