@@ -163,6 +163,8 @@ describe('validateUpdate, field by field', () => {
       'storage.query_max_bytes',
       ...rl,
       'server.response_form',
+      'redis.url',
+      'redis.key_prefix',
     ]);
   });
 
@@ -181,6 +183,9 @@ describe('validateUpdate, field by field', () => {
       'streaming.restream_enabled',
       'privacy.enable_encryption',
       'storage.parquet_dir',
+      // Read when csipose serve starts, as storage.parquet_dir.
+      'redis.url',
+      'redis.key_prefix',
     ]);
   });
 });
