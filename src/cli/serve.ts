@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startApp, type App } from '../app.js';
+import { fieldAt } from '../config/schema.js';
 
 const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LEVELS)[number];
@@ -10,6 +11,12 @@ export function serveCommand(): Command {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
     return n;
+  };
+  // The same rule as config redis.url: no credentials on a command line (ps shows it).
+  const redisUrl = (v: string) => {
+    const f = fieldAt('redis.url');
+    if (f?.type === 'string' && f.pattern && !new RegExp(f.pattern).test(v)) throw new InvalidArgumentError(`must be ${f.patternHint}`);
+    return v;
   };
   const scale = (v: string) => {
     const n = Number(v);
@@ -37,6 +44,14 @@ export function serveCommand(): Command {
         .default('info'),
     )
     .addOption(new Option('--rate-limit-scale <f>', 'multiplies every rate limit (load tests)').env('CSIPOSE_RATE_LIMIT_SCALE').default(1).argParser(scale))
+    .addOption(
+      new Option(
+        '--redis <url>',
+        "Redis shared by every api node: rate limits, revocations, refresh tokens, API keys, users (overrides config redis.url; '' off)",
+      )
+        .env('CSIPOSE_REDIS')
+        .argParser(redisUrl),
+    )
     .addOption(new Option('--http <transport>', 'HTTP transport (node only for the benchmark)').choices(['uws', 'node']).default('uws').hideHelp())
     .action(
       async (o: {
@@ -51,6 +66,7 @@ export function serveCommand(): Command {
         dashboard: boolean;
         logLevel: Level;
         rateLimitScale: number;
+        redis?: string;
       }) => {
         const rank = LEVELS.indexOf(o.logLevel);
         const log = (level: 'info' | 'warn' | 'error', msg: string) => {
@@ -68,6 +84,7 @@ export function serveCommand(): Command {
             autostart: o.autostart,
             dashboard: o.dashboard,
             rateLimitScale: o.rateLimitScale,
+            ...(o.redis !== undefined ? { redis: o.redis } : {}),
             transport: o.http,
             log,
           });
