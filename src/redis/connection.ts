@@ -21,7 +21,8 @@ const INFO_EVERY_MS = 10_000;
 
 /** What the health report says of the Redis link (`/health/detailed` component `redis`). */
 export interface RedisReport {
-  readonly status: 'healthy' | 'connecting' | 'disconnected';
+  /** `disconnected` (the overall status then `degraded`) until connected, and whenever the link is lost. */
+  readonly status: 'healthy' | 'disconnected';
   /** Redis's `used_memory_human`, e.g. `1.05M`; `0MB` before the first INFO. */
   readonly memory_usage: string;
   readonly connected_clients: number;
@@ -211,7 +212,7 @@ export class RedisLink {
   report(): RedisReport {
     const connected = this.ready;
     return {
-      status: connected ? 'healthy' : this.everReady ? 'disconnected' : 'connecting',
+      status: connected ? 'healthy' : 'disconnected',
       memory_usage: this.info.memory,
       connected_clients: this.info.clients,
       connected,

@@ -6,12 +6,13 @@
  * test asserts a time (bench/scale/revocation.ts measures it).
  */
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/cli.js';
 import { describeWithRedis, startRedisServer, type RedisServer } from '../helpers/redis.js';
 import { serveCli, type ServedCli } from '../helpers/serveCli.js';
-import { ADMIN_PASSWORD, until } from '../helpers/server.js';
+import { ADMIN_PASSWORD, probeToken, until, withServer } from '../helpers/server.js';
 import { tempDir } from './helpers.js';
 
 /** The pose-data budget of the overlay: small, so that a test can spend it across both nodes. */
@@ -219,4 +220,39 @@ describeWithRedis('api nodes sharing one Redis', () => {
       await c.stop();
     }
   }, 120_000);
+});
+
+/** A port nothing listens on (bound, then released). */
+function deadPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+describe('a node whose Redis does not answer', () => {
+  it('starts with CSIPOSE_JWT_SECRET (config redis.url) and serves on its own state, degraded, never 5xx', async () => {
+    const url = `redis://127.0.0.1:${await deadPort()}`;
+    // The helper's server is given CSIPOSE_JWT_SECRET: nothing needs Redis to start.
+    await withServer({ config: { redis: { url } } }, async (s) => {
+      const r = await s.api('POST', '/auth/token', { body: { username: 'admin', password: ADMIN_PASSWORD }, form: 'a' });
+      expect(r.status).toBe(200);
+      const token = r.body.access_token as string;
+      expect(await probeToken(s, token)).toEqual({ status: 200 });
+      const health = await s.api('GET', '/health/detailed', { token, form: 'a' });
+      expect(health.body.overall_status).toBe('degraded');
+      expect(health.body.components.redis).toMatchObject({ status: 'disconnected', connected: false });
+      expect(health.body.components.redis.last_error).toContain('ECONNREFUSED');
+      const refresh = await s.api('POST', '/auth/refresh', { body: { refresh_token: r.body.refresh_token }, form: 'a' });
+      expect(refresh.status).toBe(401);
+      expect(refresh.body.error.details.reason).toBe('refresh_unavailable');
+      expect((await s.api('POST', '/auth/revoke', { body: { token } })).status).toBe(200);
+      expect(await probeToken(s, token)).toEqual({ status: 401, reason: 'revoked' });
+      expect((await s.api('GET', '/health/detailed', { token: await s.login(), form: 'a' })).body.components.redis.pending_writes).toBeGreaterThanOrEqual(2);
+    });
+  }, 30_000);
 });
