@@ -195,6 +195,8 @@ export class ApiKeyStore {
   private reloadError: string | null = null;
   /** Hands every write to the shared store (see {@link share}). */
   private onWrite: ((keys: StoredKey[]) => void) | undefined;
+  /** Looks at the file once a second while shared. */
+  private watch: NodeJS.Timeout | undefined;
 
   /**
    * @param dataDir directory of `api_keys.json`
@@ -355,8 +357,10 @@ export class ApiKeyStore {
     return false;
   }
 
-  /** Flushes pending usage and stops the flush timer. */
+  /** Flushes pending usage and stops the flush timer (and the file watch of a shared store). */
   close(): void {
+    if (this.watch) clearInterval(this.watch);
+    this.watch = undefined;
     this.flushUsage(1000);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -364,11 +368,16 @@ export class ApiKeyStore {
 
   /**
    * Shares this store's keys with other api nodes: `onWrite` gets every key (as stored) each time
-   * the file is written here or found changed by another writer (`csipose keys`).
+   * the file is written here or found changed by another writer (`csipose keys`). The file is
+   * then also looked at once a second, not only when a key is looked up: a key made with
+   * `csipose keys` on this node's data directory is meant for every node.
    * @param onWrite writes them to the shared store
    */
   share(onWrite: (keys: StoredKey[]) => void): void {
     this.onWrite = onWrite;
+    if (this.watch) return;
+    this.watch = setInterval(() => this.checkFile(false), RELOAD_CHECK_MS);
+    this.watch.unref();
   }
 
   /** @returns the file keys as stored (with hashes: for the shared store only, never for display) */

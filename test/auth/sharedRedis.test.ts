@@ -5,11 +5,12 @@
  * own; with Redis back, sharing resumes. Nothing is mocked. Waits poll with a give-up bound; no
  * test asserts a time (bench/scale/revocation.ts measures it).
  */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt } from '../helpers/cli.js';
+import { cliMain, ensureBuilt } from '../helpers/cli.js';
 import { describeWithRedis, startRedisServer, type RedisServer } from '../helpers/redis.js';
 import { serveCli, type ServedCli } from '../helpers/serveCli.js';
 import { ADMIN_PASSWORD, probeToken, until, withServer } from '../helpers/server.js';
@@ -170,6 +171,12 @@ describeWithRedis('api nodes sharing one Redis', () => {
     expect(r.status).toBe(200);
     await untilProbe(b, { apiKey: key }, 401, 'node B to refuse the revoked key');
     expect(await probe(b, { apiKey: key })).toEqual({ status: 401, reason: 'api_key_revoked' });
+
+    // `csipose keys create` on A's data directory, while A runs: B authenticates with it too.
+    const made = spawnSync(process.execPath, [cliMain, 'keys', 'create', '--role', 'viewer', '--data-dir', join(tmp.dir, 'a')], { encoding: 'utf8' });
+    expect(made.status).toBe(0);
+    const cliKey = made.stdout.trim();
+    await untilProbe(b, { apiKey: cliKey }, 200, 'node B to accept a key made with csipose keys on A');
   }, 60_000);
 
   it('with Redis killed both nodes keep answering and limit on their own; with Redis back, sharing resumes', async () => {
