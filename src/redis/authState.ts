@@ -233,9 +233,9 @@ export class RedisAuthState implements SharedAccounts {
     stores.keys.share((keys) => void this.write('api keys', () => this.mergeKeys(keys)));
     stores.users.share((users) => void this.write('users', () => this.putUsers(users)));
     this.link.onMessage((m) => this.onMessage(m));
-    // Registered here, run now when connected (awaited: the bootstrap must see the shared users).
-    if (this.link.ready) await this.catchUp();
     this.link.onReady(() => this.catchUp());
+    // And now, when connected (awaited: the bootstrap must see the shared users).
+    if (this.link.ready) await this.catchUp();
   }
 
   // ---- tokens --------------------------------------------------------------------------------

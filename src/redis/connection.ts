@@ -150,12 +150,12 @@ export class RedisLink {
   }
 
   /**
-   * Runs `fn` each time the link becomes ready (now, when it already is). A failure is logged.
+   * Runs `fn` each time the link becomes ready from now on (not now, when it already is: the
+   * caller checks {@link ready} for that). A failure is logged.
    * @param fn reloads shared state, writes what was queued
    */
   onReady(fn: () => Promise<void> | void): void {
     this.readyHandlers.push(fn);
-    if (this.ready) void this.runReady(fn);
   }
 
   /**
