@@ -37,6 +37,8 @@ export interface ServeOptions {
   transport?: 'uws' | 'node';
   /** Serve the web dashboard at `/` (default true; `--no-dashboard` turns it off). */
   dashboard?: boolean;
+  /** Overrides config `redis.url` (`--redis`): the Redis shared by every api node. */
+  redis?: string;
   log?: Logger;
   /**
    * A node of a cluster on this bus (docs/scale.md): `api` follows the workers' pose frames
@@ -93,6 +95,7 @@ export function serverFace(svc: PoseService, latest: LatestReads, metrics: Metri
     environments: () => latest.environments(),
     metricsHistory: () => metrics.metricsHistory(),
     webhooks,
+    ...(svc.redis ? { sharedCounters: svc.redis.rateLimitCounters() } : {}),
   };
 }
 
@@ -147,6 +150,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
     dataDir: o.dataDir,
     ...(o.configFile ? { configFile: o.configFile } : {}),
     ...(o.source ? { source: o.source } : {}),
+    ...(o.redis !== undefined ? { redisUrl: o.redis } : {}),
     env: { ...env, CSIPOSE_API_KEYS: keys ? `${keys},${localKey}:admin` : `${localKey}:admin` },
     // SQL of the store may write only its export folder and the lake; nothing else, no network.
     storeOptions: (cfg) => {

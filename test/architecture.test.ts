@@ -95,9 +95,9 @@ function allImports(file: string): string[] {
  */
 const LAYERS: readonly (readonly string[])[] = [
   // foundations: error types, numbers, the package's place; frames and radios; poses and their
-  // domain rules; the shapes of operators and pipelines; accounts; the MQTT connection; what
-  // crosses the NATS bus between roles
-  ['src/errors.ts', 'src/precision.ts', 'src/packageRoot.ts', 'src/csi', 'src/pose', 'src/engine', 'src/auth', 'src/mqtt', 'src/bus'],
+  // domain rules; the shapes of operators and pipelines; accounts; the MQTT connection; the
+  // Redis connection and the accounts' state kept there; what crosses the NATS bus between roles
+  ['src/errors.ts', 'src/precision.ts', 'src/packageRoot.ts', 'src/csi', 'src/pose', 'src/engine', 'src/auth', 'src/mqtt', 'src/redis', 'src/bus'],
   // signal: capture formats in and out, the physics front end, the simulator, rendering
   ['src/decoders', 'src/encoders', 'src/physics', 'src/sim', 'src/render'],
   // the model contract and its runtime

@@ -16,6 +16,12 @@ import { fileSignature, readJsonFile, StoreFileError, withFileLock, writeJsonAto
  * The `csipose keys` command edits the file while the server runs: the store reloads it when its
  * fingerprint changes (checked at most once a second, and at once on a lookup miss), and every
  * writer takes `api_keys.json.lock` around read-modify-write so no update is lost.
+ *
+ * Several api nodes share their keys (config `redis.url`) through {@link ApiKeyStore.share}:
+ * every write of the file is handed to the shared store, and what the shared store holds is
+ * merged in ({@link ApiKeyStore.merge}). The merge of two copies of a key keeps the earlier
+ * revocation and the later use, so copies agree whatever order the writes arrive in: a key
+ * created on any node exists everywhere, a key revoked on any node is revoked everywhere.
  */
 
 /** Prefix of keys made by {@link ApiKeyStore.create}; also lets secret scanners spot them. */
@@ -66,7 +72,8 @@ interface LiveKey {
   source: 'file' | 'env';
 }
 
-interface StoredKey {
+/** A key as `api_keys.json` (and the shared store) holds it. */
+export interface StoredKey {
   id: string;
   name: string;
   role: Role;
@@ -186,6 +193,10 @@ export class ApiKeyStore {
   private timer: NodeJS.Timeout | undefined;
   private readonly counters = { reloads: 0, writes: 0 };
   private reloadError: string | null = null;
+  /** Hands every write to the shared store (see {@link share}). */
+  private onWrite: ((keys: StoredKey[]) => void) | undefined;
+  /** Looks at the file once a second while shared. */
+  private watch: NodeJS.Timeout | undefined;
 
   /**
    * @param dataDir directory of `api_keys.json`
@@ -346,11 +357,50 @@ export class ApiKeyStore {
     return false;
   }
 
-  /** Flushes pending usage and stops the flush timer. */
+  /** Flushes pending usage and stops the flush timer (and the file watch of a shared store). */
   close(): void {
+    if (this.watch) clearInterval(this.watch);
+    this.watch = undefined;
     this.flushUsage(1000);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * Shares this store's keys with other api nodes: `onWrite` gets every key (as stored) each time
+   * the file is written here or found changed by another writer (`csipose keys`). The file is
+   * then also looked at once a second, not only when a key is looked up: a key made with
+   * `csipose keys` on this node's data directory is meant for every node.
+   * @param onWrite writes them to the shared store
+   */
+  share(onWrite: (keys: StoredKey[]) => void): void {
+    this.onWrite = onWrite;
+    if (this.watch) return;
+    this.watch = setInterval(() => this.checkFile(false), RELOAD_CHECK_MS);
+    this.watch.unref();
+  }
+
+  /** @returns the file keys as stored (with hashes: for the shared store only, never for display) */
+  stored(): StoredKey[] {
+    return [...this.fileKeys.values()].map(toStored);
+  }
+
+  /**
+   * Merges keys of the shared store into this one: new keys are added, a revocation or a later
+   * use is taken over; the file is rewritten when anything changed. Malformed entries are ignored.
+   * @param entries keys as stored by another node
+   * @returns true when anything changed
+   */
+  merge(entries: readonly unknown[]): boolean {
+    const incoming = entries.map(parseStored).filter((k): k is LiveKey => k !== null);
+    const differs = (map: Map<string, LiveKey>) => incoming.some((k) => mergeInto(map, k, false));
+    if (!differs(this.fileKeys)) return false;
+    this.locked(() => {
+      this.readFile();
+      for (const k of incoming) mergeInto(this.fileKeys, k, true);
+      this.writeFile(false);
+    });
+    return true;
   }
 
   /** @returns counts of keys, reloads and writes */
@@ -390,6 +440,7 @@ export class ApiKeyStore {
     try {
       this.readFile();
       this.reloadError = null;
+      this.onWrite?.(this.stored());
     } catch (e) {
       // A half-edited file must not lock everyone out: keep the keys we had, retry next check.
       this.reloadError = (e as Error).message;
@@ -419,20 +470,47 @@ export class ApiKeyStore {
     this.counters.reloads++;
   }
 
-  private writeFile(): void {
-    const keys: StoredKey[] = [...this.fileKeys.values()].map((k) => ({
-      id: k.id,
-      name: k.name,
-      role: k.role,
-      hash: HASH_PREFIX + k.hash.toString('base64url'),
-      createdAt: k.createdAt,
-      revokedAt: k.revokedAt,
-      lastUsedAt: k.lastUsedMs == null ? null : new Date(k.lastUsedMs).toISOString(),
-    }));
+  /** @param share hand the keys to the shared store (not when they came from it) */
+  private writeFile(share = true): void {
+    const keys = this.stored();
     writeJsonAtomic(this.path, { version: FILE_VERSION, keys });
     this.signature = fileSignature(this.path);
     this.counters.writes++;
+    if (share) this.onWrite?.(keys);
   }
+}
+
+function toStored(k: LiveKey): StoredKey {
+  return {
+    id: k.id,
+    name: k.name,
+    role: k.role,
+    hash: HASH_PREFIX + k.hash.toString('base64url'),
+    createdAt: k.createdAt,
+    revokedAt: k.revokedAt,
+    lastUsedAt: k.lastUsedMs == null ? null : new Date(k.lastUsedMs).toISOString(),
+  };
+}
+
+/**
+ * Merges another node's copy of a key: added when new; else the earlier revocation and the later
+ * use win (the rest of a key never changes).
+ * @param apply false only tells whether anything would change
+ * @returns true when `map` changed (or would)
+ */
+function mergeInto(map: Map<string, LiveKey>, k: LiveKey, apply: boolean): boolean {
+  const cur = map.get(k.id);
+  if (!cur) {
+    if (apply) map.set(k.id, k);
+    return true;
+  }
+  // Another secret under the same id cannot be the same key: ours stays.
+  if (!cur.hash.equals(k.hash)) return false;
+  const revoke = k.revokedAt !== null && (cur.revokedAt === null || k.revokedAt < cur.revokedAt);
+  const used = k.lastUsedMs !== null && (cur.lastUsedMs === null || k.lastUsedMs > cur.lastUsedMs);
+  if (apply && revoke) cur.revokedAt = k.revokedAt;
+  if (apply && used) cur.lastUsedMs = k.lastUsedMs;
+  return revoke || used;
 }
 
 function isIsoOrNull(v: unknown): v is string | null {

@@ -4,6 +4,7 @@ import { ApiKeyStore, type ApiKeyFailure, type ApiKeyInfo, type ApiKeyStats } fr
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { Role } from './roles.js';
 import { loadOrCreateSecret } from './secret.js';
+import type { SharedAccounts } from './shared.js';
 import { TokenService, type RefreshResult, type TokenFailure, type TokenPair } from './tokens.js';
 import { UserStore, type PublicUser } from './users.js';
 
@@ -52,6 +53,11 @@ export interface AuthenticatorInit {
   usageFlushSeconds?: number;
   /** Clock in ms (tests). */
   now?: () => number;
+  /**
+   * The state shared with the other api nodes (config `redis.url`): the signing secret (unless
+   * CSIPOSE_JWT_SECRET gives it), denials, refresh families, API keys and users. None by default.
+   */
+  shared?: SharedAccounts;
 }
 
 /** Counters for `/metrics` and logs. */
@@ -108,10 +114,12 @@ export class Authenticator {
     const clock = opts.now ? { now: opts.now } : {};
     // CSIPOSE_JWT_SECRET wins; without it, the secret kept in the data directory (made on first
     // start), read once the configuration has been checked.
+    const shared = opts.shared;
     const tokenService = (secret: string | Uint8Array) =>
       new TokenService({
         ...clock,
         secret,
+        ...(shared ? { shared } : {}),
         ...(opts.accessTtlSeconds !== undefined ? { accessTtlSeconds: opts.accessTtlSeconds } : {}),
         ...(opts.refreshTtlSeconds !== undefined ? { refreshTtlSeconds: opts.refreshTtlSeconds } : {}),
         ...(opts.tokenCacheSize !== undefined ? { cacheSize: opts.tokenCacheSize } : {}),
@@ -124,9 +132,17 @@ export class Authenticator {
     });
     const users = new UserStore(opts.dataDir, clock);
     mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
-    const tokens = envTokens ?? tokenService(loadOrCreateSecret(opts.dataDir, opts.now));
+    // Shared: every node must verify every other node's tokens, so without CSIPOSE_JWT_SECRET the
+    // secret is the shared one (this data directory's, when this node is the first to offer one).
+    const tokens =
+      envTokens ?? tokenService(shared ? await shared.agreeSecret(loadOrCreateSecret(opts.dataDir, opts.now)) : loadOrCreateSecret(opts.dataDir, opts.now));
     users.load();
     keys.load();
+    if (shared) {
+      await shared.checkKid(tokens.kid);
+      // Before the bootstrap: the same CSIPOSE_ADMIN_PASSWORD then keeps the admin another node stored.
+      await shared.attach({ tokens, users, keys });
+    }
     // A login for a missing user still runs one scrypt, against this, so that response time
     // does not tell which user names exist.
     const [dummyHash, boot] = await Promise.all([hashPassword(randomBytes(16).toString('base64url')), users.bootstrapAdmin(env.CSIPOSE_ADMIN_PASSWORD)]);

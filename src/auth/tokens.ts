@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
 import { decodeProtectedHeader, SignJWT, type CryptoKey, type ProtectedHeaderParameters } from 'jose';
 import { isRole, type Role } from './roles.js';
+import type { Denial, SharedFamily, SharedTokens } from './shared.js';
 
 /**
  * Access and refresh tokens.
@@ -27,6 +28,12 @@ import { isRole, type Role } from './roles.js';
  *
  * All of this state lives in memory: a restart forgets refresh tokens and the denylist; access
  * tokens outlive it while the secret stays the same (and the user's password too).
+ *
+ * With a shared store (`shared`, several api nodes on one Redis: src/auth/shared.ts) the
+ * denylist stays in memory, so that `verify` stays a Map lookup, and learns every other node's
+ * denials through {@link TokenService.learnDenied}; its own go to the shared store. Refresh tokens
+ * and families then live only in the shared store, so that any node refreshes a token another
+ * issued and a reuse is caught whichever node sees it.
  */
 
 /** Why an access token was refused. Distinct for logs; HTTP answers 401 for all. */
@@ -47,7 +54,15 @@ export type TokenFailure =
   | 'user_unknown';
 
 /** Why a refresh was refused. */
-export type RefreshFailure = 'unknown_refresh_token' | 'refresh_expired' | 'refresh_reused' | 'refresh_revoked' | 'user_unknown' | 'password_changed';
+export type RefreshFailure =
+  | 'unknown_refresh_token'
+  | 'refresh_expired'
+  | 'refresh_reused'
+  | 'refresh_revoked'
+  | 'user_unknown'
+  | 'password_changed'
+  /** Refresh tokens are kept in the shared store, which is unreachable: sign in again. */
+  | 'refresh_unavailable';
 
 /** The claims of a verified access token. */
 export interface AccessClaims {
@@ -106,6 +121,8 @@ export interface TokenServiceOptions {
   cacheSize?: number;
   /** Clock in ms (tests). */
   now?: () => number;
+  /** The state shared with the other api nodes (refresh families, denials); none by default. */
+  shared?: SharedTokens;
 }
 
 /** Refresh tokens start with this, so that `revoke` can tell them from JWTs at a glance. */
@@ -174,6 +191,7 @@ export class TokenService {
   private readonly secret: Buffer;
   private readonly now: () => number;
   private readonly cacheSize: number;
+  private readonly shared: SharedTokens | undefined;
   /** Verified tokens in least-recently-used order (Map keeps insertion order). */
   private readonly cache = new Map<string, AccessClaims>();
   /** Revoked access token jti -> exp (s); entries leave once the token would have expired. */
@@ -194,6 +212,7 @@ export class TokenService {
     this.refreshTtl = positiveInt('refresh token lifetime', opts.refreshTtlSeconds ?? 30 * 86400);
     this.cacheSize = positiveInt('token cache size', opts.cacheSize ?? 10_000);
     this.now = opts.now ?? Date.now;
+    this.shared = opts.shared;
     this.lastSweep = this.now();
     let secret: Uint8Array;
     if (opts.secret === undefined || opts.secret === '') secret = randomBytes(32);
@@ -218,6 +237,7 @@ export class TokenService {
    */
   async issue(sub: string, role: Role, gen?: string): Promise<TokenPair> {
     this.sweep();
+    if (this.shared) return (await this.issueShared(this.shared, { id: randomBytes(16).toString('base64url'), sub, role, gen }, true)).pair;
     return this.issueIn({ sub, role, gen, revoked: false, access: new Map() });
   }
 
@@ -345,6 +365,7 @@ export class TokenService {
    */
   async refresh(token: string, current?: (sub: string) => CurrentSubject | null | undefined): Promise<RefreshResult> {
     if (typeof token !== 'string' || !REFRESH_FORMAT.test(token)) return { ok: false, reason: 'unknown_refresh_token' };
+    if (this.shared) return this.refreshShared(this.shared, token, current);
     const rec = this.refreshTokens.get(sha256(token));
     if (!rec) return { ok: false, reason: 'unknown_refresh_token' };
     const family = rec.family;
@@ -391,6 +412,12 @@ export class TokenService {
     this.sweep();
     if (typeof token !== 'string') return 'unknown';
     if (token.startsWith(REFRESH_PREFIX)) {
+      if (this.shared) {
+        const denied = REFRESH_FORMAT.test(token) ? await this.shared.revokeRefresh(sha256(token)) : undefined;
+        if (!denied) return 'unknown';
+        this.learnDenied(denied);
+        return 'refresh';
+      }
       const rec = REFRESH_FORMAT.test(token) ? this.refreshTokens.get(sha256(token)) : undefined;
       if (!rec) return 'unknown';
       this.revokeFamily(rec.family);
@@ -400,9 +427,26 @@ export class TokenService {
     if (v.ok) {
       this.denied.set(v.claims.jti, v.claims.exp);
       this.cache.delete(token);
+      await this.shared?.deny([[v.claims.jti, v.claims.exp]]);
       return 'access';
     }
     return v.reason === 'revoked' ? 'access' : 'unknown';
+  }
+
+  /**
+   * Denies access tokens another node revoked (or that the shared denylist holds). Entries
+   * already expired are ignored; cached tokens are refused at their next use.
+   * @param entries jti and exp (s) of each
+   */
+  learnDenied(entries: Iterable<Denial>): void {
+    const nowS = Math.floor(this.now() / 1000);
+    for (const [jti, exp] of entries) if (typeof jti === 'string' && Number.isFinite(exp) && exp > nowS) this.denied.set(jti, exp);
+  }
+
+  /** @returns the denylist: jti and exp (s) of every denied access token not yet expired */
+  deniedEntries(): Denial[] {
+    const nowS = Math.floor(this.now() / 1000);
+    return [...this.denied].filter(([, exp]) => exp > nowS);
   }
 
   /** @returns cache hits and misses, cache size, denylist size, live refresh tokens */
@@ -434,6 +478,50 @@ export class TokenService {
       .setJti(jti)
       .sign(await this.key);
     return { accessToken, tokenType: 'bearer', expiresIn: this.accessTtl, refreshToken, refreshExpiresIn: this.refreshTtl };
+  }
+
+  /** A new pair in a family of the shared store (see {@link issueIn} for the local one). */
+  private async issueShared(shared: SharedTokens, family: SharedFamily, newFamily: boolean): Promise<{ pair: TokenPair; revoked: boolean }> {
+    const iat = Math.floor(this.now() / 1000);
+    const exp = iat + this.accessTtl;
+    const jti = randomBytes(16).toString('base64url');
+    const refreshToken = REFRESH_PREFIX + randomBytes(32).toString('base64url');
+    // Registered before signing so that a family revoked meanwhile also denies this token.
+    const r = await shared.issued(family, [jti, exp], sha256(refreshToken), this.now() + this.refreshTtl * 1000, newFamily);
+    if (r === 'revoked') this.denied.set(jti, exp);
+    const accessToken = await new SignJWT(family.gen === undefined ? { role: family.role } : { role: family.role, gen: family.gen })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: this.kid })
+      .setSubject(family.sub)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(jti)
+      .sign(await this.key);
+    return {
+      pair: { accessToken, tokenType: 'bearer', expiresIn: this.accessTtl, refreshToken, refreshExpiresIn: this.refreshTtl },
+      revoked: r === 'revoked',
+    };
+  }
+
+  /** {@link refresh} against the shared store: the same checks, in the same order. */
+  private async refreshShared(shared: SharedTokens, token: string, current?: (sub: string) => CurrentSubject | null | undefined): Promise<RefreshResult> {
+    this.sweep();
+    const t = await shared.take(sha256(token), this.now());
+    if (!t.ok) {
+      if (t.reason === 'refresh_reused') this.learnDenied(t.denied);
+      return { ok: false, reason: t.reason };
+    }
+    const family = t.family;
+    if (current) {
+      const now = current(family.sub);
+      if (!now || now.gen !== family.gen) {
+        this.learnDenied(await shared.revokeFamily(family.id));
+        return { ok: false, reason: now ? 'password_changed' : 'user_unknown' };
+      }
+      family.role = now.role;
+    }
+    const { pair, revoked } = await this.issueShared(shared, family, false);
+    if (revoked) return { ok: false, reason: 'refresh_revoked' };
+    return { ok: true, sub: family.sub, role: family.role, pair };
   }
 
   private revokeFamily(family: Family): void {

@@ -37,6 +37,11 @@ export interface UserStoreOptions {
  * The user accounts, persisted to `<dataDir>/users.json` (atomic writes, mode 0600). The file is
  * read once at {@link UserStore.load}; this process is its only writer while the server runs.
  *
+ * Several api nodes share their users (config `redis.url`) through {@link UserStore.share}: every
+ * user written here is handed to the shared store, and the shared store's records replace ours
+ * ({@link UserStore.adopt}), so that a user's token generation, and so its tokens, are the same
+ * on every node.
+ *
  * @example
  * const users = new UserStore('./data');
  * const { generatedPassword } = await users.bootstrapAdmin(process.env.CSIPOSE_ADMIN_PASSWORD);
@@ -46,6 +51,7 @@ export class UserStore {
   readonly path: string;
   private readonly users = new Map<string, User>();
   private readonly now: () => number;
+  private onWrite: ((users: User[]) => void) | undefined;
 
   /**
    * @param dataDir directory holding `users.json`
@@ -70,20 +76,43 @@ export class UserStore {
       throw new StoreFileError(`${this.path}: expected {"version": 1, "users": [...]}`);
     }
     list.forEach((u: unknown, i) => {
-      const e = u as Partial<User> | null;
-      if (
-        !e ||
-        typeof e.username !== 'string' ||
-        !USERNAME.test(e.username) ||
-        !isRole(e.role) ||
-        typeof e.passwordHash !== 'string' ||
-        !parsePasswordHash(e.passwordHash) ||
-        typeof e.createdAt !== 'string'
-      ) {
-        throw new StoreFileError(`${this.path}: users[${i}] is malformed (username, role, passwordHash, createdAt)`);
-      }
-      this.users.set(e.username, { username: e.username, role: e.role, passwordHash: e.passwordHash, createdAt: e.createdAt });
+      const user = parseUser(u);
+      if (!user) throw new StoreFileError(`${this.path}: users[${i}] is malformed (username, role, passwordHash, createdAt)`);
+      this.users.set(user.username, user);
     });
+  }
+
+  /**
+   * Shares this store's users with other api nodes.
+   * @param onWrite gets the users written here, each time
+   */
+  share(onWrite: (users: User[]) => void): void {
+    this.onWrite = onWrite;
+  }
+
+  /** @returns every user record, password hashes included (for the shared store only) */
+  records(): User[] {
+    return [...this.users.values()];
+  }
+
+  /**
+   * Takes over the shared store's records of these users (a password changed on another node
+   * ends the user's tokens here too); the file is rewritten when anything changed. Malformed
+   * entries are ignored.
+   * @param records users as another node stored them
+   * @returns true when anything changed
+   */
+  adopt(records: readonly unknown[]): boolean {
+    let changed = false;
+    for (const r of records) {
+      const u = parseUser(r);
+      const cur = u && this.users.get(u.username);
+      if (!u || (cur && cur.role === u.role && cur.passwordHash === u.passwordHash && cur.createdAt === u.createdAt)) continue;
+      this.users.set(u.username, u);
+      changed = true;
+    }
+    if (changed) this.save([]);
+    return changed;
   }
 
   /**
@@ -134,7 +163,7 @@ export class UserStore {
     if (this.users.has(username)) throw new RangeError(`user "${username}" exists`);
     const user: User = { username, role, passwordHash: await hashPassword(password), createdAt: new Date(this.now()).toISOString() };
     this.users.set(username, user);
-    this.save();
+    this.save([user]);
     return user;
   }
 
@@ -149,8 +178,9 @@ export class UserStore {
     const user = this.users.get(username);
     if (!user) throw new RangeError(`no user "${username}"`);
     const passwordHash = await hashPassword(password);
-    this.users.set(username, { ...user, passwordHash });
-    this.save();
+    const changed = { ...user, passwordHash };
+    this.users.set(username, changed);
+    this.save([changed]);
   }
 
   /**
@@ -169,37 +199,54 @@ export class UserStore {
     if (envPassword) {
       if (admin && admin.role === 'admin' && (await verifyPassword(envPassword, admin.passwordHash))) return {};
       const passwordHash = await hashPassword(envPassword);
-      this.users.set(ADMIN_USERNAME, {
-        username: ADMIN_USERNAME,
-        role: 'admin',
-        passwordHash,
-        createdAt: admin?.createdAt ?? new Date(this.now()).toISOString(),
-      });
-      this.save();
+      const changed: User = { username: ADMIN_USERNAME, role: 'admin', passwordHash, createdAt: admin?.createdAt ?? new Date(this.now()).toISOString() };
+      this.users.set(ADMIN_USERNAME, changed);
+      this.save([changed]);
       return {};
     }
     if (admin) {
       if (admin.role !== 'admin') {
-        this.users.set(ADMIN_USERNAME, { ...admin, role: 'admin' });
-        this.save();
+        const changed: User = { ...admin, role: 'admin' };
+        this.users.set(ADMIN_USERNAME, changed);
+        this.save([changed]);
       }
       return {};
     }
     // 18 bytes: 144 bits, 24 characters that survive copy and paste from a terminal.
     const generatedPassword = randomBytes(18).toString('base64url');
-    this.users.set(ADMIN_USERNAME, {
+    const created: User = {
       username: ADMIN_USERNAME,
       role: 'admin',
       passwordHash: await hashPassword(generatedPassword),
       createdAt: new Date(this.now()).toISOString(),
-    });
-    this.save();
+    };
+    this.users.set(ADMIN_USERNAME, created);
+    this.save([created]);
     return { generatedPassword };
   }
 
-  private save(): void {
+  /** @param changed the users written here, handed to the shared store */
+  private save(changed: User[]): void {
     const body = { version: FILE_VERSION, users: [...this.users.values()] };
     const done = withFileLock(this.path, () => (writeJsonAtomic(this.path, body), true), LOCK_WAIT_MS);
     if (!done) throw new StoreFileError(`${this.path}: could not take ${this.path}.lock within ${LOCK_WAIT_MS} ms`);
+    if (changed.length > 0) this.onWrite?.(changed);
   }
+}
+
+function parseUser(u: unknown): User | null {
+  const e = u as Partial<User> | null;
+  if (
+    !e ||
+    typeof e !== 'object' ||
+    typeof e.username !== 'string' ||
+    !USERNAME.test(e.username) ||
+    !isRole(e.role) ||
+    typeof e.passwordHash !== 'string' ||
+    !parsePasswordHash(e.passwordHash) ||
+    typeof e.createdAt !== 'string'
+  ) {
+    return null;
+  }
+  return { username: e.username, role: e.role, passwordHash: e.passwordHash, createdAt: e.createdAt };
 }

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startApp, type App } from '../app.js';
 import { ROLES, startRole, type BusRole, type Role, type RoleNode } from '../cluster/roles.js';
+import { fieldAt } from '../config/schema.js';
 
 const LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 type Level = (typeof LEVELS)[number];
@@ -11,6 +12,12 @@ export function serveCommand(): Command {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
     return n;
+  };
+  // The same rule as config redis.url: no credentials on a command line (ps shows it).
+  const redisUrl = (v: string) => {
+    const f = fieldAt('redis.url');
+    if (f?.type === 'string' && f.pattern && !new RegExp(f.pattern).test(v)) throw new InvalidArgumentError(`must be ${f.patternHint}`);
+    return v;
   };
   const scale = (v: string) => {
     const n = Number(v);
@@ -46,6 +53,14 @@ export function serveCommand(): Command {
     )
     .addOption(new Option('--bus <url>', 'the NATS JetStream bus of a cluster: nats://HOST:PORT[,nats://...]').env('CSIPOSE_BUS'))
     .addOption(new Option('--name <name>', "this node's name on the bus (workers; default ROLE-PID)").env('CSIPOSE_NAME'))
+    .addOption(
+      new Option(
+        '--redis <url>',
+        "Redis shared by every api node: rate limits, revocations, refresh tokens, API keys, users (overrides config redis.url; '' off)",
+      )
+        .env('CSIPOSE_REDIS')
+        .argParser(redisUrl),
+    )
     .addOption(new Option('--http <transport>', 'HTTP transport (node only for the benchmark)').choices(['uws', 'node']).default('uws').hideHelp())
     .action(
       async (o: {
@@ -63,6 +78,7 @@ export function serveCommand(): Command {
         role: Role;
         bus?: string;
         name?: string;
+        redis?: string;
       }) => {
         const rank = LEVELS.indexOf(o.logLevel);
         const log = (level: 'info' | 'warn' | 'error', msg: string) => {
@@ -89,6 +105,7 @@ export function serveCommand(): Command {
             autostart: o.autostart,
             dashboard: o.dashboard,
             rateLimitScale: o.rateLimitScale,
+            ...(o.redis !== undefined ? { redis: o.redis } : {}),
             transport: o.http,
             log,
             ...(o.role === 'api' || o.role === 'store' ? { bus: { url: o.bus!, role: o.role, ...(o.name ? { name: o.name } : {}) } } : {}),

@@ -233,6 +233,7 @@ export interface ServiceConfig {
     max_dead_letters_per_endpoint: number;
     max_endpoints: number;
   };
+  redis: { url: string; key_prefix: string };
 }
 
 /** Read-only view of a value, all the way down. */
@@ -997,6 +998,34 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       restart: false,
     },
   }),
+  redis: group(
+    'Security state shared by every api node through one Redis (rate limits, token revocations, refresh tokens, API keys, users); ' +
+      'read when csipose serve starts (docs/service.md "Shared security state in Redis")',
+    {
+      url: {
+        type: 'string',
+        default: '',
+        maxLength: 2048,
+        pattern: '^$|^rediss?://[^/@\\s]+(:[0-9]+)?(/[0-9]{1,2})?/?$',
+        patternHint:
+          "'' (off) or redis://HOST:PORT[/DB] (rediss:// for TLS), without credentials (CSIPOSE_REDIS_USERNAME and CSIPOSE_REDIS_PASSWORD give them)",
+        description:
+          "Redis shared by the api nodes; '' (default) keeps everything in this process and its data directory. " +
+          'Overridden by csipose serve --redis; read when csipose serve starts',
+        restart: true,
+      },
+      key_prefix: {
+        type: 'string',
+        default: 'csipose:',
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[A-Za-z0-9:._-]+$',
+        patternHint: "letters, digits, ':', '.', '_' and '-'",
+        description: 'Prefix of every Redis key and channel of this deployment (several deployments may share one Redis); read when csipose serve starts',
+        restart: true,
+      },
+    },
+  ),
 });
 
 /** A numeric conversion between an alias' unit and its canonical field's unit. */

@@ -1,4 +1,5 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type IRateLimiterOptions, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
 import { defaults } from '../config/schema.js';
 
 /** Rate-limit categories of DECISIONS (Form B table), plus `api` for anything else. */
@@ -31,17 +32,54 @@ export interface LimitState {
   retryAfter: number;
 }
 
+/** Counters shared by every api node in one Redis (config `redis.url`). */
+export interface SharedCounters {
+  /** The node's command client (src/redis/connection.ts: no offline queue, short command timeout). */
+  client: Redis;
+  /** Key prefix (config `redis.key_prefix`); counters are `<prefix>rl:<category>:<key>`. */
+  prefix: string;
+  /** Called for each request the in-memory insurance limiter answered because Redis did not. */
+  onFallback(): void;
+}
+
+/** The insurance limiter: the same limits in this process's memory, counting its uses. */
+class InsuranceLimiter extends RateLimiterMemory {
+  constructor(
+    opts: IRateLimiterOptions,
+    private readonly onUse: () => void,
+  ) {
+    super(opts);
+  }
+
+  override consume(key: string | number, points?: number, options?: { [key: string]: unknown }): Promise<RateLimiterRes> {
+    this.onUse();
+    return super.consume(key, points, options);
+  }
+}
+
 /**
- * One in-memory limiter per category (rate-limiter-flexible), keyed by API key or user, by IP when
+ * One limiter per category (rate-limiter-flexible), keyed by API key or user, by IP when
  * anonymous. `scale` multiplies every limit (`--rate-limit-scale`), so load tests still pay the
  * limiter's cost without being refused.
+ *
+ * In memory by default. With `shared` the counters live in Redis (`RateLimiterRedis`), so a budget
+ * is one budget across every api node; while Redis does not answer (unreachable, or slower than
+ * the client's command timeout) each node counts in its own memory (the `insuranceLimiter`, same
+ * limits), so a user gets up to the limit once per node until Redis is back, and then the Redis
+ * counters again, as they stood (what was counted in memory meanwhile is not added to them).
  */
 export class RateLimits {
-  private limiters = new Map<Category, { limiter: RateLimiterMemory; limit: number; window: number }>();
+  private limiters = new Map<Category, { limiter: RateLimiterAbstract; limit: number; window: number }>();
 
+  /**
+   * @param limits per category (defaults for the others)
+   * @param scale multiplies every limit
+   * @param shared Redis counters shared with the other api nodes; in memory when absent
+   */
   constructor(
     limits: Partial<Record<Category, Limit>> = {},
     private scale = 1,
+    private readonly shared?: SharedCounters,
   ) {
     this.configure(limits);
   }
@@ -54,12 +92,22 @@ export class RateLimits {
       const points = Math.max(1, Math.floor(l.points * this.scale));
       const cur = this.limiters.get(c);
       if (cur && cur.limit === points && cur.window === l.duration_seconds) continue;
-      this.limiters.set(c, {
-        limiter: new RateLimiterMemory({ points, duration: l.duration_seconds, keyPrefix: c }),
-        limit: points,
-        window: l.duration_seconds,
-      });
+      this.limiters.set(c, { limiter: this.limiter(c, points, l.duration_seconds), limit: points, window: l.duration_seconds });
     }
+  }
+
+  private limiter(c: Category, points: number, duration: number): RateLimiterAbstract {
+    const shared = this.shared;
+    if (!shared) return new RateLimiterMemory({ points, duration, keyPrefix: c });
+    return new RateLimiterRedis({
+      storeClient: shared.client,
+      // The window length is part of the key: a changed window starts new counters, as in memory.
+      keyPrefix: `${shared.prefix}rl:${c}:${duration}`,
+      points,
+      duration,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: new InsuranceLimiter({ points, duration, keyPrefix: c }, shared.onFallback),
+    });
   }
 
   /**

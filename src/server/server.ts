@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
 import type { ConfigSnapshot } from '../config/store.js';
 import { CoreStats, HttpCore, type AuthProvider } from './core.js';
-import { RateLimits, type Category, type Limit } from './rateLimits.js';
+import { RateLimits, type Category, type Limit, type SharedCounters } from './rateLimits.js';
 import { buildRoutes, type RoutesFace } from './routes/index.js';
 import { listenUws } from './uws.js';
 import { listenNodeHttp } from './nodeHttp.js';
@@ -31,9 +31,10 @@ export interface ServerOptions {
 
 /**
  * What the server uses of the service: what its routes use ({@link RoutesFace}), what `/ws/pose`
- * checks at upgrade ({@link PoseSocketFace}), and credentials checks for the HTTP core.
+ * checks at upgrade ({@link PoseSocketFace}), credentials checks for the HTTP core, and, with
+ * several api nodes on one Redis, where the rate-limit counters are shared.
  */
-export type ServerFace = RoutesFace & PoseSocketFace & { readonly auth: AuthProvider };
+export type ServerFace = RoutesFace & PoseSocketFace & { readonly auth: AuthProvider; readonly sharedCounters?: SharedCounters };
 
 /** A listening server. */
 export interface HttpServer {
@@ -65,7 +66,7 @@ function rateLimitConfig(c: ConfigSnapshot): Partial<Record<Category, Limit>> {
  */
 export async function startServer(svc: ServerFace, o: ServerOptions): Promise<HttpServer> {
   const form = (): Form => o.form ?? svc.config.get().server.response_form;
-  const limits = new RateLimits(rateLimitConfig(svc.config.get()), o.rateLimitScale);
+  const limits = new RateLimits(rateLimitConfig(svc.config.get()), o.rateLimitScale, svc.sharedCounters);
   const configSub: Subscription = svc.config.changes$.subscribe((ev) => limits.configure(rateLimitConfig(ev.config), o.rateLimitScale));
   const stats = new CoreStats();
   const core = new HttpCore({

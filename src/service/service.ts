@@ -26,6 +26,8 @@ import { ConfigStore, ConfigUpdateError, type ConfigSnapshot, type UpdateResult 
 import type { ConfigChange, FieldError } from '../config/validate.js';
 import { siteGeometry } from '../config/site.js';
 import { Authenticator } from '../auth/authenticator.js';
+import { RedisLink } from '../redis/connection.js';
+import { RedisAuthState } from '../redis/authState.js';
 import { Store, type StoreOptions } from '../store/store.js';
 import { resolveInstalled } from '../packageRoot.js';
 import { ModelError, PoseModel } from '../model/runtime.js';
@@ -95,6 +97,35 @@ export interface ServiceOptions {
    * follows them instead of loading a model and running a pipeline on a source. Called at each start.
    */
   feed?: () => Observable<PoseFrame>;
+  /** Overrides config `redis.url` (`csipose serve --redis`); '' turns Redis off. */
+  redisUrl?: string;
+}
+
+/** How long a start waits for Redis when the signing secret must come from it. */
+const REDIS_START_WAIT_MS = 10_000;
+
+/**
+ * The shared state of the api nodes (config `redis.url`), connected; or undefined without Redis.
+ * @throws Error when Redis cannot be reached in time and the signing secret must come from it
+ */
+async function openShared(
+  url: string,
+  prefix: string,
+  env: Record<string, string | undefined>,
+  log: (level: LogLevel, msg: string) => void,
+): Promise<{ link: RedisLink; state: RedisAuthState } | undefined> {
+  if (!url) return undefined;
+  const link = new RedisLink({ url, prefix, env, log });
+  const ready = await link.waitReady(env.CSIPOSE_JWT_SECRET ? 2000 : REDIS_START_WAIT_MS);
+  if (!ready && !env.CSIPOSE_JWT_SECRET) {
+    await link.close();
+    throw new Error(
+      `cannot reach Redis at ${url} within ${REDIS_START_WAIT_MS / 1000} s (${link.report().last_error ?? 'no answer'}): ` +
+        'the nodes share their token signing secret there. Start Redis, or give every node the same CSIPOSE_JWT_SECRET',
+    );
+  }
+  if (!ready) log('warn', `redis: ${url} does not answer yet; serving on this node's state until it does`);
+  return { link, state: new RedisAuthState(link, { log }) };
 }
 
 /** Retention runs at open and then this often. */
@@ -191,8 +222,12 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
      * count since its previous sample). The application logs through it too.
      */
     readonly log: CountingLogger<LogLevel>,
+    /** The link to the Redis the api nodes share (config `redis.url`), when there is one. */
+    readonly redis: RedisLink | undefined,
+    redisState: RedisAuthState | undefined,
   ) {
     this.generatedAdminPassword = generatedAdminPassword;
+    if (redis) this.report('redis', () => ({ ...redis.report(), ...redisState?.report() }));
     this.pose$ = this.poseSubject.asObservable();
     this.alerts$ = this.pose$.pipe(
       mergeMap((v) => v.frame.alerts ?? []),
@@ -261,14 +296,19 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
     const config = await ConfigStore.open({ dataDir: opts.dataDir, ...(opts.configFile ? { configFile: opts.configFile } : {}) });
     for (const w of config.warnings) log('warn', w);
     const auth = new Authenticator();
+    const env = opts.env ?? process.env;
     let store: Store | undefined;
+    let shared: Awaited<ReturnType<typeof openShared>>;
     try {
-      const init = await auth.init({ dataDir: opts.dataDir, env: opts.env ?? process.env });
+      const cfg = config.get().redis;
+      shared = await openShared(opts.redisUrl ?? cfg.url, cfg.key_prefix, env, log);
+      const init = await auth.init({ dataDir: opts.dataDir, env, ...(shared ? { shared: shared.state } : {}) });
       store = await Store.open(join(opts.dataDir, 'csipose.duckdb'), opts.storeOptions?.(config.get()) ?? {});
-      return new PoseService(opts, config, auth, store, init.generatedAdminPassword, log);
+      return new PoseService(opts, config, auth, store, init.generatedAdminPassword, log, shared?.link, shared?.state);
     } catch (e) {
       await store?.close().catch(() => undefined);
       auth.close();
+      await shared?.link.close();
       config.close();
       throw e;
     }
@@ -559,6 +599,7 @@ export class PoseService implements ServiceStreams, ServiceReads, ServiceCommand
       await this.releaseModel();
       this.config.close();
       this.auth.close();
+      await this.redis?.close();
     })();
     return this.closing;
   }

@@ -32,6 +32,8 @@ export function alternative(path: string, def: FieldDef): unknown {
       return 'door';
     case 'storage.parquet_dir':
       return 'lake';
+    case 'redis.url':
+      return 'redis://10.0.0.5:6379/2';
     case 'neural_network.enable_gpu':
     case 'streaming.restream_enabled':
     case 'privacy.enable_encryption':

@@ -178,6 +178,8 @@ describe('validateUpdate, field by field', () => {
       'webhooks.max_pending_per_endpoint',
       'webhooks.max_dead_letters_per_endpoint',
       'webhooks.max_endpoints',
+      'redis.url',
+      'redis.key_prefix',
     ]);
   });
 
@@ -202,6 +204,9 @@ describe('validateUpdate, field by field', () => {
       'cluster.lease_ttl_seconds',
       'cluster.rewind_seconds',
       'cluster.checkpoint_interval_seconds',
+      // Read when csipose serve starts, as storage.parquet_dir.
+      'redis.url',
+      'redis.key_prefix',
     ]);
   });
 });
