@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect as tcpConnect } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
+import { accepts, findExecutable, freePort } from './engines.js';
 import mqtt, { type MqttClient } from 'mqtt';
 import { describe, it } from 'vitest';
 
@@ -12,21 +12,6 @@ const START_GIVE_UP_MS = 10_000;
 const STOP_GIVE_UP_MS = 10_000;
 
 const MISSING = 'mosquitto is not installed: .ci/run installs it with apt-get install -y mosquitto';
-
-/** Path of an executable found in PATH or /usr/sbin (where Debian puts mosquitto), else undefined. */
-function findExecutable(name: string): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/sbin'];
-  for (const d of dirs) {
-    const p = join(d, name);
-    try {
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 /**
  * The mosquitto broker executable, looked up in PATH and /usr/sbin.
@@ -77,30 +62,6 @@ export interface Broker {
 export interface BrokerOptions {
   /** User name -> password; when given, anonymous clients are refused. Needs mosquitto_passwd. */
   users?: Record<string, string>;
-}
-
-/** A TCP port that was free a moment ago: bound on port 0, then released for the broker. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-/** True once a TCP connection to the port succeeds. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = tcpConnect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
 }
 
 /** Writes mosquitto.conf (and the password file) into `dir`; returns the config's path. */
