@@ -22,6 +22,11 @@ export const WORKERS_BUCKET = 'csipose_workers';
 export const CHECKPOINTS_BUCKET = 'csipose_checkpoints';
 /** How long JetStream remembers a message id to drop a repeat (alerts and events across a handover). */
 const DUPLICATE_WINDOW_MS = 120_000;
+/**
+ * The CSI stream's: a frame is sent again within seconds of a lost acknowledgement, and the ids of
+ * 300 frames a second per room are not kept longer than that needs.
+ */
+const CSI_DUPLICATE_WINDOW_MS = 10_000;
 /** How long the pose stream keeps what workers made (the store node reads it; api nodes follow it). */
 const POSE_RETENTION_MS = 3_600_000;
 
@@ -86,7 +91,7 @@ export class Bus {
     const nc = await connect({ servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: false });
     try {
       const jsm = await nc.jetstreamManager();
-      const stream = async (cfg: { name: string; subjects: string[]; max_age: number }) => {
+      const stream = async (cfg: { name: string; subjects: string[]; max_age: number; duplicate_window: number }) => {
         try {
           await jsm.streams.info(cfg.name);
         } catch {
@@ -96,12 +101,16 @@ export class Bus {
             storage: StorageType.File,
             discard: DiscardPolicy.Old,
             num_replicas: settings.replicas,
-            duplicate_window: DUPLICATE_WINDOW_MS * 1e6,
           });
         }
       };
-      await stream({ name: CSI_STREAM, subjects: ['csi.>'], max_age: settings.csi_retention_seconds * 1e9 });
-      await stream({ name: POSE_STREAM, subjects: ['pose.>', 'alerts.>', 'events.>'], max_age: POSE_RETENTION_MS * 1e6 });
+      await stream({ name: CSI_STREAM, subjects: ['csi.>'], max_age: settings.csi_retention_seconds * 1e9, duplicate_window: CSI_DUPLICATE_WINDOW_MS * 1e6 });
+      await stream({
+        name: POSE_STREAM,
+        subjects: ['pose.>', 'alerts.>', 'events.>'],
+        max_age: POSE_RETENTION_MS * 1e6,
+        duplicate_window: DUPLICATE_WINDOW_MS * 1e6,
+      });
       const js = nc.jetstream();
       const ttl = Math.round(settings.lease_ttl_seconds * 1000);
       const kv = (bucket: string, opts: { ttl?: number } = {}) => js.views.kv(bucket, { history: 1, replicas: settings.replicas, ...opts });
@@ -127,36 +136,105 @@ export class Bus {
   }
 }
 
+/** Messages a publisher holds while the stream does not take them (a NATS node lost, a leader being elected). */
+const MAX_HELD = 100_000;
+/** Longest wait between tries of a held message, ms. */
+const MAX_RETRY_WAIT_MS = 2000;
+
+interface Held {
+  order: number;
+  subject: string;
+  data: Uint8Array;
+  msgID: string | undefined;
+}
+
 /**
  * JetStream publishes in flight, counted: each publish is acknowledged by the stream (stored, on
  * every replica) or fails; a repeat of a message id within the duplicate window is acknowledged
  * as a duplicate and not stored again.
+ *
+ * A publish that fails (the stream has no leader for a few seconds after a NATS node is lost)
+ * is not lost: the publisher holds it, and everything published after it, and sends them again one
+ * by one, in their order, until the stream takes them; then it goes back to sending without waiting.
+ * Message ids make a repeat of one that was stored after all harmless. At most {@link MAX_HELD}
+ * are held; past that the oldest are dropped and counted.
  */
 export class Publisher {
   published = 0;
   acked = 0;
   duplicates = 0;
+  /** Tries the stream refused or did not answer (the message was held and sent again). */
   failed = 0;
+  /** Messages dropped because too many were held. */
+  dropped = 0;
   lastError: string | null = null;
   private readonly pending = new Set<Promise<unknown>>();
+  private held: Held[] = [];
+  private order = 0;
+  private draining: Promise<void> | undefined;
 
   constructor(private readonly js: JetStreamClient) {}
 
   /** Publishes without waiting for the acknowledgement. */
   publish(subject: string, data: Uint8Array, msgID?: string): void {
     this.published++;
-    const p = this.js.publish(subject, data, msgID === undefined ? undefined : { msgID }).then(
-      (ack) => {
-        if (ack.duplicate) this.duplicates++;
-        else this.acked++;
-      },
+    const m: Held = { order: this.order++, subject, data, msgID };
+    if (this.held.length > 0) {
+      this.hold(m);
+      return;
+    }
+    const p = this.send(m).then(
+      () => undefined,
       (e: unknown) => {
-        this.failed++;
         this.lastError = (e as Error).message;
+        this.hold(m);
       },
     );
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
+  }
+
+  private async send(m: Held): Promise<void> {
+    const ack = await this.js.publish(m.subject, m.data, m.msgID === undefined ? undefined : { msgID: m.msgID });
+    if (ack.duplicate) this.duplicates++;
+    else this.acked++;
+  }
+
+  /** Holds a message in its order and sends the held ones again, one at a time. */
+  private hold(m: Held): void {
+    this.failed++;
+    let k = this.held.length;
+    while (k > 0 && this.held[k - 1]!.order > m.order) k--;
+    this.held.splice(k, 0, m);
+    if (this.held.length > MAX_HELD) this.dropped += this.held.splice(0, this.held.length - MAX_HELD).length;
+    if (!this.draining) {
+      this.draining = this.drain().finally(() => (this.draining = undefined));
+      this.pending.add(this.draining);
+      const d = this.draining;
+      void d.finally(() => this.pending.delete(d));
+    }
+  }
+
+  private async drain(): Promise<void> {
+    let wait = 100;
+    while (this.held.length > 0) {
+      const m = this.held[0]!;
+      try {
+        await this.send(m);
+        this.held.shift();
+        wait = 100;
+      } catch (e) {
+        this.failed++;
+        this.lastError = (e as Error).message;
+        await new Promise((ok) => setTimeout(ok, wait));
+        wait = Math.min(MAX_RETRY_WAIT_MS, wait * 2);
+      }
+    }
+  }
+
+  /** Messages held for sending again. */
+  get holding(): number {
+    return this.held.length;
   }
 
   /** Publishes not yet acknowledged or failed. */
@@ -164,8 +242,16 @@ export class Publisher {
     return this.pending.size;
   }
 
-  /** Resolves when every publish so far is acknowledged or failed. */
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  /**
+   * Resolves when every publish so far is acknowledged, or after `giveUpMs` (a node closing while
+   * the stream takes nothing); what is still held then is lost with the process.
+   * @returns messages still held
+   */
+  async settled(giveUpMs = 5000): Promise<number> {
+    const deadline = Date.now() + giveUpMs;
+    while (this.pending.size > 0 && Date.now() < deadline) {
+      await Promise.race([Promise.allSettled([...this.pending]), new Promise((ok) => setTimeout(ok, Math.max(1, deadline - Date.now())))]);
+    }
+    return this.held.length;
   }
 }

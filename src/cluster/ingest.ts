@@ -5,6 +5,7 @@
  * `csipose_environments` bucket, where workers find what to run and how. No model, no pipeline,
  * no store (docs/scale.md).
  */
+import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
 import { siteLinks } from '../csi/radios.js';
@@ -31,6 +32,8 @@ export class IngestNode {
   /** Frames read from the source. */
   frames = 0;
   readonly publisher: Publisher;
+  /** This start's id: message ids of frames (indices start again at each start). */
+  private readonly session = randomUUID().slice(0, 8);
 
   private constructor(
     readonly bus: Bus,
@@ -76,7 +79,9 @@ export class IngestNode {
   private publish(f: CsiFrame, env: string, primary: string): void {
     this.frames++;
     // Frames from a source of another environment id cannot happen here: every source stamps the one given.
-    this.publisher.publish(csiSubject(env, f.linkId ?? primary), encodeCsiFrame(f));
+    // The message id makes a frame sent again after a lost acknowledgement harmless.
+    const link = f.linkId ?? primary;
+    this.publisher.publish(csiSubject(env, link), encodeCsiFrame(f), `${this.session}:${link}:${f.index}`);
   }
 
   /** Resolves when the source ends or fails (a file replayed to its end). */

@@ -47,6 +47,10 @@ export interface Checkpoint {
   worker: string;
 }
 
+/** A room's CSI read that brings no frame for this long starts again (a stalled consumer), ms. */
+const STALL_MS = 5000;
+/** Wait before a room's CSI read starts again, ms. */
+const RESTART_WAIT_MS = 500;
 /** Longest stretch of frames a worker runs before it lets timers and I/O in, ms. */
 const YIELD_EVERY_MS = 20;
 
@@ -91,10 +95,8 @@ class Holding {
     }
     if (checkpoint) this.nextTrackId = Math.max(this.nextTrackId, checkpoint.nextTrackId);
     const settings = this.node.settings;
-    // An ordered consumer (it survives the loss of a NATS node: the client recreates it where it
-    // stopped) from the first frame of the rewind, found by time.
+    // From the first frame of the rewind, found by time.
     const from = checkpoint ? await firstSeqSince(bus, csiSubjects(this.env), checkpoint.streamTime - settings.rewind_seconds * 1000) : 1;
-    const consumer = await bus.js.consumers.get(CSI_STREAM, { filterSubjects: csiSubjects(this.env), opt_start_seq: from });
     const frames = new Subject<CsiFrame>();
     const firstTrackId = this.nextTrackId;
     this.sub = frames
@@ -106,23 +108,43 @@ class Holding {
           void this.node.release(this.env);
         },
       });
-    this.messages = await consumer.consume({ max_messages: 1024 });
     this.checkpointTimer = setInterval(() => void this.checkpoint(), settings.checkpoint_interval_seconds * 1000);
     log(
       'info',
       `worker ${this.node.id}: holds environment ${this.env} from ${checkpoint ? `${settings.rewind_seconds} s before its checkpoint (seq ${checkpoint.seq})` : 'the start of its stream'}`,
     );
-    void (async () => {
+    void this.read(frames, from);
+  }
+
+  /**
+   * Reads the room's CSI into the pipeline from a stream sequence on, through an ordered consumer.
+   * A read that ends or stalls (no frame for {@link STALL_MS}: a NATS node lost, the stream's
+   * leader elected again) starts again after the last frame read, into the same pipeline.
+   */
+  private async read(frames: Subject<CsiFrame>, from: number): Promise<void> {
+    const { bus, log } = this.node;
+    let next = from;
+    while (!this.stopped) {
+      let watchdog: NodeJS.Timeout | undefined;
       try {
+        const consumer = await bus.js.consumers.get(CSI_STREAM, { filterSubjects: csiSubjects(this.env), opt_start_seq: next });
+        const messages = await consumer.consume({ max_messages: 1024 });
+        this.messages = messages;
+        let last = Date.now();
+        watchdog = setInterval(() => {
+          if (Date.now() - last > STALL_MS) messages.stop();
+        }, STALL_MS / 2);
         let slice = performance.now();
-        for await (const m of this.messages!) {
+        for await (const m of messages) {
           if (this.stopped) break;
+          last = Date.now();
           // A replay comes as fast as the bus sends it: give timers (lease renewals) and I/O a turn.
           if (performance.now() - slice > YIELD_EVERY_MS) {
             await new Promise((ok) => setImmediate(ok));
             slice = performance.now();
           }
           this.seq = m.seq;
+          next = m.seq + 1;
           this.streamTime = m.info.timestampNanos / 1e6;
           let frame: CsiFrame;
           try {
@@ -135,9 +157,14 @@ class Holding {
           frames.next(frame);
         }
       } catch (e) {
-        if (!this.stopped) log('error', `worker ${this.node.id}: environment ${this.env}: reading CSI failed: ${(e as Error).message}`);
+        if (!this.stopped) log('warn', `worker ${this.node.id}: environment ${this.env}: reading CSI: ${(e as Error).message}`);
+      } finally {
+        clearInterval(watchdog);
       }
-    })();
+      if (this.stopped) break;
+      this.node.restarts++;
+      await new Promise((ok) => setTimeout(ok, RESTART_WAIT_MS));
+    }
   }
 
   private publish(f: PoseFrame): void {
@@ -179,6 +206,8 @@ export class WorkerNode {
   readonly publisher: Publisher;
   /** Frames on the bus that did not decode. */
   badFrames = 0;
+  /** Reads of a room's CSI started again after they ended or stalled. */
+  restarts = 0;
   private readonly holdings = new Map<string, Holding>();
   private readonly models = new Map<string, Promise<PoseModel>>();
   private timer: NodeJS.Timeout | undefined;

@@ -1,0 +1,61 @@
+/**
+ * A publisher on a real NATS server loses nothing while the stream cannot take messages: what
+ * fails is held, with everything after it, and sent again in order once the server is back; a
+ * message id sent twice is stored once (within the duplicate window, while the server runs: a
+ * single server killed forgets the ids it held).
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { connect, type NatsConnection } from 'nats';
+import { Bus, CSI_STREAM, Publisher } from '../../src/bus/bus.js';
+import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
+import { until } from '../helpers/engines.js';
+
+const SETTINGS = { replicas: 1, csi_retention_seconds: 300, lease_ttl_seconds: 2 };
+const GIVE_UP_MS = 60_000;
+
+describeWithNats('publishing to the bus', () => {
+  let nats: NatsCluster;
+  let bus: Bus;
+  let reader: NatsConnection;
+
+  beforeAll(async () => {
+    nats = await startNats(1);
+    bus = await Bus.connect(nats.url, SETTINGS, 'publisher-test');
+    reader = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  }, 60_000);
+  afterAll(async () => {
+    await bus?.close();
+    await reader?.close();
+    await nats?.stop();
+  });
+
+  const stored = async (): Promise<number[]> => {
+    const jsm = await reader.jetstreamManager();
+    const n = (await jsm.streams.info(CSI_STREAM)).state.messages;
+    const consumer = await reader.jetstream().consumers.get(CSI_STREAM, { filterSubjects: 'csi.>' });
+    const out: number[] = [];
+    for await (const m of await consumer.fetch({ max_messages: n, expires: 5000 })) out.push(Number(new TextDecoder().decode(m.data)));
+    return out;
+  };
+
+  it('holds what the stream refused while its server was down and sends it again, in order, once', async () => {
+    const p = new Publisher(bus.js);
+    const send = (i: number) => p.publish('csi.ward.link', new TextEncoder().encode(String(i)), `m-${i}`);
+    for (let i = 0; i < 100; i++) send(i);
+    // A repeat of an id already stored is acknowledged as a duplicate, not stored again.
+    send(99);
+    await p.settled();
+    expect(p.acked).toBe(100);
+    expect(p.duplicates).toBe(1);
+
+    await nats.nodes[0]!.kill();
+    for (let i = 100; i < 150; i++) send(i);
+    await until(() => p.holding > 0, GIVE_UP_MS, 'the publisher to hold what failed');
+    await nats.nodes[0]!.start();
+    await until(() => p.holding === 0, GIVE_UP_MS, 'the held messages to be taken');
+    await p.settled();
+
+    expect(await stored()).toEqual(Array.from({ length: 150 }, (_, i) => i));
+    expect(p.dropped).toBe(0);
+  }, 120_000);
+});
