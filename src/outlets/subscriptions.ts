@@ -22,6 +22,8 @@ export const MAX_PERSON_IDS = 100;
 
 /** A pose_updates subscription's filters with every default filled in (`filters_applied`). */
 export interface PoseFilters {
+  /** Only these environments (sorted, distinct); absent = every one. */
+  environment_ids?: string[];
   min_confidence: number;
   /** Sorted, distinct; null = every person. */
   person_ids: number[] | null;
@@ -31,6 +33,8 @@ export interface PoseFilters {
 
 /** An alerts subscription's filters with every default filled in. */
 export interface AlertFilters {
+  /** Only these environments (sorted, distinct); absent = every one. */
+  environment_ids?: string[];
   /** Sorted, distinct. */
   alert_types: PoseAlert['type'][];
   severity: AlertSeverity[];
@@ -38,6 +42,8 @@ export interface AlertFilters {
 
 /** An events (activity events) subscription's filters with every default filled in. */
 export interface EventFilters {
+  /** Only these environments (sorted, distinct); absent = every one. */
+  environment_ids?: string[];
   /** Sorted, distinct. */
   event_types: ActivityEvent['type'][];
   severity: AlertSeverity[];
@@ -107,8 +113,31 @@ function choices<T extends string>(v: unknown, field: string, allowed: readonly 
   return [...new Set(v as T[])].sort();
 }
 
+/** Most environments an `environment_ids` filter may list. */
+export const MAX_ENVIRONMENT_IDS = 100;
+
+/**
+ * An `environment_ids` filter, sorted and distinct, as a field to spread into the filters: absent
+ * when not given (every environment; a subscription without it reads as before it existed).
+ */
+function environmentIds(f: Record<string, unknown>, at: string): { environment_ids?: string[] } {
+  const v = f.environment_ids;
+  if (v === undefined) return {};
+  const field = `${at}.environment_ids`;
+  if (!Array.isArray(v) || v.length === 0 || v.length > MAX_ENVIRONMENT_IDS)
+    throw bad(field, `${field} must be an array of 1 to ${MAX_ENVIRONMENT_IDS} environment ids`, v);
+  for (const x of v)
+    if (typeof x !== 'string' || x.length === 0 || x.length > 64) throw bad(field, `${field} must hold environment ids (1 to 64 characters)`, x);
+  return { environment_ids: [...new Set(v as string[])].sort() };
+}
+
+/** Whether an environment passes a subscription's `environment_ids` (every one when absent). */
+export function environmentMatches(environmentId: string, f: { environment_ids?: readonly string[] }): boolean {
+  return !f.environment_ids || f.environment_ids.includes(environmentId);
+}
+
 function poseFilters(f: Record<string, unknown>, at: string): PoseFilters {
-  onlyKeys(f, at, ['min_confidence', 'person_ids', 'include_keypoints', 'include_dense_pose']);
+  onlyKeys(f, at, ['environment_ids', 'min_confidence', 'person_ids', 'include_keypoints', 'include_dense_pose']);
   const mc = f.min_confidence;
   if (mc !== undefined && (typeof mc !== 'number' || !Number.isFinite(mc) || mc < 0 || mc > 1))
     throw bad(`${at}.min_confidence`, `${at}.min_confidence must be a number between 0 and 1`, mc);
@@ -123,6 +152,7 @@ function poseFilters(f: Record<string, unknown>, at: string): PoseFilters {
     ids = [...new Set(v as number[])].sort((a, b) => a - b);
   }
   return {
+    ...environmentIds(f, at),
     min_confidence: (mc as number | undefined) ?? 0,
     person_ids: ids,
     include_keypoints: bool(f.include_keypoints, `${at}.include_keypoints`, true),
@@ -131,16 +161,18 @@ function poseFilters(f: Record<string, unknown>, at: string): PoseFilters {
 }
 
 function alertFilters(f: Record<string, unknown>, at: string): AlertFilters {
-  onlyKeys(f, at, ['alert_types', 'severity']);
+  onlyKeys(f, at, ['environment_ids', 'alert_types', 'severity']);
   return {
+    ...environmentIds(f, at),
     alert_types: choices(f.alert_types, `${at}.alert_types`, ALERT_TYPES),
     severity: choices(f.severity, `${at}.severity`, SEVERITIES),
   };
 }
 
 function eventFilters(f: Record<string, unknown>, at: string): EventFilters {
-  onlyKeys(f, at, ['event_types', 'severity']);
+  onlyKeys(f, at, ['environment_ids', 'event_types', 'severity']);
   return {
+    ...environmentIds(f, at),
     event_types: choices(f.event_types, `${at}.event_types`, EVENT_TYPES),
     severity: choices(f.severity, `${at}.severity`, SEVERITIES),
   };
@@ -184,10 +216,10 @@ export function poseShape(f: PoseFilters, form: Form): FrameShape {
 
 /** Whether an alert passes an alerts subscription's filters. */
 export function alertMatches(a: PoseAlert, f: AlertFilters): boolean {
-  return f.alert_types.includes(a.type) && f.severity.includes(a.severity);
+  return f.alert_types.includes(a.type) && f.severity.includes(a.severity) && environmentMatches(a.environmentId, f);
 }
 
 /** Whether an activity event passes an events subscription's filters. */
 export function eventMatches(e: ActivityEvent, f: EventFilters): boolean {
-  return f.event_types.includes(e.type) && f.severity.includes(e.severity);
+  return f.event_types.includes(e.type) && f.severity.includes(e.severity) && environmentMatches(e.environmentId, f);
 }

@@ -158,6 +158,19 @@ describeWithNats('workers by environment on the bus', () => {
     } finally {
       await ws.close();
     }
+    // A subscription to one room gets only that room's frames.
+    const one = await WsClient.connect(Number(new URL(base).port), { token, query: { form: 'a' } });
+    try {
+      const confirmed = await one.subscribe('pose_updates', { environment_ids: ['ward-b'], include_keypoints: false });
+      expect(confirmed.filters_applied.environment_ids).toEqual(['ward-b']);
+      await until(() => one.all('pose_update').length >= 20, GIVE_UP_MS, '20 updates of the subscription to ward-b');
+      const rooms = new Set(one.all('pose_update').map((m) => m.data?.metadata?.environment_id));
+      expect([...rooms]).toEqual(['ward-b']);
+      const refused = await one.subscribe('pose_updates', { environment_ids: [] });
+      expect(refused.type).toBe('error');
+    } finally {
+      await one.close();
+    }
     const current = await fetch(`${base}/api/v1/pose/latest?environment_id=ward-a`, { headers: { ...auth, 'x-response-form': 'b' } });
     expect(current.status).toBe(200);
     const status = (await (await fetch(`${base}/api/v1/system/status`, { headers: { ...auth, 'x-response-form': 'b' } })).json()) as {

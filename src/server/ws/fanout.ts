@@ -4,7 +4,16 @@ import type { PoseFrameView } from '../../render/view.js';
 import type { Form } from '../../render/frame.js';
 import { renderAlert } from '../../render/events.js';
 import type { Credentials } from '../../auth/authenticator.js';
-import { alertMatches, poseShape, ProtocolError, subscriptionId, type AlertFilters, type PoseFilters, type SubscribeRequest } from './protocol.js';
+import {
+  alertMatches,
+  environmentMatches,
+  poseShape,
+  ProtocolError,
+  subscriptionId,
+  type AlertFilters,
+  type PoseFilters,
+  type SubscribeRequest,
+} from './protocol.js';
 import type { FrameShape } from '../../render/view.js';
 
 /** Largest backpressure (unsent bytes) a connection may build up; beyond it pose frames are dropped for it. */
@@ -284,7 +293,7 @@ export class Fanout {
   pose(view: PoseFrameView): void {
     this.stats.poseFrames++;
     for (const g of this.groups.values()) {
-      if (g.channel !== 'pose_updates') continue;
+      if (g.channel !== 'pose_updates' || !environmentMatches(view.frame.environmentId, g.filters)) continue;
       const text = view.json(g.shape, g.id, (frame) => {
         const { timestamp, ...data } = frame;
         return { type: 'pose_update', subscription_id: g.id, timestamp, data };

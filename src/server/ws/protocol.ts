@@ -13,6 +13,7 @@ import {
 export {
   ALERT_TYPES,
   alertMatches,
+  environmentMatches,
   MAX_PERSON_IDS,
   poseShape,
   ProtocolError,
