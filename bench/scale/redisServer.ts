@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect as tcpConnect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
+import { findExecutable, freePort } from './engines.js';
 
 /**
  * A private `redis-server` (Debian package `redis-server`) on 127.0.0.1 and a free port, without
@@ -22,17 +23,7 @@ export const REDIS_INSTALL = 'apt-get install -y redis-server';
  * @returns its path, or undefined when it is not installed
  */
 export function redisServerPath(): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/bin', '/usr/sbin', '/usr/local/bin'];
-  for (const d of dirs) {
-    const p = join(d, 'redis-server');
-    try {
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
+  return findExecutable('redis-server');
 }
 
 /** A redis-server started by a test or a benchmark. */
@@ -46,18 +37,6 @@ export interface RedisServer {
   start(): Promise<void>;
   /** Everything it logged. */
   logs(): string;
-}
-
-/** A TCP port that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** True once Redis answers PING on the port. */

@@ -194,7 +194,6 @@ class Holding {
     this.stopped = true;
     clearInterval(this.checkpointTimer);
     await this.checkpoint();
-    this.stopped = true;
     await this.messages?.close().catch(() => undefined);
     this.sub?.unsubscribe();
   }

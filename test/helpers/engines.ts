@@ -5,28 +5,11 @@
  * failing test, never a skip).
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { createServer, connect as tcpConnect } from 'node:net';
-import { delimiter, join } from 'node:path';
+import { connect as tcpConnect } from 'node:net';
 import { describe, it } from 'vitest';
+import { findExecutable, freePort } from '../../bench/scale/engines.js';
 
-/**
- * Path of an executable found in PATH, /usr/sbin or /usr/local/sbin (where Debian puts daemons).
- * @returns its path, or undefined when it is not installed
- */
-export function findExecutable(name: string): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/sbin'];
-  for (const d of dirs) {
-    const p = join(d, name);
-    try {
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+export { findExecutable, freePort };
 
 /**
  * The executable, installing its Debian package first when it is missing and this process may
@@ -64,18 +47,6 @@ export function describeWithEngine(name: string, exe: string | undefined, instal
       }),
     );
   else describe.skip(`${name} (skipped: ${install})`, () => it('needs the engine', () => undefined));
-}
-
-/** A TCP port on 127.0.0.1 that was free a moment ago: bound on port 0, then released. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** True once a TCP connection to 127.0.0.1:port succeeds. */
