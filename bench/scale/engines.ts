@@ -1,10 +1,10 @@
 /**
  * What starting a real engine (a broker, a bus, a key-value server) on this machine takes, for the
  * benchmarks and the tests alike (test/helpers/engines.ts adds the tests' install-or-skip rule):
- * finding its executable and a free port.
+ * finding its executable, a free port, and waiting for it to accept connections.
  */
 import { accessSync, constants } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect as tcpConnect, createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 
 /**
@@ -35,4 +35,31 @@ export function freePort(): Promise<number> {
       s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
     });
   });
+}
+
+/** True once a TCP connection to 127.0.0.1:port succeeds. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = tcpConnect(port, '127.0.0.1');
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Polls `ready` every 50 ms until it is true.
+ * @param ready the check
+ * @param giveUpMs a safety net, not a measurement
+ * @param what named in the error
+ * @throws Error when the bound passes first
+ */
+export async function until(ready: () => Promise<boolean> | boolean, giveUpMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + giveUpMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`gave up after ${giveUpMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -5,11 +5,10 @@
  * failing test, never a skip).
  */
 import { spawnSync } from 'node:child_process';
-import { connect as tcpConnect } from 'node:net';
 import { describe, it } from 'vitest';
-import { findExecutable, freePort } from '../../bench/scale/engines.js';
+import { accepts, findExecutable, freePort, until } from '../../bench/scale/engines.js';
 
-export { findExecutable, freePort };
+export { accepts, findExecutable, freePort, until };
 
 /**
  * The executable, installing its Debian package first when it is missing and this process may
@@ -47,31 +46,4 @@ export function describeWithEngine(name: string, exe: string | undefined, instal
       }),
     );
   else describe.skip(`${name} (skipped: ${install})`, () => it('needs the engine', () => undefined));
-}
-
-/** True once a TCP connection to 127.0.0.1:port succeeds. */
-export function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = tcpConnect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
-
-/**
- * Polls `ready` every 50 ms until it is true.
- * @param ready the check
- * @param giveUpMs a safety net, not a measurement
- * @param what named in the error
- * @throws Error when the bound passes first
- */
-export async function until(ready: () => Promise<boolean> | boolean, giveUpMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + giveUpMs;
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`gave up after ${giveUpMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
