@@ -19,6 +19,7 @@ import { durablePoseFeed, poseFeed } from './cluster/feeds.js';
 import { defer, switchMap, type Observable } from 'rxjs';
 import type { PoseFrame } from './pose/types.js';
 import type { Store } from './store/store.js';
+import { STORED_FRAMES_KEPT, StoredFrames } from './cluster/storedFrames.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
@@ -141,8 +142,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
   else if (o.bus?.role === 'store') {
     const name = o.bus.name ?? 'store';
     feed = () =>
-      defer(async () => storedUpTo(svc.store)).pipe(
-        switchMap((upTo) => durablePoseFeed(bus!, name, { flush: () => store.flush(), pending: () => store.sink.stats.pending }, upTo, log)),
+      defer(async () => storedFrames(svc.store)).pipe(
+        switchMap((stored) => durablePoseFeed(bus!, name, { flush: () => store.flush(), pending: () => store.sink.stats.pending }, stored, log)),
       );
   }
   const svc = await PoseService.open({
@@ -261,24 +262,40 @@ export async function startApp(o: ServeOptions): Promise<App> {
 }
 
 /**
- * Per environment, the time of the last pose frame in the store (epoch ms, to the microsecond the
- * store keeps): a store node skips what it already wrote when the stream delivers it again.
+ * The pose frames a store node wrote lately, per environment (see StoredFrames): what the pose
+ * stream can still deliver again, which keeps an hour, at most the newest STORED_FRAMES_KEPT of
+ * each environment.
  */
-async function storedUpTo(store: Store): Promise<Map<string, number>> {
+async function storedFrames(store: Store): Promise<StoredFrames> {
   const rows = await store.query<{ environment_id: string; us: bigint | number }>(
-    'SELECT environment_id, epoch_us(max(ts)) AS us FROM pose_frames GROUP BY environment_id',
+    `SELECT environment_id, epoch_us(ts) AS us FROM pose_frames
+      WHERE ts >= (SELECT max(ts) FROM pose_frames) - INTERVAL 1 HOUR
+      QUALIFY row_number() OVER (PARTITION BY environment_id ORDER BY ts DESC) <= ${STORED_FRAMES_KEPT}`,
   );
-  return new Map(rows.map((r) => [r.environment_id, Number(r.us) / 1000]));
+  return StoredFrames.from(
+    rows.map((r) => ({ environment_id: r.environment_id, ms: Number(r.us) / 1000 })),
+    false,
+  );
 }
 
 /**
  * The webhook routes of an api node: webhooks are kept and sent by the cluster's store node (one
  * sender, where api nodes are many), so every request here is refused, saying where to go.
  */
-const webhooksElsewhere: WebhookCommands = new Proxy({} as WebhookCommands, {
-  get: () => () => {
-    throw new ApiError('SYSTEM_STATE_CONFLICT', "webhooks are kept and sent by the cluster's store node: register and manage them there (docs/scale.md)", {
-      role: 'api',
-    });
-  },
-});
+function refuseWebhooks(): never {
+  throw new ApiError('SYSTEM_STATE_CONFLICT', "webhooks are kept and sent by the cluster's store node: register and manage them there (docs/scale.md)", {
+    role: 'api',
+  });
+}
+const webhooksElsewhere: WebhookCommands = {
+  list: refuseWebhooks,
+  get: refuseWebhooks,
+  create: refuseWebhooks,
+  update: refuseWebhooks,
+  remove: refuseWebhooks,
+  rotateSecret: refuseWebhooks,
+  ping: refuseWebhooks,
+  deadLetters: refuseWebhooks,
+  redrive: refuseWebhooks,
+  clearDeadLetters: refuseWebhooks,
+};

@@ -12,7 +12,7 @@
  *   unless renewed), `csipose_workers` (live workers, same life), `csipose_checkpoints` (how far
  *   each environment's CSI was read).
  */
-import { connect, DiscardPolicy, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection } from 'nats';
+import { connect, DiscardPolicy, Events, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection } from 'nats';
 
 export const CSI_STREAM = 'CSIPOSE_CSI';
 export const POSE_STREAM = 'CSIPOSE_POSE';
@@ -140,6 +140,14 @@ export class Bus {
 const MAX_HELD = 100_000;
 /** Longest wait between tries of a held message, ms. */
 const MAX_RETRY_WAIT_MS = 2000;
+/**
+ * How long a publish waits for the stream's acknowledgement, ms: one sent to a node that died is
+ * known lost after this, and what came after it waits that long at most before it is sent again.
+ */
+const PUBLISH_TIMEOUT_MS = 2000;
+
+/** Held messages sent again together, oldest first, while the stream takes them. */
+const DRAIN_WINDOW = 256;
 
 interface Held {
   order: number;
@@ -149,15 +157,19 @@ interface Held {
 }
 
 /**
- * JetStream publishes in flight, counted: each publish is acknowledged by the stream (stored, on
- * every replica) or fails; a repeat of a message id within the duplicate window is acknowledged
- * as a duplicate and not stored again.
+ * JetStream publishes in flight, counted, kept in the order they were published: each publish is
+ * acknowledged by the stream (stored, on every replica) or fails; a repeat of a message id within
+ * the duplicate window is acknowledged as a duplicate and not stored again.
  *
- * A publish that fails (the stream has no leader for a few seconds after a NATS node is lost)
- * is not lost: the publisher holds it, and everything published after it, and sends them again one
- * by one, in their order, until the stream takes them; then it goes back to sending without waiting.
- * Message ids make a repeat of one that was stored after all harmless. At most {@link MAX_HELD}
- * are held; past that the oldest are dropped and counted.
+ * Publishes go out without waiting for each other. When one fails (the stream has no leader for a
+ * few seconds after a NATS node is lost), or the connection drops, the publisher holds every
+ * publish from then on. Once the publishes already out have ended (acknowledged, or failed and
+ * held in their place), it sends the held ones again in their order, up to {@link DRAIN_WINDOW} at a
+ * time on the one connection, until the stream has taken them all; then it goes back to sending
+ * without waiting. So nothing is lost and the stream
+ * keeps the publisher's order: readers (the worker's pipeline, the store's skip of what it
+ * already wrote) rely on it. Message ids make a repeat of one that was stored after all harmless.
+ * At most {@link MAX_HELD} are held; past that the oldest are dropped and counted.
  */
 export class Publisher {
   published = 0;
@@ -168,67 +180,84 @@ export class Publisher {
   /** Messages dropped because too many were held. */
   dropped = 0;
   lastError: string | null = null;
-  private readonly pending = new Set<Promise<unknown>>();
+  /** Publishes sent without waiting, not yet ended. */
+  private readonly sending = new Set<Promise<void>>();
   private held: Held[] = [];
   private order = 0;
+  /** Set from a failure or a lost connection until the held messages are all taken. */
   private draining: Promise<void> | undefined;
+  private readonly js: JetStreamClient;
 
-  constructor(private readonly js: JetStreamClient) {}
+  /**
+   * @param bus the connection (its drops are followed) and its JetStream client
+   */
+  constructor(bus: { nc: NatsConnection; js: JetStreamClient }) {
+    this.js = bus.js;
+    void (async () => {
+      for await (const s of bus.nc.status()) if (s.type === Events.Disconnect) this.holdFromNow();
+    })().catch(() => undefined);
+  }
 
   /** Publishes without waiting for the acknowledgement. */
   publish(subject: string, data: Uint8Array, msgID?: string): void {
     this.published++;
     const m: Held = { order: this.order++, subject, data, msgID };
-    if (this.held.length > 0) {
-      this.hold(m);
+    if (this.draining) {
+      this.insert(m);
       return;
     }
-    const p = this.send(m).then(
-      () => undefined,
-      (e: unknown) => {
-        this.lastError = (e as Error).message;
-        this.hold(m);
-      },
-    );
-    this.pending.add(p);
-    void p.finally(() => this.pending.delete(p));
+    const p = this.send(m).catch((e: unknown) => {
+      this.failed++;
+      this.lastError = (e as Error).message;
+      this.insert(m);
+      this.holdFromNow();
+    });
+    this.sending.add(p);
+    void p.finally(() => this.sending.delete(p));
   }
 
   private async send(m: Held): Promise<void> {
-    const ack = await this.js.publish(m.subject, m.data, m.msgID === undefined ? undefined : { msgID: m.msgID });
+    const ack = await this.js.publish(m.subject, m.data, { timeout: PUBLISH_TIMEOUT_MS, ...(m.msgID === undefined ? {} : { msgID: m.msgID }) });
     if (ack.duplicate) this.duplicates++;
     else this.acked++;
   }
 
-  /** Holds a message in its order and sends the held ones again, one at a time. */
-  private hold(m: Held): void {
-    this.failed++;
+  /** Holds a message in its order. */
+  private insert(m: Held): void {
     let k = this.held.length;
     while (k > 0 && this.held[k - 1]!.order > m.order) k--;
     this.held.splice(k, 0, m);
     if (this.held.length > MAX_HELD) this.dropped += this.held.splice(0, this.held.length - MAX_HELD).length;
-    if (!this.draining) {
-      this.draining = this.drain().finally(() => (this.draining = undefined));
-      this.pending.add(this.draining);
-      const d = this.draining;
-      void d.finally(() => this.pending.delete(d));
-    }
+  }
+
+  /** From now on every publish is held, until the held ones are all taken. */
+  private holdFromNow(): void {
+    this.draining ??= this.drain().finally(() => (this.draining = undefined));
   }
 
   private async drain(): Promise<void> {
+    // What is out already ends first: acknowledged, or failed and held in its place.
+    while (this.sending.size > 0) await Promise.allSettled([...this.sending]);
     let wait = 100;
     while (this.held.length > 0) {
-      const m = this.held[0]!;
-      try {
-        await this.send(m);
-        this.held.shift();
-        wait = 100;
-      } catch (e) {
+      // The oldest held, sent together in their order on the one connection; those taken leave
+      // the queue, those refused stay at its front for the next try.
+      const batch = this.held.slice(0, DRAIN_WINDOW);
+      const results = await Promise.allSettled(batch.map((m) => this.send(m)));
+      const refused = new Set<Held>();
+      results.forEach((r, i) => {
+        if (r.status === 'fulfilled') return;
         this.failed++;
-        this.lastError = (e as Error).message;
-        await new Promise((ok) => setTimeout(ok, wait));
-        wait = Math.min(MAX_RETRY_WAIT_MS, wait * 2);
+        this.lastError = (r.reason as Error).message;
+        refused.add(batch[i]!);
+      });
+      this.held.splice(0, batch.length, ...batch.filter((m) => refused.has(m)));
+      if (refused.size === 0) {
+        wait = 100;
+        continue;
       }
+      await new Promise((ok) => setTimeout(ok, wait));
+      wait = Math.min(MAX_RETRY_WAIT_MS, wait * 2);
     }
   }
 
@@ -237,9 +266,9 @@ export class Publisher {
     return this.held.length;
   }
 
-  /** Publishes not yet acknowledged or failed. */
+  /** Publishes sent without waiting, not yet acknowledged or failed. */
   get inFlight(): number {
-    return this.pending.size;
+    return this.sending.size;
   }
 
   /**
@@ -249,8 +278,9 @@ export class Publisher {
    */
   async settled(giveUpMs = 5000): Promise<number> {
     const deadline = Date.now() + giveUpMs;
-    while (this.pending.size > 0 && Date.now() < deadline) {
-      await Promise.race([Promise.allSettled([...this.pending]), new Promise((ok) => setTimeout(ok, Math.max(1, deadline - Date.now())))]);
+    const busy = () => [...this.sending, ...(this.draining ? [this.draining] : [])];
+    while (busy().length > 0 && Date.now() < deadline) {
+      await Promise.race([Promise.allSettled(busy()), new Promise((ok) => setTimeout(ok, Math.max(1, deadline - Date.now())))]);
     }
     return this.held.length;
   }

@@ -9,6 +9,7 @@ import { AckPolicy, DeliverPolicy, type JsMsg } from 'nats';
 import { bucketKey, POSE_STREAM, type Bus } from '../bus/bus.js';
 import { decodePoseFrame } from '../bus/codec.js';
 import type { Logger } from '../service/service.js';
+import type { StoredFrames } from './storedFrames.js';
 
 /**
  * The pose frames of every environment on the bus, decoded; a message that is not a pose frame is
@@ -41,6 +42,8 @@ export function poseFeed(bus: Bus, log: Logger): Observable<PoseFrame> {
 const STORE_BATCH = 500;
 /** How long the stream waits for a store node's acknowledgement before it delivers a batch again. */
 const STORE_ACK_WAIT_MS = 10_000;
+/** How long a store node waits before it reads again after a read of the stream failed. */
+const FETCH_RETRY_MS = 500;
 /** How long a store node waits between tries while its sink cannot write (a full or failing disk). */
 const FLUSH_RETRY_MS = 1000;
 
@@ -56,19 +59,18 @@ export interface FlushingSink {
  * What a store node writes (docs/scale.md): every environment's pose frames, alerts and events
  * included, from a durable consumer of the pose stream named after the node, so that a restart
  * goes on where it stopped. A batch is acknowledged only once the sink has written it; while the
- * sink cannot write, consumption waits (the stream keeps the frames). A frame at or before the last
- * one stored for its environment (`storedUpTo`, read from the store at start, to the millisecond
- * as the store keeps times) is a redelivery of
- * something written but not acknowledged, and is skipped: per environment the workers publish
- * rising times.
+ * sink cannot write, consumption waits (the stream keeps the frames). A frame the store already
+ * wrote (`stored`, read from the store at start and kept up as frames go to the sink) is a
+ * redelivery of something written but not acknowledged, and is skipped; one delivered late, after
+ * newer ones, is still written.
  * @param bus the bus
  * @param node the store node's name (its consumer is `csipose-store-<name>`)
  * @param sink the flush of the sink the frames go to (through the service's pose stream)
- * @param storedUpTo per environment, the time of the last frame stored (epoch ms, whole)
+ * @param stored the frames written lately, per environment
  * @param log where bad messages and waits are reported
  * @returns a cold observable: each subscriber consumes the durable consumer
  */
-export function durablePoseFeed(bus: Bus, node: string, sink: FlushingSink, storedUpTo: Map<string, number>, log: Logger): Observable<PoseFrame> {
+export function durablePoseFeed(bus: Bus, node: string, sink: FlushingSink, stored: StoredFrames, log: Logger): Observable<PoseFrame> {
   return new Observable<PoseFrame>((out) => {
     let stopped = false;
     void (async () => {
@@ -95,23 +97,32 @@ export function durablePoseFeed(bus: Bus, node: string, sink: FlushingSink, stor
         });
         const consumer = await bus.js.consumers.get(POSE_STREAM, durable);
         while (!stopped) {
-          const batch = await consumer.fetch({ max_messages: STORE_BATCH, expires: 1000 });
           const taken: JsMsg[] = [];
-          for await (const m of batch) {
-            taken.push(m);
-            let f: PoseFrame;
-            try {
-              f = decodePoseFrame(m.data);
-            } catch (e) {
-              log('warn', `${m.subject} seq ${m.seq}: ${(e as Error).message}`);
-              continue;
+          try {
+            const batch = await consumer.fetch({ max_messages: STORE_BATCH, expires: 1000 });
+            for await (const m of batch) {
+              taken.push(m);
+              let f: PoseFrame;
+              try {
+                f = decodePoseFrame(m.data);
+              } catch (e) {
+                log('warn', `${m.subject} seq ${m.seq}: ${(e as Error).message}`);
+                continue;
+              }
+              if (stored.has(f.environmentId, f.time)) continue;
+              stored.add(f.environmentId, f.time);
+              out.next(f);
             }
-            // Compared as the store keeps times: to the millisecond.
-            const t = Math.round(f.time);
-            if (t <= (storedUpTo.get(f.environmentId) ?? -Infinity)) continue;
-            storedUpTo.set(f.environmentId, t);
-            out.next(f);
+          } catch (e) {
+            // A NATS node lost, the consumer's leader being elected again: what was taken is still
+            // written and acknowledged below; what was not comes again.
+            if (stopped) break;
+            log('warn', `store: reading the pose stream: ${(e as Error).message}; trying again`);
+            await new Promise((ok) => setTimeout(ok, FETCH_RETRY_MS));
           }
+          // Stopped meanwhile: what was taken may not have reached the sink; left unacknowledged,
+          // it comes again at the next start.
+          if (stopped) break;
           if (taken.length === 0) continue;
           for (;;) {
             await sink.flush();

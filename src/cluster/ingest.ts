@@ -39,7 +39,7 @@ export class IngestNode {
     readonly bus: Bus,
     readonly config: ConfigSnapshot,
   ) {
-    this.publisher = new Publisher(bus.js);
+    this.publisher = new Publisher(bus);
     this.ended = new Promise((ok) => (this.endedResolve = ok));
   }
 

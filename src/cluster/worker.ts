@@ -20,7 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Subject, type Subscription } from 'rxjs';
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type KV, type KvEntry } from 'nats';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type KV, type KvEntry, type NatsError } from 'nats';
 import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
 import { Bus, alertsSubject, bucketKey, CSI_STREAM, csiSubjects, eventsSubject, POSE_STREAM, poseSubject, Publisher } from '../bus/bus.js';
@@ -49,6 +49,11 @@ export interface Checkpoint {
 
 /** A room's CSI read that brings no frame for this long starts again (a stalled consumer), ms. */
 const STALL_MS = 5000;
+/**
+ * How long one pull of a room's CSI waits on the server, ms. The client also waits up to 1.5x this
+ * between tries to make the consumer again (after an election), and sends heartbeats at half of it.
+ */
+const PULL_EXPIRES_MS = 2000;
 /** Wait before a room's CSI read starts again, ms. */
 const RESTART_WAIT_MS = 500;
 /** Longest stretch of frames a worker runs before it lets timers and I/O in, ms. */
@@ -85,13 +90,10 @@ class Holding {
     const model = await this.node.model(config.neural_network.model_path);
     const cp = await bus.checkpoints.get(bucketKey(this.env));
     const checkpoint = cp && cp.operation === 'PUT' ? decodeJson<Checkpoint>(cp.value) : undefined;
-    try {
-      const last = await bus.jsm.streams.getMessage(POSE_STREAM, { last_by_subj: poseSubject(this.env) });
-      const frame = decodePoseFrame(last.data);
-      this.publishedUpTo = frame.time;
-      for (const p of frame.persons) if (p.trackId !== undefined) this.nextTrackId = Math.max(this.nextTrackId, p.trackId + 1);
-    } catch {
-      // Nothing published for the environment yet.
+    const last = await lastPublished(bus, this.env);
+    if (last) {
+      this.publishedUpTo = last.time;
+      for (const p of last.persons) if (p.trackId !== undefined) this.nextTrackId = Math.max(this.nextTrackId, p.trackId + 1);
     }
     if (checkpoint) this.nextTrackId = Math.max(this.nextTrackId, checkpoint.nextTrackId);
     const settings = this.node.settings;
@@ -128,7 +130,18 @@ class Holding {
       let watchdog: NodeJS.Timeout | undefined;
       try {
         const consumer = await bus.js.consumers.get(CSI_STREAM, { filterSubjects: csiSubjects(this.env), opt_start_seq: next });
-        const messages = await consumer.consume({ max_messages: 1024 });
+        // The client creates the consumer inside `consume`, retrying while the stream has no
+        // leader, and waits between tries up to 1.5x `expires`: a short `expires` keeps those
+        // waits short, and a start that takes longer than a stall is given up and begun again.
+        const starting = consumer.consume({ max_messages: 1024, expires: PULL_EXPIRES_MS });
+        const messages = await Promise.race([starting, new Promise<undefined>((ok) => setTimeout(() => ok(undefined), STALL_MS))]);
+        if (!messages) {
+          void starting.then(
+            (m) => m.stop(),
+            () => undefined,
+          );
+          throw new Error(`no consumer after ${STALL_MS} ms`);
+        }
         this.messages = messages;
         let last = Date.now();
         watchdog = setInterval(() => {
@@ -179,8 +192,9 @@ class Holding {
     this.published++;
   }
 
+  /** Records how far the room's CSI was read (periodically, and once more when the room is given back). */
   private async checkpoint(): Promise<void> {
-    if (this.stopped || this.seq === 0) return;
+    if (this.seq === 0) return;
     const cp: Checkpoint = { seq: this.seq, streamTime: this.streamTime, nextTrackId: this.nextTrackId, worker: this.node.id };
     try {
       await this.node.bus.checkpoints.put(bucketKey(this.env), JSON.stringify(cp));
@@ -189,13 +203,20 @@ class Holding {
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops reading and the pipeline.
+   * @param handBack the lease is still this worker's (the room is given back): record how far it
+   *   read, so the next holder replays from there; false when the lease was lost, since another
+   *   worker's checkpoint must not be overwritten
+   */
+  async stop(handBack: boolean): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.checkpointTimer);
-    await this.checkpoint();
+    // Reading ends first, so that the last checkpoint is how far this holding read.
     await this.messages?.close().catch(() => undefined);
     this.sub?.unsubscribe();
+    if (handBack) await this.checkpoint();
   }
 }
 
@@ -228,7 +249,7 @@ export class WorkerNode {
     id: string | undefined,
   ) {
     this.id = id ?? randomUUID().slice(0, 8);
-    this.publisher = new Publisher(bus.js);
+    this.publisher = new Publisher(bus);
   }
 
   /**
@@ -335,7 +356,7 @@ export class WorkerNode {
           if (this.holdings.get(env) !== h) continue;
           this.log('warn', `worker ${this.id}: lost the lease of ${env}`);
           this.holdings.delete(env);
-          await h.stop();
+          await h.stop(false);
         }
       }
     }
@@ -384,7 +405,7 @@ export class WorkerNode {
     const h = this.holdings.get(env);
     if (!h) return;
     this.holdings.delete(env);
-    await h.stop();
+    await h.stop(true);
     try {
       await this.bus.leases.delete(bucketKey(env), { previousSeq: h.revision.value });
     } catch {
@@ -406,6 +427,26 @@ export class WorkerNode {
     await this.bus.workers.delete(bucketKey(this.id)).catch(() => undefined);
     await this.publisher.settled();
     for (const m of this.models.values()) await (await m.catch(() => undefined))?.release();
+  }
+}
+
+/** JetStream's error code for a stream holding no message of the subject asked for. */
+const NO_MESSAGE_FOUND = 10037;
+
+/**
+ * The last pose frame published for an environment, read back from the pose stream.
+ * @returns it, or undefined when the stream holds none for the environment
+ * @throws Error when the stream cannot say (no leader while one is elected, the connection
+ *   lost): a worker taking the room over then waits for its next round rather than publish again
+ *   what was published
+ */
+export async function lastPublished(bus: Bus, env: string): Promise<PoseFrame | undefined> {
+  try {
+    const last = await bus.jsm.streams.getMessage(POSE_STREAM, { last_by_subj: poseSubject(env) });
+    return decodePoseFrame(last.data);
+  } catch (e) {
+    if ((e as NatsError).api_error?.err_code === NO_MESSAGE_FOUND) return undefined;
+    throw e;
   }
 }
 

@@ -39,7 +39,7 @@ describeWithNats('publishing to the bus', () => {
   };
 
   it('holds what the stream refused while its server was down and sends it again, in order, once', async () => {
-    const p = new Publisher(bus.js);
+    const p = new Publisher(bus);
     const send = (i: number) => p.publish('csi.ward.link', new TextEncoder().encode(String(i)), `m-${i}`);
     for (let i = 0; i < 100; i++) send(i);
     // A repeat of an id already stored is acknowledged as a duplicate, not stored again.
@@ -58,4 +58,55 @@ describeWithNats('publishing to the bus', () => {
     expect(await stored()).toEqual(Array.from({ length: 150 }, (_, i) => i));
     expect(p.dropped).toBe(0);
   }, 120_000);
+});
+
+describeWithNats('publishing to a 3-node NATS cluster', () => {
+  let nats: NatsCluster;
+  let reader: NatsConnection;
+
+  beforeAll(async () => {
+    nats = await startNats(3);
+    reader = await connect({ servers: nats.nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  }, 60_000);
+  afterAll(async () => {
+    await reader?.close();
+    await nats?.stop();
+  });
+
+  it('keeps its order and loses nothing when the node it is connected to, the stream leader, is killed', async () => {
+    const settings = { ...SETTINGS, replicas: 3 };
+    // Connected to the node that leads the stream: killing it drops the connection and the
+    // stream's leader at once. The client learns the other nodes from the cluster.
+    const first = await Bus.connect(nats.url, settings, 'publisher-leader-probe');
+    const leader = (await first.jsm.streams.info(CSI_STREAM)).cluster!.leader!;
+    await first.close();
+    const node = nats.nodes.find((n) => n.name === leader)!;
+    const bus = await Bus.connect(node.url, settings, 'publisher-cluster-test');
+    expect(bus.nc.getServer()).toBe(`127.0.0.1:${node.port}`);
+    const p = new Publisher(bus);
+    let n = 0;
+    // A stream of publishes, up to 2 a millisecond, before, during and after the kill.
+    const pump = setInterval(() => {
+      for (let k = 0; k < 2; k++, n++) p.publish('csi.ward.link', new TextEncoder().encode(String(n)), `c-${n}`);
+    }, 1);
+    try {
+      await until(() => p.acked > 500, GIVE_UP_MS, 'publishes before the kill');
+      await node.kill();
+      await until(() => p.failed > 0 && p.holding === 0, GIVE_UP_MS, 'publishes taken again after the kill');
+    } finally {
+      clearInterval(pump);
+    }
+    await p.settled(GIVE_UP_MS);
+    const jsm = await reader.jetstreamManager();
+    const { state } = await jsm.streams.info(CSI_STREAM);
+    const got: number[] = [];
+    const consumer = await reader.jetstream().consumers.get(CSI_STREAM, { filterSubjects: 'csi.>' });
+    for await (const m of await consumer.fetch({ max_messages: state.messages, expires: 10_000 })) got.push(Number(new TextDecoder().decode(m.data)));
+    expect(p.dropped).toBe(0);
+    // Every one once, in the order published.
+    expect(got.length).toBe(n);
+    const misplaced = got.findIndex((v, i) => v !== i);
+    expect(misplaced, `first out of place: index ${misplaced} holds ${got[misplaced]}`).toBe(-1);
+    await bus.close();
+  }, 180_000);
 });

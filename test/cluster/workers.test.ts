@@ -178,6 +178,23 @@ describeWithNats('workers by environment on the bus', () => {
     };
     expect(JSON.stringify(status.data)).toContain('3.0.0');
     expect(JSON.stringify(status.data)).toContain('remote');
+    // Webhooks are the store node's: an api node refuses their routes and says where to go.
+    for (const [method, path] of [
+      ['GET', '/webhooks'],
+      ['POST', '/webhooks'],
+      ['POST', '/webhooks/wh-1/ping'],
+    ] as const) {
+      const r = await fetch(`${base}/api/v1${path}`, {
+        method,
+        headers: { ...auth, 'content-type': 'application/json', 'x-response-form': 'b' },
+        ...(method === 'POST' && path === '/webhooks'
+          ? { body: JSON.stringify({ url: 'https://example.org/hook', subscriptions: [{ channel: 'alerts', filters: {} }] }) }
+          : {}),
+      });
+      const text = await r.text();
+      expect(r.status, `${method} ${path}: ${text}`).toBe(409);
+      expect(text).toContain('store node');
+    }
   }, 120_000);
 
   it('a store node writes every frame once, across a SIGKILL and a restart, acknowledging only what it wrote', async () => {

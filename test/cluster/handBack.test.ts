@@ -1,0 +1,91 @@
+/**
+ * A worker giving a room back, and a worker reading what was published before it, on a real NATS
+ * server with the real ingest and worker nodes in this process.
+ *
+ * - A room given back (the worker closing, or letting it go to a worker that joined) records how
+ *   far it was read, so the next holder replays from there, not from an older periodic checkpoint.
+ * - The last pose frame published for a room is read back from the stream; a stream that cannot
+ *   say is an error, never "nothing published" (a takeover would publish again what was).
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Bus, bucketKey, POSE_STREAM, poseSubject } from '../../src/bus/bus.js';
+import { encodePoseFrame } from '../../src/bus/codec.js';
+import { ConfigStore } from '../../src/config/store.js';
+import { IngestNode } from '../../src/cluster/ingest.js';
+import { lastPublished, WorkerNode, type Checkpoint } from '../../src/cluster/worker.js';
+import type { PoseFrame } from '../../src/pose/types.js';
+import type { Logger } from '../../src/service/service.js';
+import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
+import { until } from '../helpers/engines.js';
+
+/** Give-up bound: a safety net, not a measurement. */
+const GIVE_UP_MS = 60_000;
+const quiet: Logger = () => undefined;
+
+describeWithNats('a worker giving a room back', () => {
+  let nats: NatsCluster;
+  let config: ConfigStore;
+  const dir = mkdtempSync(join(tmpdir(), 'csipose-handback-'));
+
+  beforeAll(async () => {
+    nats = await startNats(1);
+    config = await ConfigStore.open({ dataDir: dir });
+  }, 60_000);
+  afterAll(async () => {
+    config?.close();
+    await nats?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('records how far it read when it gives the room back', async () => {
+    // Periodic checkpoints far apart: the only one written in this test is the hand-back's.
+    const settings = { ...config.get().cluster, checkpoint_interval_seconds: 60 };
+    const bus = await Bus.connect(nats.url, settings, 'handback-test');
+    const env = config.get().environment.id;
+    const ingest = await IngestNode.start(bus, config.get(), 'sim?seed=3', quiet);
+    const worker = await WorkerNode.start(bus, settings, quiet, 'w-handback');
+    try {
+      await until(() => (worker.figures()[env]?.made ?? 0) > 20, GIVE_UP_MS, 'pose frames from the worker');
+      expect(await bus.checkpoints.get(bucketKey(env))).toBeNull();
+      await worker.close();
+      const entry = await bus.checkpoints.get(bucketKey(env));
+      expect(entry?.operation).toBe('PUT');
+      const cp = JSON.parse(new TextDecoder().decode(entry!.value)) as Checkpoint;
+      expect(cp.worker).toBe('w-handback');
+      // How far it read: past the frames that made the pose frames counted above.
+      expect(cp.seq).toBeGreaterThan(20);
+      expect(cp.nextTrackId).toBeGreaterThanOrEqual(1);
+    } finally {
+      await worker.close();
+      await ingest.close();
+      await bus.close();
+    }
+  }, 120_000);
+
+  it('reads the last pose frame published, and fails rather than say "none" when the stream cannot answer', async () => {
+    const bus = await Bus.connect(nats.url, config.get().cluster, 'last-published-test');
+    try {
+      expect(await lastPublished(bus, 'room-never-published')).toBeUndefined();
+      const frame: PoseFrame = {
+        frameId: 1,
+        time: 1_700_000_000_123,
+        sourceId: 'test',
+        environmentId: 'room-a',
+        persons: [],
+        processingMs: 1,
+        modelVersion: 'test',
+        csiQuality: 1,
+      };
+      await bus.js.publish(poseSubject('room-a'), encodePoseFrame(frame));
+      expect((await lastPublished(bus, 'room-a'))?.time).toBe(1_700_000_000_123);
+      // The stream gone: an error, where "nothing published" would replay and publish again.
+      await bus.jsm.streams.delete(POSE_STREAM);
+      await expect(lastPublished(bus, 'room-a')).rejects.toThrow();
+    } finally {
+      await bus.close();
+    }
+  }, 60_000);
+});
