@@ -144,7 +144,7 @@ const MAX_RETRY_WAIT_MS = 2000;
  * How long a publish waits for the stream's acknowledgement, ms: one sent to a node that died is
  * known lost after this, and what came after it waits that long at most before it is sent again.
  */
-const PUBLISH_TIMEOUT_MS = 2000;
+const PUBLISH_TIMEOUT_MS = 5000;
 
 /** Held messages sent again together, oldest first, while the stream takes them. */
 const DRAIN_WINDOW = 256;
@@ -181,7 +181,7 @@ export class Publisher {
   dropped = 0;
   lastError: string | null = null;
   /** Publishes sent without waiting, not yet ended. */
-  private readonly sending = new Set<Promise<void>>();
+  private readonly sending = new Map<Promise<void>, number>();
   private held: Held[] = [];
   private order = 0;
   /** Set from a failure or a lost connection until the held messages are all taken. */
@@ -212,7 +212,7 @@ export class Publisher {
       this.insert(m);
       this.holdFromNow();
     });
-    this.sending.add(p);
+    this.sending.set(p, m.order);
     void p.finally(() => this.sending.delete(p));
   }
 
@@ -237,7 +237,7 @@ export class Publisher {
 
   private async drain(): Promise<void> {
     // What is out already ends first: acknowledged, or failed and held in its place.
-    while (this.sending.size > 0) await Promise.allSettled([...this.sending]);
+    while (this.sending.size > 0) await Promise.allSettled([...this.sending.keys()]);
     let wait = 100;
     while (this.held.length > 0) {
       // The oldest held, sent together in their order on the one connection; those taken leave
@@ -272,13 +272,26 @@ export class Publisher {
   }
 
   /**
+   * Resolves when every publish made before the call is acknowledged, whatever is published
+   * after it, or after `giveUpMs`.
+   * @returns how many of those are still held or unanswered
+   */
+  async taken(giveUpMs: number): Promise<number> {
+    const mark = this.order;
+    const deadline = Date.now() + giveUpMs;
+    const open = () => [...this.sending.values()].filter((o) => o < mark).length + this.held.filter((m) => m.order < mark).length;
+    while (open() > 0 && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 20));
+    return open();
+  }
+
+  /**
    * Resolves when every publish so far is acknowledged, or after `giveUpMs` (a node closing while
    * the stream takes nothing); what is still held then is lost with the process.
    * @returns messages still held
    */
   async settled(giveUpMs = 5000): Promise<number> {
     const deadline = Date.now() + giveUpMs;
-    const busy = () => [...this.sending, ...(this.draining ? [this.draining] : [])];
+    const busy = () => [...this.sending.keys(), ...(this.draining ? [this.draining] : [])];
     while (busy().length > 0 && Date.now() < deadline) {
       await Promise.race([Promise.allSettled(busy()), new Promise((ok) => setTimeout(ok, Math.max(1, deadline - Date.now())))]);
     }

@@ -406,6 +406,12 @@ export class WorkerNode {
     if (!h) return;
     this.holdings.delete(env);
     await h.stop(true);
+    // What it published must be in the stream before the lease goes: the next holder publishes
+    // after the last frame it finds there. Held longer than the lease's life, the lease lapses.
+    if ((await this.publisher.taken(this.settings.lease_ttl_seconds * 1000)) > 0) {
+      this.log('warn', `worker ${this.id}: ${env} given back with publishes still held; its lease is left to lapse`);
+      return;
+    }
     try {
       await this.bus.leases.delete(bucketKey(env), { previousSeq: h.revision.value });
     } catch {
