@@ -62,7 +62,7 @@ const ADMIN_PASSWORD = 'bench-fanout-admin-password';
 
 /** Options of {@link run}. */
 export interface FanoutOptions {
-  /** A short run: 2 rounds of 2 s windows (default: 5 rounds of 5 s). */
+  /** A short run: 3 rounds of 2 s windows (default: 10 rounds of 3 s). */
   quick?: boolean;
   /** Subscribers of each server (default 1,000). */
   clients?: number;
@@ -183,10 +183,10 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
   const log = opts.log ?? ((s: string) => process.stderr.write(`${s}\n`));
   const n = opts.clients ?? 1000;
   const sets = opts.sets ?? 1;
-  const rounds = opts.rounds ?? (opts.quick ? 2 : 5);
+  const rounds = opts.rounds ?? (opts.quick ? 3 : 10);
   const fps = opts.fps ?? 10;
-  const warm = opts.quick ? 5 : 10;
-  const measured = opts.quick ? 20 : 50;
+  const warm = 5;
+  const measured = opts.quick ? 20 : 30;
   const graceMs = 1000;
   const procs = opts.clientProcs ?? 1;
   const total = warm + measured;
@@ -279,6 +279,8 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     /** Publishes the frames at `fps` to one side; returns each frame's publication time. */
     const publishAll = async (side: Side): Promise<Float64Array> => {
       phaseNo++;
+      // Whatever came after the last phase was settled is not this phase's.
+      await Promise.all(clients.map((c) => c.call('report', { clear: true })));
       const times = new Float64Array(total);
       const t0 = now() + 50;
       for (let k = 0; k < total; k++) {
@@ -289,6 +291,25 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
       }
       await Promise.all(acks.splice(0));
       return times;
+    };
+
+    /**
+     * Waits until every client has every frame of the phase (or `graceMs` more has passed since
+     * the last one came), so that no phase's messages run into the next.
+     */
+    const settled = async (): Promise<void> => {
+      let last = -1;
+      let since = now();
+      for (;;) {
+        const got = (await Promise.all(clients.map((c) => c.call<{ count: number }>('count')))).reduce((a, c) => a + c.count, 0);
+        if (got >= total * n) break;
+        if (got !== last) {
+          last = got;
+          since = now();
+        } else if (now() - since > graceMs) break;
+        await sleep(20);
+      }
+      await sleep(100);
     };
 
     // Every client on every side, connected for the whole run (64 handshakes in flight per process).
@@ -317,7 +338,7 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     const sniffers = await sniff(sides[0]!.url, keys[0]!, sets);
     for (let attempt = 0; ; attempt++) {
       await publishAll(sides[0]!);
-      await sleep(graceMs);
+      await settled();
       if (sniffers.received.every((m) => m.size === total)) break;
       if (attempt === 5)
         throw new Error(`the api node sent ${sniffers.received.map((m) => m.size).join(', ')} of ${total} frames to the recording subscribers`);
@@ -327,16 +348,15 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     // Warm-up of the other sides.
     for (const side of sides.slice(1)) {
       await publishAll(side);
-      await sleep(graceMs);
+      await settled();
     }
-    await Promise.all(clients.map((c) => c.call('report', { clear: true })));
 
     const phases = new Map<Side['name'], Phase[]>(sides.map((s) => [s.name, []]));
     for (let r = 0; r < rounds; r++) {
       for (const side of sides) {
         const c0 = cpuMs(side.pid);
         const times = await publishAll(side);
-        await sleep(graceMs);
+        await settled();
         const c1 = cpuMs(side.pid);
         const recs = await Promise.all(clients.map((c) => c.call<Received>('report', { clear: true })));
         const ids = Int32Array.from({ length: measured }, (_, i) => warm + i);

@@ -6,7 +6,7 @@
  * read from the bytes after `"frame_id":`, so the client's cost per message stays a fraction of
  * the server's (JSON.parse of ~100k messages/s would measure the client instead).
  *
- * Commands: `connect`, `report`, `close`, `stop`.
+ * Commands: `connect`, `report`, `count`, `cpu`, `close`, `stop`.
  */
 import WebSocket from 'ws';
 import { announce, now, serve } from './ipc.js';
@@ -161,6 +161,8 @@ serve({
   },
   /** This process's CPU time so far (process.cpuUsage(), µs). */
   cpu: () => process.cpuUsage(),
+  /** pose_updates recorded since the last report that cleared (cheap: no copy). */
+  count: () => ({ count: recIds.length }),
   /** Closes every client (close handshake; connections still open after 30 s are dropped). */
   async close(): Promise<{ ms: number }> {
     closing = true;
