@@ -1,15 +1,21 @@
 /**
  * An api node's feed (poseFeed) on a real NATS server: every environment's pose frames, decoded
  * to what the worker encoded, in their order; a message that is not a pose frame is logged and
- * skipped; the feed ends when the bus closes (the service takes that as a fault).
+ * skipped; the feed ends when the bus closes (the service takes that as a fault), and errs when
+ * the server refuses the subscription.
  */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { connect } from 'nats';
 import { Bus, poseSubject } from '../../src/bus/bus.js';
 import { encodePoseFrame } from '../../src/bus/codec.js';
 import { poseFeed } from '../../src/cluster/feeds.js';
 import type { PoseFrame } from '../../src/pose/types.js';
-import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
-import { until } from '../helpers/engines.js';
+import { describeWithNats, ensureNatsServer, startNats, type NatsCluster } from '../helpers/nats.js';
+import { accepts, freePort, until } from '../helpers/engines.js';
 
 const SETTINGS = { replicas: 1, csi_retention_seconds: 300, lease_ttl_seconds: 2 };
 
@@ -75,5 +81,34 @@ describeWithNats('the pose feed of an api node', () => {
     await reader.close();
     await until(async () => ended, 10_000, 'the feed to end');
     sub.unsubscribe();
+  });
+
+  it('errs with the reason when the server refuses the subscription, instead of leaving it unhandled', async () => {
+    // A server of its own whose one user may not subscribe to the pose subjects.
+    const dir = mkdtempSync(join(tmpdir(), 'csipose-feed-denied-'));
+    const port = await freePort();
+    const conf = join(dir, 'denied.conf');
+    writeFileSync(
+      conf,
+      `listen: 127.0.0.1:${port}\nauthorization { users = [ { user: api, password: api-pass, permissions: { subscribe: { deny: ["pose.>"] } } } ] }\n`,
+    );
+    const server = spawn(ensureNatsServer()!, ['-c', conf], { stdio: 'ignore' });
+    try {
+      await until(() => accepts(port), 20_000, 'nats-server');
+      const nc = await connect({ servers: `nats://127.0.0.1:${port}`, user: 'api', pass: 'api-pass' });
+      try {
+        const failed = new Promise<unknown>((ok) => {
+          // Only the connection is read of the bus.
+          poseFeed({ nc } as unknown as Bus, () => undefined).subscribe({ error: ok, complete: () => ok('completed') });
+        });
+        const nothing = new Promise((ok) => setTimeout(() => ok('nothing within 10 s'), 10_000));
+        expect(String(await Promise.race([failed, nothing]))).toMatch(/permissions violation/i);
+      } finally {
+        await nc.close();
+      }
+    } finally {
+      server.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
