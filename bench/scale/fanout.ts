@@ -94,8 +94,10 @@ interface Phase extends PhaseFigures {
   /** Medians over the window's frames of each frame's first and last delivery, ms after publication. */
   first: number;
   last: number;
-  /** CPU time of the side's server process per frame of the window, ms (user + system). */
+  /** CPU time of the side's server process per frame of the phase, ms (user + system). */
   cpu: number;
+  /** CPU time of the client processes per frame of the phase, ms (user + system). */
+  clientCpu: number;
 }
 
 /**
@@ -267,7 +269,7 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     const setKeys = Array.from({ length: sets }, (_, s) => filterKey(filtersOf(s)));
     await plain.call('setup', { keys: setKeys });
     for (let i = 0; i < procs; i++) clients.push(new Child(`clients${i}`, join(here, '../stream/clients.js')));
-    await Promise.all(clients.map((c) => c.ready));
+    const clientPids = ((await Promise.all(clients.map((c) => c.ready))) as Array<{ pid: number }>).map((r) => r.pid);
 
     const wsUrl = (s: ServeProcess) => `${s.base.replace(/^http/, 'ws')}${WS_PATH}`;
     const sides: Side[] = [
@@ -354,19 +356,22 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     const phases = new Map<Side['name'], Phase[]>(sides.map((s) => [s.name, []]));
     for (let r = 0; r < rounds; r++) {
       for (const side of sides) {
+        const clientCpu = () => clientPids.reduce((a, pid) => a + cpuMs(pid), 0);
         const c0 = cpuMs(side.pid);
+        const k0 = clientCpu();
         const times = await publishAll(side);
         await settled();
         const c1 = cpuMs(side.pid);
+        const k1 = clientCpu();
         const recs = await Promise.all(clients.map((c) => c.call<Received>('report', { clear: true })));
         const ids = Int32Array.from({ length: measured }, (_, i) => warm + i);
         const pub = { ids, times: times.slice(warm) };
         const f = phaseFigures(pub, recs, n, measured / fps);
-        const p: Phase = { ...f, ...firstLast(pub.times, warm, recs), cpu: (c1 - c0) / total };
+        const p: Phase = { ...f, ...firstLast(pub.times, warm, recs), cpu: (c1 - c0) / total, clientCpu: (k1 - k0) / total };
         phases.get(side.name)!.push(p);
         log(
           `  round ${r + 1} ${side.name.padEnd(7)}: p50 ${ms(p.p50)} p99 ${ms(p.p99)} max ${ms(p.max)} first ${ms(p.first)} last ${ms(p.last)} ms, ` +
-            `lost ${p.lost}/${p.expected}, ${Math.round(p.meanBytes)} B/msg, CPU ${ms(p.cpu)} ms/frame`,
+            `lost ${p.lost}/${p.expected}, ${Math.round(p.meanBytes)} B/msg, CPU/frame server ${ms(p.cpu)} clients ${ms(p.clientCpu)} ms`,
         );
       }
     }
@@ -454,6 +459,7 @@ function results(
     fig('first_ms', 'ms', (p) => p.first, "median over frames of the frame's first delivery");
     fig('last_ms', 'ms', (p) => p.last, "median over frames of the frame's last delivery");
     fig('cpu_ms_per_frame', 'ms', (p) => p.cpu, 'CPU time of the server process per frame (user + system)');
+    fig('client_cpu_ms_per_frame', 'ms', (p) => p.clientCpu, 'CPU time of the client processes per frame (user + system), while this side was measured');
     fig('lost', 'messages', (p) => p.lost, `messages not received of ${ph[0]?.expected ?? 0} per round`);
   }
   out[0]!.note += `; api p99 ${api.map((p) => ms(p.p99)).join(', ')}, plain p99 ${plain.map((p) => ms(p.p99)).join(', ')}`;
