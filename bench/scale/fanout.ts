@@ -27,7 +27,7 @@
  * `--cpu-prof DIR` writes the api node's CPU profile there when it stops.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -354,6 +354,7 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     }
 
     const phases = new Map<Side['name'], Phase[]>(sides.map((s) => [s.name, []]));
+    const load0 = loadavg()[0]!;
     for (let r = 0; r < rounds; r++) {
       for (const side of sides) {
         const clientCpu = () => clientPids.reduce((a, pid) => a + cpuMs(pid), 0);
@@ -375,7 +376,9 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
         );
       }
     }
-    return results(phases, { n, sets, fps, rounds, measured, compare: opts.compare });
+    // The machine's 1-minute load average around the rounds: on a shared machine it decides the tails.
+    const load = `${load0.toFixed(1)} -> ${loadavg()[0]!.toFixed(1)}`;
+    return results(phases, { n, sets, fps, rounds, measured, compare: opts.compare, load });
   } finally {
     await Promise.all(clients.map((c) => c.stop()));
     await plain?.stop();
@@ -411,14 +414,14 @@ function firstLast(times: Float64Array, warm: number, recs: readonly Received[])
 /** The named results from every side's phases. */
 function results(
   phases: Map<Side['name'], Phase[]>,
-  o: { n: number; sets: number; fps: number; rounds: number; measured: number; compare: string | undefined },
+  o: { n: number; sets: number; fps: number; rounds: number; measured: number; compare: string | undefined; load: string },
 ): BenchResult[] {
   const api = phases.get('api')!;
   const plain = phases.get('plain')!;
   const bytes = median([...api, ...plain].map((p) => p.meanBytes));
   const where =
     `${o.n} subscribers, ${o.sets} filter set${o.sets > 1 ? 's' : ''}, ${o.fps} pose frames/s, pose_updates of ${Math.round(bytes)} B on average, ` +
-    `${o.rounds} rounds (api, ${o.compare ? 'compare, ' : ''}plain) of ${o.measured} frames; latency from the bus publication to a client's receipt`;
+    `${o.rounds} rounds (api, ${o.compare ? 'compare, ' : ''}plain) of ${o.measured} frames, load average ${o.load}; latency from the bus publication to a client's receipt`;
   const out: BenchResult[] = [];
   const ratio = (a: Phase[], b: Phase[]) => a.map((p, i) => p.p99 / b[i]!.p99);
   const r = ratio(api, plain);
