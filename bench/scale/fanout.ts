@@ -12,8 +12,9 @@
  *   benchmark publishes there is, per frame, the very pose_update the api node's clients received
  *   for that frame (recorded before the measurement): the same bytes to the same number of clients.
  * - The clients are bench/stream's client processes (they never parse; frame ids are read from the
- *   bytes): 1,000 on each server, all connected for the whole run. Phases alternate, api then
- *   plain, `rounds` times (A B A B): each phase publishes the same frames to one side only.
+ *   bytes): 1,000 on each server, all connected for the whole run. Phases alternate, `rounds`
+ *   times, each round starting with the next side (A B, B A, ...): each phase publishes the same
+ *   frames to one side only.
  * - Latency is from just before a frame's publication on the bus to its arrival at a client (both
  *   `performance.timeOrigin + performance.now()` on this machine). Per phase: p50 and p99 over
  *   every message of the window, and per frame its first and last delivery (their medians over the
@@ -356,7 +357,9 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     const phases = new Map<Side['name'], Phase[]>(sides.map((s) => [s.name, []]));
     const load0 = loadavg()[0]!;
     for (let r = 0; r < rounds; r++) {
-      for (const side of sides) {
+      // Each round starts with the next side (A B, B A, ...): a side's place in the round, after
+      // which other side's traffic, is not always the same.
+      for (const side of sides.map((_, i) => sides[(i + r) % sides.length]!)) {
         const clientCpu = () => clientPids.reduce((a, pid) => a + cpuMs(pid), 0);
         const c0 = cpuMs(side.pid);
         const k0 = clientCpu();
@@ -421,7 +424,7 @@ function results(
   const bytes = median([...api, ...plain].map((p) => p.meanBytes));
   const where =
     `${o.n} subscribers, ${o.sets} filter set${o.sets > 1 ? 's' : ''}, ${o.fps} pose frames/s, pose_updates of ${Math.round(bytes)} B on average, ` +
-    `${o.rounds} rounds (api, ${o.compare ? 'compare, ' : ''}plain) of ${o.measured} frames, load average ${o.load}; latency from the bus publication to a client's receipt`;
+    `${o.rounds} rounds (api, ${o.compare ? 'compare, ' : ''}plain, each round starting with the next side) of ${o.measured} frames, load average ${o.load}; latency from the bus publication to a client's receipt`;
   const out: BenchResult[] = [];
   const ratio = (a: Phase[], b: Phase[]) => a.map((p, i) => p.p99 / b[i]!.p99);
   const r = ratio(api, plain);
