@@ -16,7 +16,8 @@ const MAX_SHAPES = 64;
 
 /**
  * Stands for the persons while a frame's other fields are serialised; its JSON is then replaced by
- * the persons' own. No rendered string can hold it: JSON writes the control characters escaped.
+ * the persons' own. A name whose JSON holds the same text (a quote and control characters) makes
+ * it appear twice, and such a frame is serialised as it is.
  */
 const PERSONS_MARK = '\u0000persons\u0000';
 const PERSONS_MARK_JSON = JSON.stringify(PERSONS_MARK);
