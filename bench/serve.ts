@@ -28,6 +28,8 @@ export interface ServeProcess {
  * @param prefix the temp dir's name prefix
  * @param stderr `inherit` (default) shows the service's log; `pipe` leaves it to the caller
  *   (`proc.stderr`, buffered until read)
+ * @param command Node's arguments before `serve`: this build's command line (default), another
+ *   build's to compare with it, Node flags first (`--cpu-prof`)
  * @returns the process, its address and its temp dir
  * @example const s = await startServe(() => ['--log-level', 'error'], { CSIPOSE_ADMIN_PASSWORD: 'x' });
  */
@@ -36,9 +38,10 @@ export async function startServe(
   env: Record<string, string>,
   prefix = 'csipose-bench-',
   stderr: 'inherit' | 'pipe' = 'inherit',
+  command: readonly string[] = [cliPath],
 ): Promise<ServeProcess> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const proc = spawn(process.execPath, [cliPath, 'serve', '--port', '0', '--data-dir', join(dir, 'data'), ...args(dir)], {
+  const proc = spawn(process.execPath, [...command, 'serve', '--port', '0', '--data-dir', join(dir, 'data'), ...args(dir)], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', stderr],

@@ -1,11 +1,12 @@
 /**
- * A client process of the fan-out benchmark (forked by `bench/stream.ts`): a fleet of `ws`
+ * A client process of the fan-out benchmarks (forked by `bench/stream.ts` and
+ * `bench/scale/fanout.ts`): a fleet of `ws`
  * clients that connect to one server, subscribe to `pose_updates` and record, per pose_update,
  * the frame it carries and the wall time it arrived. The message is never parsed: the frame id is
  * read from the bytes after `"frame_id":`, so the client's cost per message stays a fraction of
  * the server's (JSON.parse of ~100k messages/s would measure the client instead).
  *
- * Commands: `connect`, `report`, `close`, `stop`.
+ * Commands: `connect`, `report`, `count`, `cpu`, `close`, `stop`.
  */
 import WebSocket from 'ws';
 import { announce, now, serve } from './ipc.js';
@@ -144,12 +145,24 @@ serve({
     await Promise.all(Array.from({ length: Math.min(a.concurrency, a.count) }, worker));
     return { ms: now() - t0 };
   },
-  /** Every pose_update received since `connect` (the window is cut out of it by frame id later). */
-  report(): Received {
-    return { ids: Int32Array.from(recIds), times: Float64Array.from(recTimes), sizes: Int32Array.from(recSizes), unexpectedCloses };
+  /**
+   * Every pose_update received since `connect` (the window is cut out of it by frame id later);
+   * with `clear`, since the last report so cleared (bench/scale/fanout.ts keeps its clients
+   * connected and reports phase by phase).
+   */
+  report(a: { clear?: boolean } = {}): Received {
+    const r = { ids: Int32Array.from(recIds), times: Float64Array.from(recTimes), sizes: Int32Array.from(recSizes), unexpectedCloses };
+    if (a.clear) {
+      recIds = [];
+      recTimes = [];
+      recSizes = [];
+    }
+    return r;
   },
   /** This process's CPU time so far (process.cpuUsage(), µs). */
   cpu: () => process.cpuUsage(),
+  /** pose_updates recorded since the last report that cleared (cheap: no copy). */
+  count: () => ({ count: recIds.length }),
   /** Closes every client (close handshake; connections still open after 30 s are dropped). */
   async close(): Promise<{ ms: number }> {
     closing = true;

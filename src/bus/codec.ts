@@ -172,6 +172,38 @@ export function encodePoseFrame(f: PoseFrame): Uint8Array {
   );
 }
 
+/** A Float32Array from the base64 of its bytes, decoded straight into it (a whole number of floats). */
+function f32FromBase64(b64: string): Float32Array {
+  const out = new Float32Array(Buffer.byteLength(b64, 'base64') >> 2);
+  const written = Buffer.from(out.buffer).write(b64, 0, out.byteLength, 'base64');
+  // Fewer bytes than the length promised only for a malformed string: the floats it did hold.
+  return written === out.byteLength ? out : out.slice(0, written >> 2);
+}
+
+/**
+ * Turns the encoded Float32Arrays and non-finite numbers of parsed JSON back into what they were,
+ * in place (what a JSON.parse reviver would do, without calling one for every value).
+ * @returns the value, or what replaces it
+ */
+function revive(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (typeof x === 'object' && x !== null) v[i] = revive(x);
+    }
+    return v;
+  }
+  const o = v as Record<string, unknown>;
+  if (isF32(o)) return f32FromBase64(o.$f32);
+  if (isNonFinite(o)) return Number(o.$num);
+  for (const k in o) {
+    const x = o[k];
+    if (typeof x === 'object' && x !== null) o[k] = revive(x);
+  }
+  return o;
+}
+
 /**
  * Decodes a pose frame from the bus.
  * @param bytes what {@link encodePoseFrame} wrote
@@ -181,16 +213,9 @@ export function encodePoseFrame(f: PoseFrame): Uint8Array {
 export function decodePoseFrame(bytes: Uint8Array): PoseFrame {
   let f: unknown;
   try {
-    f = JSON.parse(fromUtf8.decode(bytes), (_k, v: unknown) => {
-      if (isF32(v)) {
-        const raw = Buffer.from(v.$f32, 'base64');
-        const out = new Float32Array(raw.length >> 2);
-        new Uint8Array(out.buffer).set(raw.subarray(0, out.length * 4));
-        return out;
-      }
-      if (isNonFinite(v)) return Number(v.$num);
-      return v;
-    });
+    // Parsed without a reviver, then revived in one walk of the objects: a reviver is called for
+    // every value, every number included, and costs the api node more than the parse itself.
+    f = revive(JSON.parse(fromUtf8.decode(bytes)));
   } catch (e) {
     throw new BusCodecError(`not an encoded pose frame: ${(e as Error).message}`);
   }

@@ -13,27 +13,40 @@ import type { StoredFrames } from './storedFrames.js';
 
 /**
  * The pose frames of every environment on the bus, decoded; a message that is not a pose frame is
- * logged and skipped.
+ * logged and skipped. Each frame is handed on in the NATS client's own callback, as its bytes are
+ * parsed: no async iteration between the socket and the fan-out.
  * @param bus the bus
  * @param log where bad messages are reported
- * @returns a cold observable: each subscriber subscribes to `pose.>`
+ * @returns a cold observable: each subscriber subscribes to `pose.>`; it completes when the
+ *   subscription ends (the connection closed) and errs with what ends it otherwise
  */
 export function poseFeed(bus: Bus, log: Logger): Observable<PoseFrame> {
   return new Observable<PoseFrame>((out) => {
-    const sub = bus.nc.subscribe('pose.>');
-    void (async () => {
-      for await (const m of sub) {
-        let f: PoseFrame;
+    const sub = bus.nc.subscribe('pose.>', {
+      callback: (err, m) => {
+        // Nothing may be thrown back into the client: it would stop reading the connection.
         try {
-          f = decodePoseFrame(m.data);
+          if (err) {
+            out.error(err);
+            return;
+          }
+          let f: PoseFrame;
+          try {
+            f = decodePoseFrame(m.data);
+          } catch (e) {
+            log('warn', `${m.subject}: ${(e as Error).message}`);
+            return;
+          }
+          out.next(f);
         } catch (e) {
-          log('warn', `${m.subject}: ${(e as Error).message}`);
-          continue;
+          log('error', `pose feed: ${(e as Error)?.stack ?? String(e)}`);
         }
-        out.next(f);
-      }
-      out.complete();
-    })();
+      },
+    });
+    void sub.closed.then(
+      () => out.complete(),
+      (e: unknown) => out.error(e),
+    );
     return () => sub.unsubscribe();
   });
 }

@@ -15,6 +15,14 @@ export interface FrameShape {
 const MAX_SHAPES = 64;
 
 /**
+ * Stands for the persons while a frame's other fields are serialised; its JSON is then replaced by
+ * the persons' own. A name whose JSON holds the same text (a quote and control characters) makes
+ * it appear twice, and such a frame is serialised as it is.
+ */
+const PERSONS_MARK = '\u0000persons\u0000';
+const PERSONS_MARK_JSON = JSON.stringify(PERSONS_MARK);
+
+/**
  * A pose frame as the service's outlets see it: the frame and its renderings, each made once.
  * Every outlet that sends the same bytes shares them (the latest-frame cache, the WebSocket
  * fan-out, MQTT): a person is rendered once per (form, keypoints, dense pose) however many
@@ -26,6 +34,8 @@ const MAX_SHAPES = 64;
  */
 export class PoseFrameView {
   private readonly persons = new Map<string, Array<Record<string, unknown>>>();
+  /** Each rendered person as JSON, by the same key as {@link persons}. */
+  private readonly personTexts = new Map<string, string[]>();
   private readonly texts = new Map<string, string>();
 
   /**
@@ -46,6 +56,17 @@ export class PoseFrameView {
     if (!out) {
       out = this.frame.persons.map((p) => renderPerson(p, form, { includeKeypoints, includeDensePose }));
       this.persons.set(key, out);
+    }
+    return out;
+  }
+
+  /** Every rendered person as JSON, once: the filter sets that select a person share its text. */
+  private renderedJson(form: Form, includeKeypoints: boolean, includeDensePose: boolean): string[] {
+    const key = `${form}${includeKeypoints ? 1 : 0}${includeDensePose ? 1 : 0}`;
+    let out = this.personTexts.get(key);
+    if (!out) {
+      out = this.rendered(form, includeKeypoints, includeDensePose).map((p) => JSON.stringify(p));
+      this.personTexts.set(key, out);
     }
     return out;
   }
@@ -76,10 +97,33 @@ export class PoseFrameView {
     const k = `${key}|${s.form}|${s.minConfidence}|${s.includeKeypoints}|${s.includeDensePose}|${s.personIds?.join(',') ?? '*'}`;
     let text = this.texts.get(k);
     if (text === undefined) {
-      const body = this.render(s);
-      text = JSON.stringify(wrap ? wrap(body) : body);
+      text = this.serialise(s, wrap);
       if (this.texts.size < MAX_SHAPES) this.texts.set(k, text);
     }
     return text;
+  }
+
+  /**
+   * The text of {@link json}, made from each person's JSON (serialised once per frame and form)
+   * and the rest of the frame serialised around a mark where the persons go: what
+   * `JSON.stringify(wrap(render(s)))` gives, character for character, without serialising the
+   * persons again for every filter set.
+   */
+  private serialise(s: FrameShape, wrap?: (frame: Record<string, unknown>) => unknown): string {
+    const texts = this.renderedJson(s.form, s.includeKeypoints, s.includeDensePose);
+    const o: Pick<FrameRenderOptions, 'minConfidence' | 'personIds'> = s.personIds
+      ? { minConfidence: s.minConfidence, personIds: s.personIds }
+      : { minConfidence: s.minConfidence };
+    let persons = '';
+    for (let i = 0; i < texts.length; i++) {
+      if (!selected(this.frame.persons[i]!, o)) continue;
+      persons += persons.length === 0 ? texts[i]! : `,${texts[i]!}`;
+    }
+    const body = frameBody(this.frame, s.form, { routerCount: this.routerCount, pipeline: this.pipeline }, PERSONS_MARK as unknown as unknown[]);
+    const shell = JSON.stringify(wrap ? wrap(body) : body);
+    const at = shell.indexOf(PERSONS_MARK_JSON);
+    // A wrapper that leaves the persons out, or repeats them: serialised as it is.
+    if (at < 0 || shell.indexOf(PERSONS_MARK_JSON, at + 1) >= 0) return JSON.stringify(wrap ? wrap(this.render(s)) : this.render(s));
+    return `${shell.slice(0, at)}[${persons}]${shell.slice(at + PERSONS_MARK_JSON.length)}`;
   }
 }
