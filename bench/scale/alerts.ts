@@ -1,5 +1,5 @@
 /**
- * `scale.alerts_lost` and `scale.alerts_duplicated` (both must be 0) across worker kills (20, or 4
+ * `scale.alerts_lost` and `scale.alerts_duplicated` (both must be 0) across worker kills (20, or 3
  * with `--quick`), and beside them what the cluster raised against one process that was never
  * stopped (`scale.alerts_vs_uninterrupted_missing`, `..._extra`).
  *
@@ -97,7 +97,7 @@ const REFERENCE_GIVE_UP_MS = 300_000;
 
 /** Options of {@link run}. */
 export interface AlertsOptions extends ScaleOptions {
-  /** Worker kills (default 20, `quick` 4). */
+  /** Worker kills (default 20, `quick` 3). */
   kills?: number;
   /** A file to write what was recorded to (JSON), for looking into a result. */
   dump?: string;
@@ -175,7 +175,7 @@ function sinceHandover(a: AlertKey, moments: readonly number[]): number {
  *   and `..._extra`
  */
 export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
-  const kills = opts.kills ?? (opts.quick ? 4 : 20);
+  const kills = opts.kills ?? (opts.quick ? 3 : 20);
   const log = opts.log ?? (() => undefined);
   const dir = mkdtempSync(join(tmpdir(), 'csipose-bench-alerts-'));
   const nodes = new Nodes();

@@ -5,7 +5,7 @@
  * warm-up round of each, the median of the per-round ratios.
  *
  * The source: the default room (`sim?seed=31&realism=room`, three links, two people) simulated once
- * before any timing, `--quick` 30 s of it, else 60 s, written as one Intel 5300 capture per link
+ * before any timing, `--quick` 20 s of it, else 45 s, written as one Intel 5300 capture per link
  * (each link's values scaled by one factor, so their amplitudes keep their ratios), replayed as
  * fast as possible: `file:rx1.dat?format=intel5300&link=rx1&speed=0 file:rx2.dat?... file:rx3.dat?...`
  * (src/sources/merge.ts merges them in time order). A file ends, so a round has a fixed count of
@@ -54,14 +54,14 @@ import type { InProcessRound } from './inprocess.js';
 const here = dirname(fileURLToPath(import.meta.url));
 const SOURCE = 'sim?seed=31&realism=room&speed=0';
 /** Give-up bounds: safety nets, not measurements. */
-const ROUND_GIVE_UP_MS = 300_000;
+const ROUND_GIVE_UP_MS = 120_000;
 const QUIET_MS = 1500;
 
 /** Options of {@link run}. */
 export interface BusOverheadOptions extends ScaleOptions {
   /** Measured rounds per side after the warm-up (default 3, `quick` 2). */
   rounds?: number;
-  /** Simulated seconds of the capture (default 60, `quick` 30). */
+  /** Simulated seconds of the capture (default 45, `quick` 20). */
   seconds?: number;
 }
 
@@ -115,7 +115,7 @@ async function writeCapture(dir: string, seconds: number): Promise<{ uri: string
  */
 export async function run(opts: BusOverheadOptions = {}): Promise<BenchResult[]> {
   const rounds = opts.rounds ?? (opts.quick ? 2 : 3);
-  const seconds = opts.seconds ?? (opts.quick ? 30 : 60);
+  const seconds = opts.seconds ?? (opts.quick ? 20 : 45);
   const log = opts.log ?? (() => undefined);
   const dir = mkdtempSync(join(tmpdir(), 'csipose-bench-bus-'));
   const nodes = new Nodes();
@@ -186,7 +186,7 @@ export async function run(opts: BusOverheadOptions = {}): Promise<BenchResult[]>
       };
       await ingest.stop();
       await w.forget(room);
-      await until(() => !w.holders.has(room), ROUND_GIVE_UP_MS, `the worker to let ${room} go`);
+      await until(async () => !(await w.heldNow(room)), ROUND_GIVE_UP_MS, `the worker to let ${room} go`);
       return round;
     };
 

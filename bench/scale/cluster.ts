@@ -16,8 +16,8 @@ import type { Checkpoint } from '../../src/cluster/worker.js';
 import { cliPath, repoRoot } from '../serve.js';
 import { until } from './engines.js';
 
-/** Give-up bound for a node to say it is ready (a busy 2-core machine); a safety net, not a measurement. */
-const READY_GIVE_UP_MS = 60_000;
+/** Give-up bound for a node to say it is ready (a busy 2-core machine; a worker says so after its first round, which may take a room over); a safety net, not a measurement. */
+const READY_GIVE_UP_MS = 120_000;
 /** Give-up bound for a node to exit after SIGTERM before it is killed. */
 const STOP_GIVE_UP_MS = 15_000;
 /** Log kept per node (the tail), for the error of a failed benchmark. */
@@ -198,7 +198,7 @@ export interface LeaseChange {
 export class BusWatch {
   /** Every change of a lease's holder, in order (renewals are not changes). */
   readonly leaseChanges: LeaseChange[] = [];
-  /** Each lease's holder now. */
+  /** Each lease's holder as the watch last saw it (a lease that lapsed by age may linger here: {@link heldNow}). */
   readonly holders = new Map<string, string>();
   /** What the stream stored, by subject filter, in order. */
   readonly stored = new Map<string, Stored[]>();
@@ -266,6 +266,15 @@ export class BusWatch {
    */
   takenOver(room: string, after: number, not: string): LeaseChange | undefined {
     return this.leaseChanges.find((c) => c.key === room && c.at > after && c.holder !== null && c.holder !== not);
+  }
+
+  /**
+   * Whether a room's lease is held now, read from the bucket (a lease that lapses goes without a
+   * word to the watch: an entry that expires by age is just gone).
+   */
+  async heldNow(room: string): Promise<boolean> {
+    const e = await this.leases.get(bucketKey(room));
+    return e !== null && e.operation === 'PUT';
   }
 
   /** The last CSI stream sequence of a room (the highest of its links' last messages); 0 without any. */

@@ -8,7 +8,7 @@
  * nats-server, `csipose serve --role ingest --source udp://...`, `--role worker`, `--role api`.
  * Both take the shipped window model (models/csipose-pose.onnx) and the same packets: the Intel
  * 5300 capture's 3x3 records, looped at 100 Hz (bench/stream/e2e.ts). The packets go to one of
- * them at a time, in phases: single, cluster, single, cluster, ... (4 rounds; `--quick` 2), each
+ * them at a time, in phases: single, cluster, single, cluster, ... (3 rounds; `--quick` 1), each
  * phase until its client has 3 warm-up frames and then 60 (`--quick` 30) more, 1 s of quiet between
  * phases. A pose frame's latency is its arrival at the client minus the sending of the packet its
  * window ended on, as bench/stream/e2e.ts matches them; send and receive times are taken in this
@@ -40,7 +40,7 @@ const RUNNING_GIVE_UP_MS = 60_000;
 
 /** Options of {@link run}. */
 export interface E2eScaleOptions extends ScaleOptions {
-  /** Rounds of (single, cluster) phases (default 4, `quick` 2). */
+  /** Rounds of (single, cluster) phases (default 3, `quick` 1). */
   rounds?: number;
   /** Pose frames measured per phase (default 60, `quick` 30). */
   frames?: number;
@@ -79,7 +79,7 @@ async function running(base: string, key: string): Promise<void> {
  * @returns `scale.e2e_p99_ms` (cluster), `scale.e2e_single_p99_ms`, `scale.e2e_p99_ratio`, and the p50s
  */
 export async function run(opts: E2eScaleOptions = {}): Promise<BenchResult[]> {
-  const rounds = opts.rounds ?? (opts.quick ? 2 : 4);
+  const rounds = opts.rounds ?? (opts.quick ? 1 : 3);
   const perPhase = opts.frames ?? (opts.quick ? 30 : 60);
   const log = opts.log ?? (() => undefined);
   const samples = samplesDir(repoRoot);
