@@ -9,10 +9,10 @@
  * in and the simulator's own falls), two workers (w1, w2). The room has six intrusion zones of
  * 2 x 2.5 m tiling its floor, so that people walking raise an alert every few seconds. Default
  * `cluster` settings, but for a CSI retention of 30 minutes (the reference reads the whole run
- * back). Each round kills (SIGKILL) the worker holding the room, waits until the other publishes
- * the room's frames again, and starts the killed one again (it stands by). A room that does not
- * come back within a give-up bound ends the kills early; the figures then count what happened up
- * to there, and say so.
+ * back). Each round kills (SIGKILL) the worker holding the room, starts another in its place at
+ * once as a supervisor would (w3, w4, ...), and waits until a worker (mostly the one that stood
+ * by) publishes the room's frames again. A room that does not come back within a give-up bound
+ * ends the kills early; the figures then count what happened up to there, and say so.
  *
  * Recorded during the run: every alert published on `alerts.<env>` (a plain subscription of the
  * benchmark: every publish, a repeat included), every alert the pose stream stored under
@@ -101,6 +101,8 @@ export interface AlertsOptions extends ScaleOptions {
   kills?: number;
   /** A file to write what was recorded to (JSON), for looking into a result. */
   dump?: string;
+  /** Seconds the room runs on after the last kill (default 0): how long a difference from the reference lasts. */
+  tail?: number;
 }
 
 /** Copies beyond the first of each value. */
@@ -209,6 +211,9 @@ export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
       await nodes.start({ role: 'ingest', bus, dataDir: join(dir, `ingest-${room}`), config, source: `sim?seed=${SEEDS[i]}&realism=room&fall=20` });
     }
     const worker = (name: string) => nodes.start({ role: 'worker', bus, dataDir: join(dir, name), name, config: common });
+    // A killed worker is replaced at once, as a supervisor would, under a new name (w3, w4, ...).
+    let incarnation = 2;
+    const replace = () => worker(`w${++incarnation}`);
     const workers = new Map<string, NodeProc>();
     log(`alerts: ingest of ${ROOMS.join(', ')}; workers w1, w2...`);
     for (const name of ['w1', 'w2']) workers.set(name, await worker(name));
@@ -230,7 +235,7 @@ export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
         await sleep(1000);
         const victim = w.holders.get(ROOMS[k % ROOMS.length]!);
         if (!victim) throw new Error(`nobody holds ${ROOMS[k % ROOMS.length]}`);
-        const hs = await killWorker(w, victim, workers, worker);
+        const hs = await killWorker(w, victim, workers, replace, true);
         handovers.push(...hs);
         done++;
         log(
@@ -243,6 +248,7 @@ export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
       }
     }
     if (!stopped) await flowing();
+    if (opts.tail) await sleep(opts.tail * 1000);
     // The end: no more CSI; the workers' last frames out; the store node's consumer with nothing pending.
     for (const n of nodes.all) if (n.options.role === 'ingest') await n.stop();
     let count = poses.length;
@@ -380,7 +386,7 @@ export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
       `${stopped ? `${stopped}; ` : ''}${done} SIGKILLs of the worker holding the room (median ${median.toFixed(2)} s to the other worker's first frame); ` +
       `lease changes not caused by a kill ${takes - ROOMS.length - moved}; ` +
       `pose frames stored ${orders.map((o) => `${o.room} ${o.frames}, ${o.repeats} not after the one before, largest gap ${(o.maxGapMs / 1000).toFixed(2)} s`).join('; ')}; ` +
-      `real processes: nats-server, store, api, ingest (sim?seed=${SEEDS.join('|')}&realism=room&fall=20, 6 intrusion zones), 2 workers; load average at the end ${loadavg()[0]!.toFixed(1)} (2 cores shared)` +
+      `real processes: nats-server, store, api, ingest (sim?seed=${SEEDS.join('|')}&realism=room&fall=20, 6 intrusion zones), 2 workers (a killed one replaced at once); load average at the end ${loadavg()[0]!.toFixed(1)} (2 cores shared)` +
       (opts.quick ? '; --quick' : '');
     const counts =
       `${pub.size} alert ids published (${new Set(published).size} on alerts.<env>, ${new Set(inFrames).size} in pose frames, ${pubOnly} only on alerts.<env>, ${framesOnly} only in frames; ` +
@@ -443,11 +449,13 @@ export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const kills = argValue('--kills');
   const dump = argValue('--dump');
+  const tail = argValue('--tail');
   run({
     quick: process.argv.includes('--quick'),
     log: (s) => process.stderr.write(`${s}\n`),
     ...(kills ? { kills: Number(kills) } : {}),
     ...(dump ? { dump } : {}),
+    ...(tail ? { tail: Number(tail) } : {}),
   })
     .then((results) => printResults(results, process.argv.includes('--json')))
     .catch((e: unknown) => {

@@ -76,11 +76,14 @@ function holdsAt(log: string, worker: string, room: string, after: number): numb
 
 /**
  * Kills a worker with SIGKILL, waits until every room it held has been taken over by another
- * worker and that worker's first pose frame of it is stored, then starts it again (same name).
+ * worker and that worker's first pose frame of it is stored, and starts a worker in its place.
  * @param watch the bus, with `pose.>` followed
  * @param victim the worker's name
- * @param workers the workers by name (the killed one's entry is replaced by its restart)
- * @param restart starts a worker again by name
+ * @param workers the workers by name (the killed one's entry is replaced by the one started)
+ * @param restart starts a worker in the killed one's place: its name is the killed one's, or a new
+ *   one when `atOnce` (so that a worker taking a room is never taken for the killed one)
+ * @param atOnce start it right after the kill, as a supervisor would, rather than once the rooms
+ *   are back (the default: nothing else then competes for the room or the cores)
  * @returns one handover per room it held
  */
 export async function killWorker(
@@ -88,12 +91,17 @@ export async function killWorker(
   victim: string,
   workers: Map<string, NodeProc>,
   restart: (name: string) => Promise<NodeProc>,
+  atOnce = false,
 ): Promise<Handover[]> {
   const rooms = [...watch.holders].filter(([, w]) => w === victim).map(([room]) => room);
   if (rooms.length === 0 || !workers.has(victim)) throw new Error(`worker ${victim} holds no room to hand over`);
   const poses = watch.stored.get('pose.>')!;
   const tKill = Date.now();
   await workers.get(victim)!.kill();
+  workers.delete(victim);
+  const replacement = atOnce ? restart(victim) : undefined;
+  // Awaited below; a failure then is the round's failure, not an unhandled rejection meanwhile.
+  replacement?.catch(() => undefined);
   const out: Handover[] = [];
   for (const room of rooms) {
     let lease = watch.takenOver(room, tKill, victim);
@@ -117,7 +125,8 @@ export async function killWorker(
       holds: (holds - lease!.at) / 1000,
     });
   }
-  workers.set(victim, await restart(victim));
+  const next = await (replacement ?? restart(victim));
+  workers.set(next.options.name!, next);
   return out;
 }
 
