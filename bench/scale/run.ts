@@ -17,11 +17,15 @@
  *
  * Each part runs in a process of its own, in a process group of its own: whatever a part started
  * and left behind (a node, nats-server, redis-server) is killed with its group when it ends, fails
- * or passes its give-up bound, and when this process is interrupted. One JSON document on stdout
+ * or passes its give-up bound, and when this process is interrupted. Its temp dirs are made under
+ * one folder of its own (TMPDIR), removed when it ends. One JSON document on stdout
  * with `--json` (bench/lib.ts printResults), a table otherwise; progress on stderr. A part that
  * fails gives no figure: the others are still printed and the exit status is 1.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { argValue, printResults, type BenchResult } from '../lib.js';
 import type { ScaleOptions } from './cluster.js';
@@ -59,8 +63,9 @@ async function child(name: string, quick: boolean): Promise<void> {
   process.stdout.write(`${RESULTS}${JSON.stringify(results)}\n`);
 }
 
-/** The process group running a part now (killed on interruption). */
+/** The process group running a part now and its temp folder (killed and removed on interruption). */
 let running: number | undefined;
+let runningTmp: string | undefined;
 
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
@@ -75,7 +80,11 @@ function killGroup(pid: number | undefined): void {
 function runPart(name: string, quick: boolean, log: (s: string) => void): Promise<BenchResult[]> {
   return new Promise((resolve, reject) => {
     const args = [fileURLToPath(import.meta.url), '--part', name, ...(quick ? ['--quick'] : [])];
-    const proc = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+    // Its temp dirs (nats-server's store, data directories) go under one of its own, removed once
+    // its group is gone: a part that was killed cleans nothing up itself.
+    const tmp = mkdtempSync(join(tmpdir(), 'csipose-bench-scale-'));
+    runningTmp = tmp;
+    const proc = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, TMPDIR: tmp } });
     running = proc.pid;
     let out = '';
     proc.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -86,9 +95,11 @@ function runPart(name: string, quick: boolean, log: (s: string) => void): Promis
     }, bound);
     proc.once('exit', (code, signal) => {
       clearTimeout(timer);
-      // Whatever the part left running goes with its group.
+      // Whatever the part left running goes with its group, and its files with their folder.
       killGroup(proc.pid);
       running = undefined;
+      runningTmp = undefined;
+      rmSync(tmp, { recursive: true, force: true });
       const line = out.split('\n').find((l) => l.startsWith(RESULTS));
       if (code === 0 && line) resolve(JSON.parse(line.slice(RESULTS.length)) as BenchResult[]);
       else reject(new Error(`part ${name} failed (exit ${code ?? signal})`));
@@ -110,6 +121,7 @@ async function main(): Promise<void> {
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.on(sig, () => {
       killGroup(running);
+      if (runningTmp) rmSync(runningTmp, { recursive: true, force: true });
       process.exit(130);
     });
   }
