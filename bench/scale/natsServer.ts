@@ -33,6 +33,8 @@ export interface NatsNode {
   /** Starts it again on the same ports and store; resolves once it accepts connections. */
   start(): Promise<void>;
   readonly running: boolean;
+  /** The server's process id while it runs (its CPU time in /proc, for a benchmark). */
+  readonly pid: number | undefined;
   logs(): string;
 }
 
@@ -74,6 +76,9 @@ export async function startNats(n = 1): Promise<NatsCluster> {
       url: `nats://127.0.0.1:${port}`,
       get running() {
         return child !== undefined;
+      },
+      get pid() {
+        return child?.pid;
       },
       logs: () => log,
       async start() {

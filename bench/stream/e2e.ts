@@ -28,9 +28,9 @@ import { median, ms, quantile } from './stats.js';
  *   trained on those layouts (docs/model.md, "Trained layouts"), and no pose frame comes out.
  *   Until that check, nexmon was the format measured (the figures of the earlier runs).
  */
-const FORMAT: CaptureFormat = 'intel5300';
+export const FORMAT: CaptureFormat = 'intel5300';
 /** Packets per second, as a router sends them. */
-const RATE_HZ = 100;
+export const RATE_HZ = 100;
 
 export interface E2eOptions {
   /** Pose frames measured (after the warm-up ones). */
@@ -39,7 +39,7 @@ export interface E2eOptions {
 }
 
 /** A free UDP port on 127.0.0.1 (bound and released; the server binds it a moment later). */
-async function freeUdpPort(): Promise<number> {
+export async function freeUdpPort(): Promise<number> {
   const s = createSocket('udp4');
   await new Promise<void>((ok) => s.bind(0, '127.0.0.1', ok));
   const port = s.address().port;
@@ -48,7 +48,7 @@ async function freeUdpPort(): Promise<number> {
 }
 
 /** Starts `csipose serve` with the UDP source and waits until its system is running. */
-async function serve(format: CaptureFormat, udpPort: number, key: string): Promise<ServeProcess> {
+export async function serve(format: CaptureFormat, udpPort: number, key: string): Promise<ServeProcess> {
   const running = await startServe(
     (dir) => {
       const config = join(dir, 'overlay.json');
@@ -74,7 +74,7 @@ async function serve(format: CaptureFormat, udpPort: number, key: string): Promi
 }
 
 /** A client subscribed to pose_updates with default filters; calls `onPose(timestampMs, receivedAt)`. */
-async function subscribe(base: string, key: string, onPose: (timestamp: number, at: number) => void): Promise<WebSocket> {
+export async function subscribe(base: string, key: string, onPose: (timestamp: number, at: number) => void): Promise<WebSocket> {
   const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws/pose?token=${encodeURIComponent(key)}`, { perMessageDeflate: false });
   const TS = '"timestamp":"';
   await new Promise<void>((ok, fail) => {
@@ -97,7 +97,7 @@ async function subscribe(base: string, key: string, onPose: (timestamp: number, 
 }
 
 /** `Date.now() - now()` at a millisecond edge: converts our send times to the server's `Date.now()` clock. */
-async function wallOffset(): Promise<number> {
+export async function wallOffset(): Promise<number> {
   const offsets: number[] = [];
   for (let k = 0; k < 5; k++) {
     const d0 = Date.now();
@@ -114,7 +114,7 @@ async function wallOffset(): Promise<number> {
 }
 
 /** Sends the datagrams round and round at RATE_HZ, recording when each left; `stop()` ends it. */
-function sender(sock: Socket, packets: readonly Buffer[], sent: number[]): { stop: () => void } {
+export function sender(sock: Socket, packets: readonly Buffer[], sent: number[]): { stop: () => void } {
   const period = 1000 / RATE_HZ;
   const start = now() + 5;
   let k = 0;
@@ -133,6 +133,52 @@ function sender(sock: Socket, packets: readonly Buffer[], sent: number[]): { sto
 }
 
 /**
+ * The datagrams sent: the capture's, in recorded order; of an Intel 5300 capture only the 3x3
+ * records (they carry Nrx and Ntx at bytes 11 and 12: one layout, so windows fill).
+ * @param dir the samples folder
+ * @param format the capture's format
+ */
+export function e2ePackets(dir: string, format: CaptureFormat): Buffer[] {
+  const all = datagrams(dir, format);
+  return format === 'intel5300' ? all.filter((d) => d[11] === 3 && d[12] === 3) : all;
+}
+
+/**
+ * Latency of each pose frame: its arrival at the client minus the sending of the CSI packet its
+ * window ended on, the last packet sent at or before the frame's `timestamp` + 1 ms (on the
+ * server's wall clock, `sent` + `offset`).
+ * @param poses pose frames as received: `timestamp` (server wall clock, ms) and `at` (`now()` here)
+ * @param sent send times (`now()` here), ascending
+ * @param offset `Date.now() - now()` ({@link wallOffset})
+ * @returns latencies (ms) and the frame timestamp minus the matched send (ms), for the frames matched
+ */
+export function matchLatencies(
+  poses: ReadonlyArray<{ timestamp: number; at: number }>,
+  sent: readonly number[],
+  offset: number,
+): { lat: number[]; gaps: number[] } {
+  const lat: number[] = [];
+  const gaps: number[] = [];
+  for (const p of poses) {
+    // The last packet sent at or before timestamp + 1 ms (on the server's wall clock).
+    let lo = 0;
+    let hi = sent.length - 1;
+    let best = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (sent[mid]! + offset <= p.timestamp + 1) {
+        best = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    if (best < 0) continue;
+    lat.push(p.at - sent[best]!);
+    gaps.push(p.timestamp - (sent[best]! + offset));
+  }
+  return { lat, gaps };
+}
+
+/**
  * Latency from a CSI packet leaving the sender to the pose_update that names it arriving at a
  * client: the real application (`csipose serve`, shipped model, UDP source), one client with
  * default filters, packets of a real capture at 100 Hz. A pose frame's `timestamp` is the arrival
@@ -147,9 +193,7 @@ export async function runE2e(o: E2eOptions, log: (s: string) => void): Promise<B
     return [];
   }
   const format = (argValue('--e2e-format') as CaptureFormat | undefined) ?? FORMAT;
-  const all = datagrams(dir, format);
-  // Intel 5300 records carry Nrx and Ntx at bytes 11 and 12: keep one layout, so windows fill.
-  const packets = format === 'intel5300' ? all.filter((d) => d[11] === 3 && d[12] === 3) : all;
+  const packets = e2ePackets(dir, format);
   const key = `bench-e2e-${randomBytes(12).toString('hex')}`;
   const udpPort = await freeUdpPort();
   log(`e2e: csipose serve --source udp://127.0.0.1:${udpPort}?format=${format} (${packets.length} packets of ${format} looped at ${RATE_HZ} Hz)...`);
@@ -174,24 +218,7 @@ export async function runE2e(o: E2eOptions, log: (s: string) => void): Promise<B
     await Promise.race([enough, sleep(limit)]);
     send.stop();
     if (poses.length < want) throw new Error(`e2e: only ${poses.length} pose frames of ${want} in ${Math.round(limit / 1000)} s from ${format} packets`);
-    const lat: number[] = [];
-    const gaps: number[] = [];
-    for (const p of poses.slice(o.warmupFrames, want)) {
-      // The last packet sent at or before timestamp + 1 ms (on the server's wall clock).
-      let lo = 0;
-      let hi = sent.length - 1;
-      let best = -1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        if (sent[mid]! + offset <= p.timestamp + 1) {
-          best = mid;
-          lo = mid + 1;
-        } else hi = mid - 1;
-      }
-      if (best < 0) continue;
-      lat.push(p.at - sent[best]!);
-      gaps.push(p.timestamp - (sent[best]! + offset));
-    }
+    const { lat, gaps } = matchLatencies(poses.slice(o.warmupFrames, want), sent, offset);
     const sorted = Float64Array.from(lat).sort();
     const where = `${format} capture (${packets.length} packets looped) at ${RATE_HZ} Hz by UDP into csipose serve, 1 client, default filters, ${sorted.length} pose frames after ${o.warmupFrames} warm-up; frame timestamp minus matched send: median ${ms(median(gaps))} ms`;
     log(`e2e: p50 ${ms(quantile(sorted, 0.5))} p99 ${ms(quantile(sorted, 0.99))} max ${ms(sorted[sorted.length - 1]!)} ms over ${sorted.length} frames`);
