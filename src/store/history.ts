@@ -88,6 +88,14 @@ function personParams(f: HistoryFilter): Record<string, number | string | Date |
 
 /**
  * One page of stored persons (Form B history records), in storage order.
+ *
+ * The rows are stored in the order of their key (`seq`, `slot`) as the sink appends them, so the
+ * page is first read where it lies in the table, by position (the scan stops at the page instead
+ * of sorting every row before it), and then proven to be the page of the key order: no row
+ * before it has a key after its first, and exactly its rows lie between its first and last keys.
+ * Those counts are ranges of `seq` the zonemaps prune, and they give the total too. When the
+ * proof fails (rows stored out of key order, say a clock set back, or keys repeated), the page is
+ * found by sorting the keys, as before; the answer is the same either way.
  * @param store the store
  * @param f the filter
  * @param offset rows to skip
@@ -95,6 +103,60 @@ function personParams(f: HistoryFilter): Record<string, number | string | Date |
  * @returns the persons and the total that matches
  */
 export async function personPage(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
+  const params = personParams(f);
+  const keys = await store.query(`SELECT p.seq, p.slot FROM pose_persons p WHERE ${PERSON_WHERE} LIMIT $limit OFFSET $offset`, { ...params, limit, offset });
+  if (keys.length === 0) {
+    // Fewer matching rows than the offset, in any order: only the total is wanted.
+    const [count] = await store.query<{ n: number }>(`SELECT count(*) AS n FROM pose_persons p WHERE ${PERSON_WHERE}`, params);
+    return { total: num(count?.n), persons: [] };
+  }
+  const page = keyRange(keys);
+  if (page) {
+    // Rows before the first key and after the last one; ties on seq counted by slot.
+    const [c] = await store.query(
+      `SELECT (SELECT count(*) FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq < $s0)
+            + (SELECT count(*) FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq = $s0 AND p.slot < $l0) AS before,
+              (SELECT count(*) FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq > $s1)
+            + (SELECT count(*) FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq = $s1 AND p.slot > $l1) AS after`,
+      { ...params, ...page },
+    );
+    const before = num(c?.before);
+    const after = num(c?.after);
+    // A short page is the last one: nothing may follow it.
+    if (before === offset && (keys.length === limit || after === 0)) {
+      const rows = await store.query(
+        `SELECT ${PERSON_COLUMNS} FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq BETWEEN $s0 AND $s1
+           AND (p.seq > $s0 OR p.slot >= $l0) AND (p.seq < $s1 OR p.slot <= $l1) ORDER BY p.seq, p.slot`,
+        { ...params, ...page },
+      );
+      // Exactly the rows read by position lie between the two keys: they are the page.
+      if (rows.length === keys.length) return { total: before + rows.length + after, persons: rows.map(stored) };
+    }
+  }
+  return personPageSorted(store, f, offset, limit);
+}
+
+/**
+ * The first and last keys of rows read by position, when their keys strictly increase (distinct
+ * rows in key order); undefined otherwise.
+ */
+function keyRange(keys: readonly Row[]): { s0: number; l0: number; s1: number; l1: number } | undefined {
+  let seq = -Infinity;
+  let slot = 0;
+  for (const k of keys) {
+    const s = k.seq;
+    const l = k.slot;
+    if ((typeof s !== 'number' && typeof s !== 'bigint') || typeof l !== 'number') return undefined;
+    const n = Number(s);
+    if (!Number.isSafeInteger(n) || n < seq || (n === seq && l <= slot)) return undefined;
+    seq = n;
+    slot = l;
+  }
+  return { s0: num(keys[0]!.seq), l0: num(keys[0]!.slot), s1: seq, l1: slot };
+}
+
+/** `personPage` by sorting the keys of every matching row up to the page. */
+async function personPageSorted(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
   const params = personParams(f);
   const [count] = await store.query<{ n: number }>(`SELECT count(*) AS n FROM pose_persons p WHERE ${PERSON_WHERE}`, params);
   // The page's first row by its order key alone (sorting two integers, not whole rows with their

@@ -1,9 +1,8 @@
+import duckdb from '@duckdb/node-bindings';
 import {
-  DuckDBBlobValue,
   DuckDBDataChunk,
   DuckDBTimestampValue,
   DuckDBTypeId,
-  DuckDBVector,
   LIST,
   VARCHAR,
   type DuckDBAppender,
@@ -14,6 +13,7 @@ import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../pose/types.js';
 import { DENSE_POSE_FLOATS, HOST_LITTLE_ENDIAN, KEYPOINT_FLOATS, POSE_FRAME_COLUMNS, POSE_PERSON_COLUMNS } from './schema.js';
 import { StoreError, type Store, type StoreWriteFailure } from './store.js';
+import { CHUNK_ROWS, Utf8Cache, writeBlobs, writeFloat32, writeInt32, writeInt64, writeNullableInt32, writeTimestampMs, writeVarchar } from './vectorWrite.js';
 
 /** Batch bounds, retry and error reporting of a PoseSink. */
 export interface PoseSinkOptions {
@@ -90,9 +90,6 @@ function int32OrNaN(v: unknown): number {
 }
 function finiteOrNaN(v: unknown): number {
   return typeof v === 'number' ? v : NaN;
-}
-function nullIfNaN(v: number): number | null {
-  return Number.isNaN(v) ? null : v;
 }
 function text(v: unknown, fallback = ''): string {
   return typeof v === 'string' ? v : v === undefined || v === null ? fallback : String(v);
@@ -173,10 +170,14 @@ class PersonColumns {
   trackId = new Float64Array(0);
   trackAge = new Float64Array(0);
   confidence = new Float32Array(0);
-  /** x, y, w, h per row. */
-  bbox = new Float32Array(0);
-  /** floor x, y, velocity x, y per row. */
-  motion = new Float32Array(0);
+  bboxX = new Float32Array(0);
+  bboxY = new Float32Array(0);
+  bboxW = new Float32Array(0);
+  bboxH = new Float32Array(0);
+  floorX = new Float32Array(0);
+  floorY = new Float32Array(0);
+  velocityX = new Float32Array(0);
+  velocityY = new Float32Array(0);
   activityConf = new Float32Array(0);
   /** Keypoint bytes of each row: 204, or 0 for an anonymised person. */
   kpLength = new Int32Array(0);
@@ -187,6 +188,31 @@ class PersonColumns {
   hasDense = new Uint8Array(0);
   env: string[] = [];
   activity: (string | null)[] = [];
+
+  /** The typed columns that move together (all but the byte buffers). */
+  private columns(): (Float64Array | Float32Array | Int32Array | Uint8Array)[] {
+    return [
+      this.ts,
+      this.seq,
+      this.frameId,
+      this.slot,
+      this.personId,
+      this.trackId,
+      this.trackAge,
+      this.confidence,
+      this.bboxX,
+      this.bboxY,
+      this.bboxW,
+      this.bboxH,
+      this.floorX,
+      this.floorY,
+      this.velocityX,
+      this.velocityY,
+      this.activityConf,
+      this.kpLength,
+      this.hasDense,
+    ];
+  }
 
   reserve(n: number): void {
     if (n <= this.cap) return;
@@ -199,8 +225,14 @@ class PersonColumns {
     this.trackId = grownF64(this.trackId, c);
     this.trackAge = grownF64(this.trackAge, c);
     this.confidence = grownF32(this.confidence, c);
-    this.bbox = grownF32(this.bbox, c * 4);
-    this.motion = grownF32(this.motion, c * 4);
+    this.bboxX = grownF32(this.bboxX, c);
+    this.bboxY = grownF32(this.bboxY, c);
+    this.bboxW = grownF32(this.bboxW, c);
+    this.bboxH = grownF32(this.bboxH, c);
+    this.floorX = grownF32(this.floorX, c);
+    this.floorY = grownF32(this.floorY, c);
+    this.velocityX = grownF32(this.velocityX, c);
+    this.velocityY = grownF32(this.velocityY, c);
     this.activityConf = grownF32(this.activityConf, c);
     this.kpLength = grownI32(this.kpLength, c);
     this.keypoints = grownU8(this.keypoints, c * KP_BYTES);
@@ -237,23 +269,7 @@ class PersonColumns {
   shift(k: number): void {
     if (k === 0) return;
     const n = this.n;
-    for (const a of [
-      this.ts,
-      this.seq,
-      this.frameId,
-      this.slot,
-      this.personId,
-      this.trackId,
-      this.trackAge,
-      this.confidence,
-      this.activityConf,
-      this.kpLength,
-      this.hasDense,
-    ]) {
-      a.copyWithin(0, k, n);
-    }
-    this.bbox.copyWithin(0, k * 4, n * 4);
-    this.motion.copyWithin(0, k * 4, n * 4);
+    for (const a of this.columns()) a.copyWithin(0, k, n);
     this.keypoints.copyWithin(0, k * KP_BYTES, n * KP_BYTES);
     this.dense.copyWithin(0, k * DP_BYTES, n * DP_BYTES);
     this.env.splice(0, k);
@@ -285,7 +301,6 @@ interface TableAppender {
   types: DuckDBType[];
 }
 
-const VECTOR_SIZE = DuckDBVector.standardSize();
 const STRING_LIST = LIST(VARCHAR);
 
 async function openAppender(conn: DuckDBConnection, table: string, columns: readonly string[], expected?: readonly DuckDBTypeId[]): Promise<TableAppender> {
@@ -358,6 +373,8 @@ export class PoseSink {
   private readonly scheduler: SchedulerLike;
   private readonly frames = new FrameColumns();
   private readonly persons = new PersonColumns();
+  /** UTF-8 of the strings written (environments, sources, models, activities repeat). */
+  private readonly utf8 = new Utf8Cache();
   private events: NoticeRow[] = [];
   private alerts: NoticeRow[] = [];
   private framesApp?: TableAppender;
@@ -549,15 +566,15 @@ export class PoseSink {
       P.trackId[i] = track;
       P.trackAge[i] = int32OrNaN(p.trackAge);
       P.confidence[i] = conf;
-      const b = i * 4;
-      P.bbox[b] = p.bbox[0]!;
-      P.bbox[b + 1] = p.bbox[1]!;
-      P.bbox[b + 2] = p.bbox[2]!;
-      P.bbox[b + 3] = p.bbox[3]!;
-      P.motion[b] = finiteOrNaN(p.floor?.x);
-      P.motion[b + 1] = finiteOrNaN(p.floor?.y);
-      P.motion[b + 2] = finiteOrNaN(p.velocity?.x);
-      P.motion[b + 3] = finiteOrNaN(p.velocity?.y);
+      const bbox = p.bbox;
+      P.bboxX[i] = bbox[0]!;
+      P.bboxY[i] = bbox[1]!;
+      P.bboxW[i] = bbox[2]!;
+      P.bboxH[i] = bbox[3]!;
+      P.floorX[i] = finiteOrNaN(p.floor?.x);
+      P.floorY[i] = finiteOrNaN(p.floor?.y);
+      P.velocityX[i] = finiteOrNaN(p.velocity?.x);
+      P.velocityY[i] = finiteOrNaN(p.velocity?.y);
       P.activity[i] = typeof p.activity === 'string' ? p.activity : null;
       P.activityConf[i] = finiteOrNaN(p.activityConfidence);
       P.kpLength[i] = anonymous ? 0 : KP_BYTES;
@@ -765,108 +782,67 @@ export class PoseSink {
     this.eventsApp = this.alertsApp = undefined;
   }
 
-  private async appendFrames(t: TableAppender, n: number): Promise<void> {
-    const F = this.frames;
-    for (let off = 0; off < n; off += VECTOR_SIZE) {
+  /**
+   * Appends `n` rows to `t` as data chunks of whole columns (see vectorWrite.ts), each chunk into
+   * the transaction before the next is built: the main thread is blocked for one chunk at a time.
+   */
+  private async appendChunks(t: TableAppender, n: number, fill: (v: (c: number) => duckdb.Vector, off: number, m: number) => void): Promise<void> {
+    for (let off = 0; off < n; off += CHUNK_ROWS) {
       if (off > 0) await yieldToLoop();
-      const m = Math.min(VECTOR_SIZE, n - off);
+      const m = Math.min(CHUNK_ROWS, n - off);
       const chunk = DuckDBDataChunk.create(t.types, m);
-      const v = Array.from({ length: t.types.length }, (_, k) => chunk.getColumnVector(k));
-      const [ts, env, src, fid, pc, pms, model, q, avg, max, seq] = v as [
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-      ];
-      for (let r = 0; r < m; r++) {
-        const i = off + r;
-        ts.setItem(r, timestamp(F.ts[i]!));
-        env.setItem(r, F.env[i]!);
-        src.setItem(r, F.source[i]!);
-        fid.setItem(r, BigInt(F.frameId[i]!));
-        pc.setItem(r, F.personCount[i]!);
-        pms.setItem(r, nullIfNaN(F.processingMs[i]!));
-        model.setItem(r, F.model[i]!);
-        q.setItem(r, nullIfNaN(F.csiQuality[i]!));
-        avg.setItem(r, nullIfNaN(F.avgConf[i]!));
-        max.setItem(r, nullIfNaN(F.maxConf[i]!));
-        seq.setItem(r, BigInt(F.seq[i]!));
-      }
-      for (const x of v) x.flush();
+      fill((c) => duckdb.data_chunk_get_vector(chunk.chunk, c), off, m);
       t.appender.appendDataChunk(chunk);
-      // Into the transaction chunk by chunk: the main thread is blocked for one chunk at a time.
       t.appender.flushSync();
     }
   }
 
-  private async appendPersons(t: TableAppender, n: number): Promise<void> {
+  private appendFrames(t: TableAppender, n: number): Promise<void> {
+    const F = this.frames;
+    const utf8 = this.utf8;
+    return this.appendChunks(t, n, (v, off, m) => {
+      writeTimestampMs(v(0), F.ts, off, m);
+      writeVarchar(v(1), F.env, off, m, utf8);
+      writeVarchar(v(2), F.source, off, m, utf8);
+      writeInt64(v(3), F.frameId, off, m);
+      writeInt32(v(4), F.personCount, off, m);
+      writeFloat32(v(5), F.processingMs, off, m, true);
+      writeVarchar(v(6), F.model, off, m, utf8);
+      writeFloat32(v(7), F.csiQuality, off, m, true);
+      writeFloat32(v(8), F.avgConf, off, m, true);
+      writeFloat32(v(9), F.maxConf, off, m, true);
+      writeInt64(v(10), F.seq, off, m);
+    });
+  }
+
+  private appendPersons(t: TableAppender, n: number): Promise<void> {
     const P = this.persons;
-    for (let off = 0; off < n; off += VECTOR_SIZE) {
-      if (off > 0) await yieldToLoop();
-      const m = Math.min(VECTOR_SIZE, n - off);
-      const chunk = DuckDBDataChunk.create(t.types, m);
-      const v = Array.from({ length: t.types.length }, (_, k) => chunk.getColumnVector(k));
-      const [ts, env, fid, slot, pid, tid, tage, conf, bx, by, bw, bh, fx, fy, vx, vy, act, actConf, kp, dp, seq] = v as DuckDBVector[] as [
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-        DuckDBVector,
-      ];
-      for (let r = 0; r < m; r++) {
-        const i = off + r;
-        const b = i * 4;
-        ts.setItem(r, timestamp(P.ts[i]!));
-        env.setItem(r, P.env[i]!);
-        fid.setItem(r, BigInt(P.frameId[i]!));
-        slot.setItem(r, P.slot[i]!);
-        pid.setItem(r, P.personId[i]!);
-        tid.setItem(r, nullIfNaN(P.trackId[i]!));
-        tage.setItem(r, nullIfNaN(P.trackAge[i]!));
-        conf.setItem(r, P.confidence[i]!);
-        bx.setItem(r, P.bbox[b]!);
-        by.setItem(r, P.bbox[b + 1]!);
-        bw.setItem(r, P.bbox[b + 2]!);
-        bh.setItem(r, P.bbox[b + 3]!);
-        fx.setItem(r, nullIfNaN(P.motion[b]!));
-        fy.setItem(r, nullIfNaN(P.motion[b + 1]!));
-        vx.setItem(r, nullIfNaN(P.motion[b + 2]!));
-        vy.setItem(r, nullIfNaN(P.motion[b + 3]!));
-        act.setItem(r, P.activity[i]!);
-        actConf.setItem(r, nullIfNaN(P.activityConf[i]!));
-        // Views into the column buffer: the vector copies the bytes when flushed below.
-        kp.setItem(r, new DuckDBBlobValue(P.keypoints.subarray(i * KP_BYTES, i * KP_BYTES + P.kpLength[i]!)));
-        dp.setItem(r, P.hasDense[i] ? new DuckDBBlobValue(P.dense.subarray(i * DP_BYTES, (i + 1) * DP_BYTES)) : null);
-        seq.setItem(r, BigInt(P.seq[i]!));
-      }
-      for (const x of v) x.flush();
-      t.appender.appendDataChunk(chunk);
-      // Into the transaction chunk by chunk: the main thread is blocked for one chunk at a time.
-      t.appender.flushSync();
-    }
+    const utf8 = this.utf8;
+    const kpLength = (i: number) => P.kpLength[i]!;
+    const dpLength = (i: number) => (P.hasDense[i] ? DP_BYTES : -1);
+    return this.appendChunks(t, n, (v, off, m) => {
+      writeTimestampMs(v(0), P.ts, off, m);
+      writeVarchar(v(1), P.env, off, m, utf8);
+      writeInt64(v(2), P.frameId, off, m);
+      writeInt32(v(3), P.slot, off, m);
+      writeInt32(v(4), P.personId, off, m);
+      writeNullableInt32(v(5), P.trackId, off, m);
+      writeNullableInt32(v(6), P.trackAge, off, m);
+      writeFloat32(v(7), P.confidence, off, m, false);
+      writeFloat32(v(8), P.bboxX, off, m, false);
+      writeFloat32(v(9), P.bboxY, off, m, false);
+      writeFloat32(v(10), P.bboxW, off, m, false);
+      writeFloat32(v(11), P.bboxH, off, m, false);
+      writeFloat32(v(12), P.floorX, off, m, true);
+      writeFloat32(v(13), P.floorY, off, m, true);
+      writeFloat32(v(14), P.velocityX, off, m, true);
+      writeFloat32(v(15), P.velocityY, off, m, true);
+      writeVarchar(v(16), P.activity, off, m, utf8);
+      writeFloat32(v(17), P.activityConf, off, m, true);
+      writeBlobs(v(18), P.keypoints, KP_BYTES, kpLength, off, m);
+      writeBlobs(v(19), P.dense, DP_BYTES, dpLength, off, m);
+      writeInt64(v(20), P.seq, off, m);
+    });
   }
 
   /** Events and alerts are few per frame: a row appender, LIST included, is plenty fast here. */

@@ -25,6 +25,9 @@ import {
 import { migrate, SchemaError, SCHEMA_VERSION, TIME_TABLES, type TimeTable } from './schema.js';
 import { dataDirPaths, rewriteFilePaths, type PathResolver } from './sqlPaths.js';
 
+/** WAL size at which DuckDB checkpoints (see `Store.open`). */
+const CHECKPOINT_THRESHOLD = '64MB';
+
 /** Why the store failed; every one maps to `SYSTEM_ERROR` (HTTP 500) at the edge. */
 export type StoreErrorReason =
   /** Another process holds the file's lock. */
@@ -594,6 +597,13 @@ export class Store {
     if (options.threads !== undefined) config['threads'] = String(options.threads);
     if (options.memoryLimit !== undefined) config['memory_limit'] = options.memoryLimit;
     if (readOnly) config['access_mode'] = 'READ_ONLY';
+    // A checkpoint compresses the rows the WAL holds into the file; rows appended since the last
+    // one start a new row group, which the next checkpoint merges with the previous one when that
+    // is not yet full, writing it again. At DuckDB's default (a checkpoint every 16 MB of WAL,
+    // ~50,000 person rows) a row group of 122,880 rows was written about twice; at 64 MB nearly
+    // once (a quarter less CPU per stored row, checkpoints included: docs/store.md "How rows get
+    // in and out"). The WAL a crash leaves to replay is at most that much bigger.
+    config['checkpoint_threshold'] = CHECKPOINT_THRESHOLD;
     if (!options.externalAccess) {
       // Nothing the store runs needs an extension (Parquet and JSON are built in); left on,
       // DuckDB would fetch one from the network for a URL or an unknown reader.

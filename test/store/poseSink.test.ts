@@ -253,6 +253,61 @@ describe('PoseSink', () => {
     await store.close();
   });
 
+  it('stores edge values exactly: strings about the 12-byte inline limit, extreme times and ids, NULLs across chunks', async () => {
+    const store = await Store.open(dbPath());
+    const sink = new PoseSink(store, { maxRows: 100_000, maxDelayMs: 60_000 });
+    // UTF-8 lengths 0, 12, 13, multibyte, a lone surrogate (stored as U+FFFD), and a long one.
+    const names = ['', 'abcdefghijkl', 'abcdefghijklm', 'räume-ü', '😀😀😀', '\ud800x', 'x'.repeat(300)];
+    const stored = (s: string) => s.replace('\ud800', '\ufffd');
+    // Both ends of the times a sink takes, and both sides of 1970: their microseconds pass 2^53.
+    const times = [-(8.64e15 - 1), -1, 0, 8.64e15 - 1, Date.UTC(2026, 0, 1)];
+    const ids = [-(2 ** 53 - 1), -1, 2 ** 53 - 1];
+    const N = 2100;
+    for (let k = 0; k < N; k++) {
+      const name = names[k % names.length]!;
+      const p = person(k, 0, k % 3 === 0 ? { trackId: 2 ** 31 - 1, floor: { x: 1, y: NaN }, activity: name } : { trackId: -(2 ** 31 - 1) });
+      const anonymous = { ...person(k, 1), keypoints: new Float32Array(0) };
+      sink.write(
+        frame(k, 0, {
+          frameId: ids[k % ids.length]!,
+          time: times[k % times.length]!,
+          environmentId: name,
+          sourceId: stored(name),
+          modelVersion: name,
+          persons: [p, anonymous],
+        }),
+      );
+    }
+    await sink.flush();
+    expect(sink.stats).toMatchObject({ written: 3 * N, dropped: 0 });
+    const frames = await store.query(`SELECT ts, environment_id, source_id, model_version, frame_id FROM pose_frames ORDER BY seq`);
+    const persons = await store.query(
+      `SELECT environment_id, frame_id, track_id, floor_x, floor_y, activity, octet_length(keypoints) AS kp FROM pose_persons ORDER BY seq, slot`,
+    );
+    expect(frames).toHaveLength(N);
+    expect(persons).toHaveLength(2 * N);
+    for (let k = 0; k < N; k++) {
+      const name = stored(names[k % names.length]!);
+      const id = ids[k % ids.length]!;
+      expect(frames[k]).toEqual({ ts: new Date(times[k % times.length]!), environment_id: name, source_id: name, model_version: name, frame_id: id });
+      const tracked = k % 3 === 0;
+      expect(persons[2 * k]).toEqual({
+        environment_id: name,
+        frame_id: id,
+        track_id: tracked ? 2 ** 31 - 1 : -(2 ** 31 - 1),
+        floor_x: tracked ? 1 : null,
+        floor_y: null,
+        activity: tracked ? name : null,
+        kp: 204,
+      });
+      expect(persons[2 * k + 1]).toMatchObject({ environment_id: name, track_id: null, kp: 0 });
+    }
+    // Times at the ends of the range, to the microsecond.
+    const [edges] = await store.query(`SELECT min(epoch_us(ts)) AS lo, max(epoch_us(ts)) AS hi FROM pose_persons`);
+    expect(edges).toEqual({ lo: -8639999999999999000n, hi: 8639999999999999000n });
+    await store.close();
+  });
+
   it('close flushes, and the rows survive reopening the file', async () => {
     const path = dbPath('durable.duckdb');
     const store = await Store.open(path);
