@@ -594,6 +594,10 @@ export class Store {
     if (options.threads !== undefined) config['threads'] = String(options.threads);
     if (options.memoryLimit !== undefined) config['memory_limit'] = options.memoryLimit;
     if (readOnly) config['access_mode'] = 'READ_ONLY';
+    // A statement is prepared once and cached (StatementCache): DuckDB 1.5's compressed
+    // materialization plans string columns by the statistics of the time it was prepared, so a
+    // GROUP BY prepared while a table was empty gives garbage strings ('|') once it has rows.
+    config['disabled_optimizers'] = 'compressed_materialization';
     if (!options.externalAccess) {
       // Nothing the store runs needs an extension (Parquet and JSON are built in); left on,
       // DuckDB would fetch one from the network for a URL or an unknown reader.
