@@ -15,8 +15,9 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Lake } from './store/lake.js';
 import { Bus } from './bus/bus.js';
-import { durablePoseFeed, poseFeed } from './cluster/feeds.js';
-import { defer, switchMap, type Observable } from 'rxjs';
+import { poseFeed } from './cluster/feeds.js';
+import { StoreRooms } from './cluster/storeRooms.js';
+import type { Observable } from 'rxjs';
 import type { PoseFrame } from './pose/types.js';
 import type { Store } from './store/store.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
@@ -42,8 +43,9 @@ export interface ServeOptions {
   log?: Logger;
   /**
    * A node of a cluster on this bus (docs/scale.md): `api` follows the workers' pose frames
-   * instead of running a pipeline and writes no history; `store` takes them from its durable
-   * consumer, writes the store and the lake, and acknowledges what it wrote.
+   * instead of running a pipeline and writes no history; `store` holds its share of the rooms,
+   * takes their frames from the rooms' durable consumers, writes the store and the lake, and
+   * acknowledges what it wrote.
    */
   bus?: { url: string; role: 'api' | 'store'; name?: string };
 }
@@ -137,14 +139,11 @@ export async function startApp(o: ServeOptions): Promise<App> {
   // is read; the feed is subscribed at each start of the system.
   let bus: Bus | undefined;
   let feed: (() => Observable<PoseFrame>) | undefined;
+  // A store node's rooms: held by lease and read from the bus while its system runs.
+  let rooms: StoreRooms | undefined;
+  const storeName = o.bus?.role === 'store' ? (o.bus.name ?? 'store') : undefined;
   if (o.bus?.role === 'api') feed = () => poseFeed(bus!, log);
-  else if (o.bus?.role === 'store') {
-    const name = o.bus.name ?? 'store';
-    feed = () =>
-      defer(async () => storedUpTo(svc.store)).pipe(
-        switchMap((upTo) => durablePoseFeed(bus!, name, { flush: () => store.flush(), pending: () => store.sink.stats.pending }, upTo, log)),
-      );
-  }
+  else if (o.bus?.role === 'store') feed = () => rooms!.feed();
   const svc = await PoseService.open({
     ...(feed ? { feed } : {}),
     dataDir: o.dataDir,
@@ -170,6 +169,20 @@ export async function startApp(o: ServeOptions): Promise<App> {
     }
   }
   cleanExports(o.dataDir);
+  const cluster = svc.config.get().cluster;
+  if (bus && storeName !== undefined) {
+    rooms = new StoreRooms({
+      bus,
+      name: storeName,
+      leaseTtlMs: cluster.lease_ttl_seconds * 1000,
+      sink: { flush: () => store.flush(), pending: () => store.sink.stats.pending, failing: () => store.sink.writeFailure() !== undefined },
+      storedUpTo: (env) => storedUpTo(svc.store, env),
+      log,
+    });
+    // A stop (and the shutdown) waits for the rooms to be written, acknowledged and given back.
+    const r = rooms;
+    svc.flushOnStop(() => r.stopped());
+  }
 
   const mqtt = new MqttOutlet(svc.config, svc.version, env, log);
   // Alerts and events POSTed to registered endpoints, through an outbox in the data dir.
@@ -261,14 +274,13 @@ export async function startApp(o: ServeOptions): Promise<App> {
 }
 
 /**
- * Per environment, the time of the last pose frame in the store (epoch ms, to the microsecond the
- * store keeps): a store node skips what it already wrote when the stream delivers it again.
+ * The time of the last pose frame of an environment in the store (epoch ms, whole as the store
+ * keeps it; -Infinity when none): a store node skips what it already wrote when the stream
+ * delivers it again.
  */
-async function storedUpTo(store: Store): Promise<Map<string, number>> {
-  const rows = await store.query<{ environment_id: string; us: bigint | number }>(
-    'SELECT environment_id, epoch_us(max(ts)) AS us FROM pose_frames GROUP BY environment_id',
-  );
-  return new Map(rows.map((r) => [r.environment_id, Number(r.us) / 1000]));
+async function storedUpTo(store: Store, env: string): Promise<number> {
+  const [r] = await store.query<{ ms: number | bigint | null }>('SELECT epoch_ms(max(ts)) AS ms FROM pose_frames WHERE environment_id = ?', [env]);
+  return r?.ms === null || r?.ms === undefined ? -Infinity : Number(r.ms);
 }
 
 /**
