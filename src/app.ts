@@ -21,6 +21,10 @@ import type { Observable } from 'rxjs';
 import type { PoseFrame } from './pose/types.js';
 import type { Store } from './store/store.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
+import { LakeRoot, nodeFolder } from './store/lakeRoot.js';
+import { dataDirLakeId, NodeLake } from './store/nodeLake.js';
+import { LakeCommitter } from './cluster/storeCommit.js';
+import { mkdirSync } from 'node:fs';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
 export interface ServeOptions {
@@ -48,6 +52,12 @@ export interface ServeOptions {
    * acknowledges what it wrote.
    */
   bus?: { url: string; role: 'api' | 'store'; name?: string };
+  /**
+   * The cluster's shared lake root (`--lake DIR`, api and store nodes; docs/scale.md "One
+   * history"): a store node writes and commits its partitions under it, and every such node
+   * serves history and analytics from it.
+   */
+  lake?: string;
 }
 
 /** A running application: the service, its server and its outlets. */
@@ -60,6 +70,10 @@ export interface App {
   readonly mqtt: MqttOutlet;
   /** The Parquet lake, when `storage.parquet_dir` was set at start. */
   readonly lake: Lake | undefined;
+  /** The shared lake root as read for history and analytics (`--lake`, api and store nodes). */
+  readonly lakeRoot: LakeRoot | undefined;
+  /** This store node's part of the shared lake (`--lake`, store nodes). */
+  readonly nodeLake: NodeLake | undefined;
   /** The metrics history (a sample every 10 s). */
   readonly metrics: MetricsOutlet;
   /** The webhooks outlet (registrations, outbox, deliveries). */
@@ -142,6 +156,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
   // A store node's rooms: held by lease and read from the bus while its system runs.
   let rooms: StoreRooms | undefined;
   const storeName = o.bus?.role === 'store' ? (o.bus.name ?? 'store') : undefined;
+  const sharedLake = o.bus && o.lake ? resolve(o.lake) : undefined;
   if (o.bus?.role === 'api') feed = () => poseFeed(bus!, log);
   else if (o.bus?.role === 'store') feed = () => rooms!.feed();
   const svc = await PoseService.open({
@@ -154,7 +169,14 @@ export async function startApp(o: ServeOptions): Promise<App> {
     // SQL of the store may write only its export folder and the lake; nothing else, no network.
     storeOptions: (cfg) => {
       parquetDir = cfg.storage.parquet_dir;
-      return { allowedDirectories: storeDirectories(o.dataDir, parquetDir) };
+      const dirs = storeDirectories(o.dataDir, parquetDir);
+      // A store node writes its own folder of the shared lake, nothing else of it.
+      if (sharedLake && storeName !== undefined) {
+        const own = nodeFolder(sharedLake, storeName);
+        mkdirSync(own, { recursive: true, mode: 0o700 });
+        dirs.push(own);
+      }
+      return { allowedDirectories: dirs };
     },
     log,
   });
@@ -169,14 +191,51 @@ export async function startApp(o: ServeOptions): Promise<App> {
     }
   }
   cleanExports(o.dataDir);
+  // The shared lake: read by api and store nodes, written by store nodes (their own folder).
+  let lakeRoot: LakeRoot | undefined;
+  let nodeLake: NodeLake | undefined;
+  let committer: LakeCommitter | undefined;
   const cluster = svc.config.get().cluster;
+  if (sharedLake) {
+    try {
+      lakeRoot = await LakeRoot.open(sharedLake, { create: true, refreshMs: cluster.lake_commit_seconds * 1000 });
+      if (storeName !== undefined) {
+        nodeLake = await NodeLake.open(svc.store, {
+          root: sharedLake,
+          node: storeName,
+          owner: dataDirLakeId(o.dataDir),
+          retentionDays: () => svc.config.get().privacy.data_retention_days,
+        });
+      }
+    } catch (e) {
+      await lakeRoot?.close();
+      await bus?.close();
+      await svc.close();
+      throw e;
+    }
+  }
+  // Flushes the store sink (declared below; used once rooms are read).
+  const flushStore = () => store.flush();
+  if (nodeLake) {
+    committer = new LakeCommitter({
+      lake: nodeLake,
+      intervalMs: cluster.lake_commit_seconds * 1000,
+      leaseTtlMs: cluster.lease_ttl_seconds * 1000,
+      validFor: (env) => rooms?.validFor(env) ?? 0,
+      flush: flushStore,
+      log,
+    });
+  }
   if (bus && storeName !== undefined) {
+    const reader = lakeRoot;
     rooms = new StoreRooms({
       bus,
       name: storeName,
       leaseTtlMs: cluster.lease_ttl_seconds * 1000,
-      sink: { flush: () => store.flush(), pending: () => store.sink.stats.pending, failing: () => store.sink.writeFailure() !== undefined },
-      storedUpTo: (env) => storedUpTo(svc.store, env),
+      sink: { flush: flushStore, pending: () => store.sink.stats.pending, failing: () => store.sink.writeFailure() !== undefined },
+      // What this node stored, and with a shared lake what every node committed.
+      storedUpTo: async (env) => Math.max(await storedUpTo(svc.store, env), reader ? await reader.committedUpTo(env) : -Infinity),
+      ...(committer ? { commits: committer } : {}),
       log,
     });
     // A stop (and the shutdown) waits for the rooms to be written, acknowledged and given back.
@@ -205,7 +264,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
     : undefined;
   const metrics = new MetricsOutlet(svc.store, svc.log);
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
-  const server = new ServerOutlet(serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks), {
+  const face = serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks);
+  const server = new ServerOutlet(face, {
     host: o.host,
     port: o.port,
     rateLimitScale: o.rateLimitScale,
@@ -225,11 +285,40 @@ export async function startApp(o: ServeOptions): Promise<App> {
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
   // A node of a cluster closes its bus last. An api node writes no history and sends no MQTT or
   // webhooks: the store node does (one per cluster, where api nodes are many).
+  // With a shared lake the reader closes after the server, the commits (their timer; a store node's
+  // last commit runs as its rooms are given back, in the service's stop) before the service.
   const busOutlet: Outlet[] = bus ? [{ name: 'bus', start: () => undefined, close: () => bus!.close() }] : [];
+  const reader = lakeRoot;
+  const readerOutlet: Outlet[] = reader
+    ? [
+        {
+          name: 'lake_root',
+          start: (streams) => {
+            if (!nodeLake) streams.report('lake', () => ({ status: 'healthy', root: reader.root, layout: reader.layout() }));
+          },
+          close: () => reader.close(),
+        },
+      ]
+    : [];
+  const commits = committer;
+  const commitsOutlet: Outlet[] =
+    commits && nodeLake
+      ? [
+          {
+            name: 'lake_commits',
+            start: (streams) => {
+              const nl = nodeLake;
+              streams.report('lake', () => ({ ...nl.report(), root: sharedLake }));
+              commits.start();
+            },
+            close: () => commits.close(),
+          },
+        ]
+      : [];
   const outlets: Outlet[] =
     o.bus?.role === 'api'
-      ? [...busOutlet, service, metrics, latest, server]
-      : [...busOutlet, mqtt, webhooks, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+      ? [...busOutlet, ...readerOutlet, service, metrics, latest, server]
+      : [...busOutlet, ...readerOutlet, mqtt, webhooks, store, service, ...(lake ? [lake] : []), ...commitsOutlet, metrics, latest, server];
   for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
   try {
     for (const out of outlets) await out.start(svc);
@@ -260,6 +349,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
     server: server.server,
     mqtt,
     lake: lake?.lake,
+    lakeRoot,
+    nodeLake,
     metrics,
     webhooks,
     outlets,
