@@ -198,7 +198,12 @@ export async function startApp(o: ServeOptions): Promise<App> {
   const cluster = svc.config.get().cluster;
   if (sharedLake) {
     try {
-      lakeRoot = await LakeRoot.open(sharedLake, { create: true, refreshMs: cluster.lake_commit_seconds * 1000 });
+      // The manifests are read twice per commit interval: a commit is readable here within half of one.
+      lakeRoot = await LakeRoot.open(sharedLake, {
+        create: true,
+        refreshMs: (cluster.lake_commit_seconds * 1000) / 2,
+        onError: (e) => log('warn', `lake: ${e.message}`),
+      });
       if (storeName !== undefined) {
         nodeLake = await NodeLake.open(svc.store, {
           root: sharedLake,
@@ -222,6 +227,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
       intervalMs: cluster.lake_commit_seconds * 1000,
       leaseTtlMs: cluster.lease_ttl_seconds * 1000,
       validFor: (env) => rooms?.validFor(env) ?? 0,
+      holds: (env) => rooms?.holds(env) ?? false,
       flush: flushStore,
       log,
     });
@@ -234,7 +240,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
       leaseTtlMs: cluster.lease_ttl_seconds * 1000,
       sink: { flush: flushStore, pending: () => store.sink.stats.pending, failing: () => store.sink.writeFailure() !== undefined },
       // What this node stored, and with a shared lake what every node committed.
-      storedUpTo: async (env) => Math.max(await storedUpTo(svc.store, env), reader ? await reader.committedUpTo(env) : -Infinity),
+      storedUpTo: async (env) => Math.max(await storedUpTo(svc.store, env), reader ? reader.committedUpTo(env) : -Infinity),
       ...(committer ? { commits: committer } : {}),
       log,
     });

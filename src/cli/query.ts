@@ -29,13 +29,13 @@ import { LakeRoot, lakeLayout } from '../store/lakeRoot.js';
  * lists and structs as JSON. Exit status 0 on success, 1 for a query or I/O error (message on
  * stderr), 2 for bad usage.
  *
- * `--lake DIR` reads a lake instead of a store: a cluster's shared lake root (every store node's
- * partitions, each counted up to its commit marks; docs/scale.md "Store nodes and one history") or
+ * `--lake DIR` reads a lake instead of a store: a cluster's shared lake root (the files every store
+ * node's manifest lists: what it committed; docs/scale.md "Store nodes and one history") or
  * one process's `storage.parquet_dir`, as tables named like the store's (`pose_frames`,
  * `pose_persons`, `activity_events`, `alerts`, `system_metrics`, `tracks`; in a cluster's root also
  * the column `store`, the node that wrote a row, and `lake_commits`). No database file and no
- * running service is needed, and nodes may write meanwhile (files are replaced whole). Relative
- * file paths are then taken from DIR.
+ * running service is needed, and nodes may write meanwhile (a file is never changed once
+ * written). Relative file paths are then taken from DIR.
  */
 
 /** Where a command writes and how it reports its exit status (tests pass their own). */

@@ -88,34 +88,37 @@ export class LeaseTable {
   private closed = false;
   private renewalsStopped = false;
 
-  private constructor(private readonly o: LeaseOptions) {}
+  /** A table that holds nothing yet: {@link start} it. */
+  constructor(private readonly o: LeaseOptions) {}
 
   /**
    * Announces the node (refused while another live node has its name), follows the buckets and
-   * takes the node's share; then renews and shares out on timers until `close`.
-   * @param o name, lease life, buckets, the work, logger
-   * @returns the running table
+   * takes the node's share; then renews and shares out on timers until `close`. What it holds is
+   * readable ({@link has}, {@link validFor}) from the first lease on, while it still takes others.
    * @throws Error when another live node has the name, or the bus does not answer
    */
-  static async start(o: LeaseOptions): Promise<LeaseTable> {
-    const t = new LeaseTable(o);
-    await t.announceFirst();
+  async start(): Promise<void> {
+    await this.announceFirst();
     try {
-      await t.follow();
+      await this.follow();
     } catch (e) {
-      await t.close();
+      await this.close();
       throw e;
     }
-    const quarter = o.ttlMs / 4;
-    t.renewTimer = setInterval(() => void t.renewOnce(), quarter);
-    await t.roundOnce();
-    t.roundTimer = setInterval(() => void t.roundOnce(), quarter);
-    return t;
+    const quarter = this.o.ttlMs / 4;
+    this.renewTimer = setInterval(() => void this.renewOnce(), quarter);
+    await this.roundOnce();
+    this.roundTimer = setInterval(() => void this.roundOnce(), quarter);
   }
 
   /** The items held now (not those being given back), sorted. */
   holds(): string[] {
     return [...this.held].filter(([, h]) => !h.releasing).map(([k]) => k);
+  }
+
+  /** Whether this node holds the item's lease (also while giving it back), whatever its time left. */
+  has(item: string): boolean {
+    return this.held.has(item);
   }
 
   /** Live members seen (this node included). */

@@ -7,7 +7,9 @@
  * node's copy does not count, and is deleted when it starts again).
  *
  * A commit is fenced by the room's lease: a room is committed only while the node's lease on it
- * has at least a quarter of its life left by the local clock ({@link StoreRooms.validFor}).
+ * has at least a quarter of its life left by the local clock ({@link StoreRooms.validFor}); a
+ * room still held whose renewal is late waits for the next commit; one lost has its rows past its
+ * mark deleted.
  */
 import type { JsMsg } from 'nats';
 import type { NodeLake } from '../store/nodeLake.js';
@@ -26,6 +28,8 @@ export interface LakeCommitterOptions {
   leaseTtlMs: number;
   /** How long, from now, the node's lease on a room holds (ms; 0 when not held). */
   validFor(env: string): number;
+  /** Whether the node holds a room's lease (also while giving it back), whatever its time left. */
+  holds(env: string): boolean;
   /** Writes what the sink buffers. */
   flush(): Promise<void>;
   log: Logger;
@@ -99,17 +103,17 @@ export class LakeCommitter implements RoomCommits {
     this.waitingCount = 0;
     const margin = this.o.leaseTtlMs / 4;
     try {
-      const r = await this.o.lake.commit((env) => this.o.validFor(env) > margin);
+      const r = await this.o.lake.commit((env) => (!this.o.holds(env) ? 'gone' : this.o.validFor(env) > margin ? 'held' : 'late'));
       for (const [env, messages] of taken) {
         if (r.committed.has(env)) for (const m of messages) m.ack();
-        // Not committed while the room is held (its lease ran short): waits for the next commit.
-        else if (this.o.validFor(env) > 0) this.wait(env, messages);
+        // Not committed while the room is held (its lease's renewal is late): the next commit.
+        else if (this.o.holds(env)) this.wait(env, messages);
       }
     } catch (e) {
       this.o.log('error', `lake: commit failed (the frames wait, unacknowledged, for the next one): ${(e as Error).message}`);
       for (const [env, messages] of taken) {
         for (const m of messages) m.working();
-        if (this.o.validFor(env) > 0) this.wait(env, messages);
+        if (this.o.holds(env)) this.wait(env, messages);
       }
     }
   }

@@ -11,9 +11,9 @@
  *   take the consumer is recreated at its first frame not acknowledged, so what a node that died
  *   took but never acknowledged comes first, in order (a consumer left as it was would deliver
  *   newer frames first and those only after its ack wait, and the skip would drop them).
- * - **Acknowledged once kept.** A batch of up to 500 frames is acknowledged only once the sink has
- *   written it; while it cannot write (a full disk), consumption waits and the stream keeps the
- *   frames. With a shared lake (`csipose serve --lake`), once the lake has committed it as well
+ * - **Acknowledged once kept.** A batch of up to 500 frames (or what came within 250 ms) is
+ *   acknowledged only once the sink has written it; while it cannot write (a full disk),
+ *   consumption waits and the stream keeps the frames. With a shared lake (`csipose serve --lake`), once the lake has committed it as well
  *   (src/cluster/storeCommit.ts), so that whatever is acknowledged is readable by every node.
  * - **Skipping.** A frame at or before the last one already stored for its room (`storedUpTo`: this
  *   node's store, and with a shared lake what every node committed, to the millisecond the store
@@ -22,7 +22,7 @@
  *   committed), acknowledged, and the lease is given back.
  */
 import { Observable, Subject } from 'rxjs';
-import { AckPolicy, DeliverPolicy, type JsMsg, type KvEntry } from 'nats';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type KvEntry } from 'nats';
 import type { PoseFrame } from '../pose/types.js';
 import { bucketKey, POSE_STREAM, poseSubject, type Bus } from '../bus/bus.js';
 import { decodePoseFrame } from '../bus/codec.js';
@@ -32,8 +32,8 @@ import { LeaseTable } from './leases.js';
 
 /** Frames a store node takes from a room's consumer per batch. */
 const STORE_BATCH = 500;
-/** How long a fetch waits for frames, ms (also how long a room's reading takes to stop). */
-const FETCH_EXPIRES_MS = 1000;
+/** Longest a taken frame waits before its batch is written and acknowledged, ms. */
+const SETTLE_MS = 250;
 /** How long a store node waits between tries while its sink cannot write (a full or failing disk). */
 const FLUSH_RETRY_MS = 1000;
 /** Wait before a room's reading starts again after the bus failed it, ms. */
@@ -91,6 +91,8 @@ export const roomConsumer = (env: string): string => `csipose-store-room-${bucke
 export class StoreRooms {
   private table: LeaseTable | undefined;
   private readonly readers = new Map<string, RoomReader>();
+  /** Readings being stopped, by room. */
+  private readonly stopping = new Map<string, Promise<void>>();
   private closing: Promise<void> = Promise.resolve();
   /** Where frames go while the feed is subscribed. */
   private out: Subject<PoseFrame> | undefined;
@@ -100,6 +102,11 @@ export class StoreRooms {
   /** Environments held now. */
   held(): string[] {
     return this.table?.holds() ?? [];
+  }
+
+  /** Whether this node holds the environment's lease (also while giving it back), whatever its time left. */
+  holds(env: string): boolean {
+    return this.table?.has(env) ?? false;
   }
 
   /** How long, from now, no other store node can hold the environment (ms; 0: not held). */
@@ -122,7 +129,8 @@ export class StoreRooms {
         if (ended) return;
         this.out = out;
         try {
-          this.table = await LeaseTable.start({
+          // Set before it starts: a commit asks it about the rooms it takes during its first round.
+          const table = new LeaseTable({
             id: this.o.name,
             ttlMs: this.o.leaseTtlMs,
             buckets: { leases: this.o.bus.storeLeases, members: this.o.bus.stores, items: this.o.bus.environments },
@@ -131,6 +139,8 @@ export class StoreRooms {
             log: this.o.log,
             label: `store ${this.o.name}`,
           });
+          this.table = table;
+          await table.start();
         } catch (e) {
           out.error(e);
         }
@@ -156,6 +166,9 @@ export class StoreRooms {
   }
 
   private async take(env: string): Promise<void> {
+    // A reading of the room that is still stopping (a lease lost a moment ago) ends first: two
+    // readings of one room at once would store its frames twice.
+    await this.stopping.get(env);
     await this.o.commits?.prepare(env);
     const upTo = await this.o.storedUpTo(env);
     const r = new RoomReader(this, env, upTo, this.o.commits ? upTo : -Infinity);
@@ -166,7 +179,11 @@ export class StoreRooms {
   private async drop(env: string, why: 'released' | 'lost'): Promise<void> {
     const r = this.readers.get(env);
     this.readers.delete(env);
-    await r?.stop();
+    // Lost: not one more frame of it is emitted (another node may store it now).
+    const stopped = r?.stop(why === 'lost') ?? Promise.resolve();
+    this.stopping.set(env, stopped);
+    await stopped;
+    if (this.stopping.get(env) === stopped) this.stopping.delete(env);
     if (why === 'lost') {
       this.o.commits?.forget(env);
       return;
@@ -204,10 +221,22 @@ export class StoreRooms {
   }
 }
 
-/** One held room: its consumer, read in batches into the node's pose stream. */
+/**
+ * One held room: its consumer, read continuously (`consume`: a fetch that ends on the client's
+ * clock while the server still delivers would drop frames the server counts as delivered, and
+ * those would come again only after the ack wait, behind newer ones, where the skip would take
+ * them for frames already stored) into the node's pose stream, settled in batches.
+ */
 class RoomReader {
   private stopping = false;
+  private halted = false;
   private done: Promise<void> = Promise.resolve();
+  private messages: ConsumerMessages | undefined;
+  /** Messages taken and not yet settled (written, then acknowledged or handed to the commits). */
+  private taken: JsMsg[] = [];
+  private takenAt = 0;
+  private settling: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rooms: StoreRooms,
@@ -222,17 +251,44 @@ class RoomReader {
   ) {}
 
   start(): void {
-    this.done = this.run();
+    // A batch is settled once it is full, or once its first frame waited SETTLE_MS.
+    this.timer = setInterval(() => {
+      if (this.taken.length > 0 && performance.now() - this.takenAt >= SETTLE_MS) void this.settle();
+    }, SETTLE_MS / 2);
+    this.done = this.run().finally(() => clearInterval(this.timer));
   }
 
-  async stop(): Promise<void> {
+  /** Stops reading and settles what was taken; `halt`: not one more frame is emitted. */
+  async stop(halt = false): Promise<void> {
     this.stopping = true;
+    if (halt) this.halted = true;
+    this.messages?.stop();
     await this.done;
+  }
+
+  /** Writes the frames taken, then acknowledges them (or hands them to the commits); one batch at a time. */
+  private settle(): Promise<void> {
+    const batch = this.taken;
+    this.taken = [];
+    if (batch.length === 0) return this.settling;
+    const { commits } = this.rooms.o;
+    this.settling = this.settling.then(async () => {
+      await this.rooms.flushed(batch);
+      if (commits) commits.written(this.env, batch);
+      else for (const m of batch) m.ack();
+    });
+    return this.settling;
   }
 
   private async run(): Promise<void> {
     const { log, name } = this.rooms.o;
-    while (!this.stopping) {
+    for (let first = true; !this.stopping; first = false) {
+      // Only the room's lease holder may make its consumer again: while this node cannot say it
+      // holds the lease (its renewal is late), it waits; a lease lost stops this reading.
+      if (!first && this.rooms.validFor(this.env) <= 0) {
+        await new Promise((ok) => setTimeout(ok, RESTART_WAIT_MS));
+        continue;
+      }
       try {
         await this.read();
       } catch (e) {
@@ -241,10 +297,13 @@ class RoomReader {
         await new Promise((ok) => setTimeout(ok, RESTART_WAIT_MS));
       }
     }
+    await this.settle();
   }
 
   private async read(): Promise<void> {
     const { bus, log, commits } = this.rooms.o;
+    // What was taken is settled before the consumer is made again at its ack floor.
+    await this.settle();
     const durable = roomConsumer(this.env);
     let from = 1;
     try {
@@ -266,21 +325,19 @@ class RoomReader {
       max_ack_pending: 20_000,
     });
     const consumer = await bus.js.consumers.get(POSE_STREAM, durable);
-    while (!this.stopping) {
-      const batch = await consumer.fetch({ max_messages: STORE_BATCH, expires: FETCH_EXPIRES_MS });
-      const taken: JsMsg[] = [];
-      let feedEnded = false;
-      for await (const m of batch) {
-        // The feed ended: the rest of the batch stays unacknowledged, for the next holder.
-        if (feedEnded) continue;
-        let f: PoseFrame;
-        try {
-          f = decodePoseFrame(m.data);
-        } catch (e) {
-          log('warn', `${m.subject} seq ${m.seq}: ${(e as Error).message}`);
-          taken.push(m);
-          continue;
-        }
+    const messages = await consumer.consume({ max_messages: STORE_BATCH });
+    this.messages = messages;
+    if (this.stopping) messages.stop();
+    for await (const m of messages) {
+      // The feed ended, or the room is lost: the rest stays unacknowledged, for the next holder.
+      if (this.halted || this.stopping) break;
+      let f: PoseFrame | undefined;
+      try {
+        f = decodePoseFrame(m.data);
+      } catch (e) {
+        log('warn', `${m.subject} seq ${m.seq}: ${(e as Error).message}`);
+      }
+      if (f) {
         // Compared as the store keeps times: to the millisecond.
         const t = Math.round(f.time);
         if (t <= this.committedUpTo) {
@@ -289,18 +346,17 @@ class RoomReader {
         }
         if (t > this.upTo && f.environmentId === this.env) {
           if (!this.rooms.emit(f)) {
-            feedEnded = this.stopping = true;
-            continue;
+            this.stopping = true;
+            break;
           }
           this.upTo = t;
         }
-        taken.push(m);
       }
-      // Nothing to write (none, or redeliveries of what is committed already).
-      if (taken.length === 0) continue;
-      await this.rooms.flushed(taken);
-      if (commits) commits.written(this.env, taken);
-      else for (const m of taken) m.ack();
+      if (this.taken.length === 0) this.takenAt = performance.now();
+      this.taken.push(m);
+      // A full batch waits for its write: a sink that cannot write holds consumption back.
+      if (this.taken.length >= STORE_BATCH) await this.settle();
     }
+    messages.stop();
   }
 }

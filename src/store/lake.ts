@@ -28,20 +28,22 @@ import type { Store } from './store.js';
  *
  * A cluster's shared lake (`csipose serve --role store|api --lake ROOT`; docs/scale.md "Store
  * nodes and one history") is one such layout per store node, under a folder of the node's own, so
- * two nodes never write the same file, plus the node's commit marks:
+ * two nodes never write the same file, with the commit that wrote each file in its name and a
+ * manifest per node:
  *
- *     <root>/store=<node>/<table>/environment_id=<env>/date=<YYYY-MM-DD>/hour=<HH>.parquet
- *     <root>/store=<node>/system_metrics/date=<YYYY-MM-DD>/hour=<HH>.parquet
- *     <root>/store=<node>/committed.json   {"environment_id": ..., "up_to": ISO 8601} per line
+ *     <root>/store=<node>/<table>/environment_id=<env>/date=<YYYY-MM-DD>/hour=<HH>.c<commit>.parquet
+ *     <root>/store=<node>/system_metrics/date=<YYYY-MM-DD>/hour=<HH>.c<commit>.parquet
+ *     <root>/store=<node>/committed.json   the manifest: the node's files now, and per environment
+ *                                          the time of its last frame committed (its mark)
  *     <root>/store=<node>/owner.json       the data directory the folder belongs to
  *
- * A room that moved between store nodes within an hour has a file of that hour in each node's
- * folder, holding each node's own rows. A node's folder is written by nodeLake.ts (every hour
- * rewritten whole while it gains rows, at each commit), not by this class; a row counts for
- * readers when its time is at or before its node's mark for its environment. Readers take every
- * node's files at once (`read_parquet('<root>/store=*\/pose_frames/*\/*\/*.parquet',
- * hive_partitioning = true)` gives the node as column `store`) filtered by the marks:
- * lakeRoot.ts, `csipose query --lake ROOT`.
+ * A node's folder is written by nodeLake.ts, not by this class: at each commit an hour that gained
+ * rows is written whole as a new file (never over an old one: DuckDB reads a file replaced under it
+ * inconsistently), then the manifest lists it instead of the old one, which is deleted minutes
+ * later. A room that moved between store nodes within an hour has a file of that hour in each
+ * node's folder, holding each node's own rows. Readers read the files the manifests list
+ * (`read_parquet([...], hive_partitioning = true)` gives the node as column `store`): lakeRoot.ts,
+ * `csipose query --lake ROOT`.
  */
 
 const HOUR_MS = 3_600_000;

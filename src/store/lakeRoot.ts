@@ -1,49 +1,105 @@
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TIME_TABLES, type TimeTable } from './schema.js';
 import { partitionValue } from './lake.js';
 import { Store, type StoreOptions } from './store.js';
 
 /**
- * A cluster's shared lake root (`csipose serve --lake DIR`) read as one store: every store node's
- * Parquet partitions, up to what each committed, as views named after the store's tables, so the
- * history and analytics reads (history.ts, analytics/) and `csipose query --lake DIR` run on it
- * unchanged. The layout is lake.ts's (module comment); in short:
+ * A cluster's shared lake root (`csipose serve --lake DIR`) read as one store: the files every
+ * store node's manifest lists, as views named after the store's tables, so the history and
+ * analytics reads (history.ts, analytics/) and `csipose query --lake DIR` run on it unchanged. The
+ * layout is lake.ts's (module comment); in short:
  *
- *     <root>/store=<node>/<table>/environment_id=<env>/date=<YYYY-MM-DD>/hour=<HH>.parquet
- *     <root>/store=<node>/system_metrics/date=<YYYY-MM-DD>/hour=<HH>.parquet
- *     <root>/store=<node>/committed.json    one line per environment: {"environment_id", "up_to"}
+ *     <root>/store=<node>/<table>/environment_id=<env>/date=<YYYY-MM-DD>/hour=<HH>.c<commit>.parquet
+ *     <root>/store=<node>/system_metrics/date=<YYYY-MM-DD>/hour=<HH>.c<commit>.parquet
+ *     <root>/store=<node>/committed.json   the node's manifest: its files, and per environment how far it committed
  *
- * A row of a node counts when its time is at or before the node's `up_to` for its environment
- * (rows after it are not committed: another node may hold them). `system_metrics` are each node's
- * own and count whole. A root laid out as one node's lake (`<root>/<table>/...`, the
- * `storage.parquet_dir` of a single process) is read as that, every row counting.
+ * A node writes a file once and lists it in its manifest (nodeLake.ts); readers read only listed
+ * files, so a file never changes under a reader, and what a commit cut short wrote is not read.
+ * DuckDB reads a file that is replaced under it inconsistently (the layout of one version, the
+ * bytes of the other), which is why nothing is replaced in place. A root laid out as one node's
+ * lake (`<root>/<table>/...`, the `storage.parquet_dir` of a single process, whose closed hours
+ * are written once) is read by its files as they are.
  *
  * Views (each table's columns as the store has them, plus `store`, the node, in the cluster
  * layout): `pose_frames`, `pose_persons`, `activity_events`, `alerts`, `system_metrics`,
- * `tracks`, and `lake_commits` (store, environment_id, up_to). Nothing is copied: each query reads
- * the files as they are then (files are replaced whole, by rename, so a reader never sees half of
- * one). A table with no file yet reads as empty; which tables have files is looked at again by
- * {@link LakeRoot.refresh}.
+ * `tracks`, and `lake_commits` (store, environment_id, up_to: the manifests' marks). They are made
+ * again from the manifests by {@link LakeRoot.refresh} (on a timer for a serving node): a reader
+ * sees a commit from its next refresh on. A table with no file reads as empty.
  */
 
-/** The file of a node's commit marks, in its folder. */
-export const COMMITTED_FILE = 'committed.json';
+/** A node's manifest, in its folder. */
+export const MANIFEST_FILE = 'committed.json';
+
+/** What a node's manifest holds. */
+export interface Manifest {
+  node: string;
+  /** The commit that wrote it (files of later commits are not the node's yet). */
+  commit: number;
+  committed_at: string;
+  /** Per environment, the time (ISO 8601) of the last frame committed. */
+  marks: Array<{ environment_id: string; up_to: string }>;
+  /** The node's files, relative to its folder. */
+  files: string[];
+}
 
 /** A node's folder under the root. */
 export function nodeFolder(root: string, node: string): string {
   return join(root, `store=${partitionValue(node)}`);
 }
 
+/**
+ * Reads a node's manifest.
+ * @param dir the node's folder
+ * @returns the manifest, or undefined when the node has none yet
+ * @throws Error for a file that is not a manifest
+ */
+export function readManifest(dir: string): Manifest | undefined {
+  const file = join(dir, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+  let m: Partial<Manifest>;
+  try {
+    m = JSON.parse(text) as Partial<Manifest>;
+  } catch (e) {
+    throw new Error(`${file} is not a manifest: ${(e as Error).message}`);
+  }
+  const ok =
+    typeof m === 'object' &&
+    m !== null &&
+    Number.isSafeInteger(m.commit) &&
+    Array.isArray(m.marks) &&
+    m.marks.every((k) => typeof k?.environment_id === 'string' && typeof k?.up_to === 'string' && Number.isFinite(Date.parse(k.up_to))) &&
+    Array.isArray(m.files) &&
+    m.files.every((f) => typeof f === 'string' && !f.split('/').includes('..') && !f.startsWith('/'));
+  if (!ok) throw new Error(`${file} is not a manifest (commit, marks and files expected)`);
+  return m as Manifest;
+}
+
+/** The node of a folder `store=<node>`, as the `store` column of the files gives it (DuckDB unescapes %XX). */
+function nodeOf(folder: string): string {
+  const v = folder.slice('store='.length);
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
+
 /** How a root is laid out: nodes' folders (a cluster), one node's lake, or nothing yet. */
 export type LakeLayout = 'nodes' | 'single' | 'empty';
 
-/** Tables with an `environment_id` (filtered by the commit marks). */
+/** Tables with an `environment_id`. */
 const ENV_TABLES: readonly TimeTable[] = TIME_TABLES.filter((t) => t !== 'system_metrics');
 
 const sqlString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
-/** A glob pattern for a literal path: DuckDB's glob characters escaped. */
-const globPath = (p: string): string => p.replace(/[[\]*?{}\\]/g, (c) => `[${c}]`);
+/** A path for DuckDB's file list, its glob characters escaped. */
+const literalPath = (p: string): string => p.replace(/[[\]*?{}\\]/g, (c) => `[${c}]`);
 
 /**
  * How a folder is laid out.
@@ -67,10 +123,12 @@ export interface LakeRootOptions {
   allowedDirectories?: readonly string[];
   /** DuckDB threads (default DuckDB's own). */
   threads?: number;
-  /** Look again at which tables have files this often, ms (0: only when asked). Default 0. */
+  /** Read the manifests again this often, ms (0: only when asked). Default 0. */
   refreshMs?: number;
   /** Make the root when it is missing (a node that starts before any store node wrote). Default false. */
   create?: boolean;
+  /** Receives a node's manifest that cannot be read (that node is left out until it can). */
+  onError?: (e: Error) => void;
 }
 
 /** A lake root opened for reading; `store` is what history, analytics and ad-hoc SQL read. */
@@ -79,12 +137,15 @@ export class LakeRoot {
   private refreshing: Promise<void> | undefined;
   /** Per view, the SQL it was last made with (unchanged: not made again). */
   private readonly made = new Map<string, string>();
+  /** Node folders whose manifest cannot be read, and why. */
+  private readonly broken = new Map<string, string>();
 
   private constructor(
     /** The root, absolute. */
     readonly root: string,
     /** An in-memory store whose tables are views over the root's files. */
     readonly store: Store,
+    private readonly o: LakeRootOptions,
   ) {}
 
   /**
@@ -100,7 +161,7 @@ export class LakeRoot {
     const options: StoreOptions = { relativeTo: abs, ...(o.threads !== undefined ? { threads: o.threads } : {}) };
     // With no folder to allow (a root not made yet), no file access at all: the views read nothing.
     const store = await Store.open(':memory:', allowed.length > 0 ? { ...options, allowedDirectories: allowed } : options);
-    const lake = new LakeRoot(abs, store);
+    const lake = new LakeRoot(abs, store, o);
     try {
       // The store's own (empty) tables keep their names' schema for the views.
       await store.withWriter(async (conn) => {
@@ -112,7 +173,7 @@ export class LakeRoot {
       throw e;
     }
     if (o.refreshMs && o.refreshMs > 0) {
-      lake.timer = setInterval(() => void lake.refresh().catch(() => undefined), o.refreshMs);
+      lake.timer = setInterval(() => void lake.refresh().catch((e: unknown) => o.onError?.(e as Error)), o.refreshMs);
       lake.timer.unref();
     }
     return lake;
@@ -123,49 +184,62 @@ export class LakeRoot {
     return lakeLayout(this.root);
   }
 
-  /**
-   * Makes each table's view again by what the root holds now: over its files when it has some,
-   * empty when not (DuckDB refuses a pattern that matches no file).
-   */
+  /** Makes each table's view again from what the root holds now (one refresh at a time). */
   refresh(): Promise<void> {
     this.refreshing ??= this.remake().finally(() => (this.refreshing = undefined));
     return this.refreshing;
   }
 
+  /** Every node's manifest, by node folder name (`store=<node>`); unreadable ones are reported and left out. */
+  private readManifests(): Map<string, Manifest> {
+    const out = new Map<string, Manifest>();
+    let names: string[];
+    try {
+      names = readdirSync(this.root);
+    } catch {
+      return out;
+    }
+    for (const name of names.filter((n) => n.startsWith('store=')).sort()) {
+      try {
+        const m = readManifest(join(this.root, name));
+        if (m) out.set(name, m);
+        this.broken.delete(name);
+      } catch (e) {
+        // Said once per new failure, not at every refresh.
+        if (this.broken.get(name) !== (e as Error).message) this.o.onError?.(e as Error);
+        this.broken.set(name, (e as Error).message);
+      }
+    }
+    return out;
+  }
+
   private async remake(): Promise<void> {
     const layout = this.layout();
-    const root = globPath(this.root);
+    const root = literalPath(this.root);
     const hive = (env: boolean) =>
-      `hive_partitioning = true, union_by_name = true, hive_types = {${[
-        ...(layout === 'nodes' ? [`'store': VARCHAR`] : []),
-        ...(env ? [`'environment_id': VARCHAR`] : []),
-        `'date': DATE`,
-      ].join(', ')}}`;
+      `hive_partitioning = true, hive_types = {${[...(layout === 'nodes' ? [`'store': VARCHAR`] : []), ...(env ? [`'environment_id': VARCHAR`] : []), `'date': DATE`].join(', ')}}`;
     const views = new Map<string, string>();
-    const marks = `${root}/store=*/${COMMITTED_FILE}`;
-    const hasMarks = layout === 'nodes' && (await this.matches(marks));
+    const manifests = layout === 'nodes' ? this.readManifests() : new Map<string, Manifest>();
+    const marks = [...manifests].flatMap(([folder, m]) =>
+      m.marks.map((k) => `(${sqlString(nodeOf(folder))}, ${sqlString(k.environment_id)}, TIMESTAMP ${sqlString(k.up_to)})`),
+    );
     views.set(
       'lake_commits',
-      hasMarks
-        ? `SELECT store, environment_id, up_to FROM read_json(${sqlString(marks)}, format = 'newline_delimited', ` +
-            `columns = {environment_id: 'VARCHAR', up_to: 'TIMESTAMP'}, hive_partitioning = true, hive_types = {'store': VARCHAR})`
+      marks.length > 0
+        ? `SELECT * FROM (VALUES ${marks.join(', ')}) AS m(store, environment_id, up_to)`
         : `SELECT NULL::VARCHAR AS store, NULL::VARCHAR AS environment_id, NULL::TIMESTAMP AS up_to WHERE false`,
     );
     for (const t of TIME_TABLES) {
       const env = ENV_TABLES.includes(t);
-      const depth = env ? '*/*/*.parquet' : '*/*.parquet';
-      const pattern = layout === 'nodes' ? `${root}/store=*/${t}/${depth}` : `${root}/${t}/${depth}`;
-      let sql = `SELECT * FROM _schema_${t}`;
-      if (layout !== 'empty' && (layout === 'single' || !env || hasMarks) && (await this.matches(pattern))) {
-        const files = `read_parquet(${sqlString(pattern)}, ${hive(env)})`;
-        sql +=
-          layout === 'single'
-            ? ` UNION ALL BY NAME SELECT f.* EXCLUDE (date) FROM ${files} f`
-            : env
-              ? ` UNION ALL BY NAME SELECT f.* EXCLUDE (date) FROM ${files} f JOIN lake_commits m ON m.store = f.store AND m.environment_id = f.environment_id AND f.ts <= m.up_to`
-              : ` UNION ALL BY NAME SELECT f.* EXCLUDE (date) FROM ${files} f`;
+      let source: string | undefined;
+      if (layout === 'nodes') {
+        const files = [...manifests].flatMap(([folder, m]) => m.files.filter((f) => f.startsWith(`${t}/`)).map((f) => `${root}/${folder}/${literalPath(f)}`));
+        if (files.length > 0) source = `read_parquet([${files.map(sqlString).join(', ')}], ${hive(env)})`;
+      } else if (layout === 'single') {
+        const pattern = `${root}/${t}/${env ? '*/*/*.parquet' : '*/*.parquet'}`;
+        if (await this.matches(pattern)) source = `read_parquet(${sqlString(pattern)}, ${hive(env)})`;
       }
-      views.set(t, sql);
+      views.set(t, `SELECT * FROM _schema_${t}${source ? ` UNION ALL BY NAME SELECT f.* EXCLUDE (date) FROM ${source} f` : ''}`);
     }
     const changed = [...views].filter(([name, sql]) => this.made.get(name) !== sql);
     if (changed.length === 0) return;
@@ -185,12 +259,15 @@ export class LakeRoot {
 
   /**
    * The time of the last frame of an environment committed to the root by any node (epoch ms,
-   * whole; -Infinity when none): a store node taking the room over skips what is stored already.
+   * whole; -Infinity when none), by the manifests read now: a store node taking the room over
+   * skips what is stored already.
    */
-  async committedUpTo(env: string): Promise<number> {
-    await this.refresh();
-    const [r] = await this.store.query<{ ms: number | bigint | null }>(`SELECT epoch_ms(max(ts)) AS ms FROM pose_frames WHERE environment_id = ?`, [env]);
-    return r?.ms === null || r?.ms === undefined ? -Infinity : Number(r.ms);
+  committedUpTo(env: string): number {
+    // Read now, not by the last refresh: a node that just took a room over must see the manifest
+    // its last holder wrote before its lease ran out.
+    let upTo = -Infinity;
+    for (const m of this.readManifests().values()) for (const k of m.marks) if (k.environment_id === env) upTo = Math.max(upTo, Date.parse(k.up_to));
+    return upTo;
   }
 
   async close(): Promise<void> {

@@ -1,40 +1,47 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { partitionFile, pruneHourFiles, scanHourFiles } from './lake.js';
-import { COMMITTED_FILE, nodeFolder } from './lakeRoot.js';
+import { partitionValue } from './lake.js';
+import { MANIFEST_FILE, nodeFolder, readManifest, type Manifest } from './lakeRoot.js';
 import { TIME_TABLES, type TimeTable } from './schema.js';
 import type { Store } from './store.js';
 
 /**
  * A store node's part of a cluster's shared lake (`csipose serve --role store --lake DIR`): its
- * rows written under `<root>/store=<node>/` in lake.ts's layout, committed by a mark per
- * environment that readers honour (lakeRoot.ts). The store node commits every
- * `cluster.lake_commit_seconds` and acknowledges the stream's frames only once committed
- * (src/cluster/storeCommit.ts), so:
+ * rows written under `<root>/store=<node>/` in hour files, and a manifest (`committed.json`) that
+ * says which files and how far each environment are committed (layout: lake.ts's module comment).
+ * The store node commits every `cluster.lake_commit_seconds` and acknowledges the stream's frames
+ * only once committed (src/cluster/storeCommit.ts), so:
  *
- * - **Every hour is written as it fills.** A commit rewrites each hour file that gained rows
- *   since the last commit (whole, to a temporary name then renamed, so a reader never sees half of
- *   one), the open hour included: every node's rows are readable within one commit interval.
+ * - **Every hour is written as it fills.** A commit writes each hour that gained rows anew, the
+ *   open hour included, as a new file (`hour=HH.c<commit>.parquet`); a file is never written
+ *   again, so a reader never meets one that changes under it. Every node's rows are readable
+ *   within one commit interval.
+ * - **The manifest is the commit.** After the files, the node writes its manifest (a temporary
+ *   file, then renamed): the files that hold its rows now, and per environment the time of the
+ *   last frame committed (its mark). Readers read the files the manifests list, nothing else, so a
+ *   commit cut short by a crash counts for nothing. A file replaced by a newer one, or past the
+ *   retention, is deleted once it has been out of the manifest for {@link RETIRED_GRACE_MS}, long
+ *   after any reader looked at the manifest that listed it.
  * - **A cut per environment.** A commit takes, per environment, the time of the last frame stored
  *   (a batch of the sink lands whole: a frame with its persons, events and alerts) and writes rows
- *   up to it in every table; then it writes the marks (`committed.json`, renamed into place) with
- *   those times. A row after its environment's mark (a commit cut short by a crash) does not count
- *   for readers.
+ *   up to it in every table.
  * - **Fenced by the lease.** An environment's rows are committed only while the node's lease on it
- *   holds (by the local clock, with a margin), checked before the files and again before the marks.
- *   Rows of an environment not held beyond its mark were never acknowledged: they are deleted from
- *   the store (its next holder stores them from the stream) and their hours written again.
- * - **At start** the marks are read back and the store's rows after them deleted in the same way.
- *   A node's first start with a shared lake adopts what its store holds as committed.
+ *   holds (by the local clock, with a margin), asked before the files and again before the
+ *   manifest. Rows of an environment the node no longer holds, after its mark, were never
+ *   acknowledged: they are deleted from the store (its next holder stores them from the stream).
+ * - **At start** the manifest is read back and the store's rows after the marks deleted the same
+ *   way. A node's first start with a shared lake adopts what its store holds as committed.
  * - **One owner.** The node's folder belongs to the data directory that first wrote it
  *   (`owner.json` holds that directory's lake id, `<dataDir>/lake-id`): a node started with another
  *   node's name but its own data directory is refused, before it touches the folder.
- * - Hour files older than the retention (`privacy.data_retention_days`) are removed.
+ * - Hours older than the retention (`privacy.data_retention_days`) leave the manifest.
  */
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
+/** How long a file out of the manifest is kept for readers that still list it, ms. */
+export const RETIRED_GRACE_MS = 600_000;
 /** Tables with an `environment_id` (cut per environment). */
 const ENV_TABLES: readonly TimeTable[] = TIME_TABLES.filter((t) => t !== 'system_metrics');
 
@@ -48,15 +55,22 @@ export interface NodeLakeOptions {
   owner: string;
   /** Days of history kept (`privacy.data_retention_days`); read at each commit. Default: keep all. */
   retentionDays?: () => number | undefined;
-  /** Clock, epoch ms (retention). */
+  /** Clock, epoch ms (retention, the grace of retired files). */
   now?: () => number;
 }
+
+/**
+ * How a node holds an environment, as a commit asks: `held` (its lease holds, with time to spare:
+ * commit it), `late` (still its own, but the lease's renewal is late: leave it for the next
+ * commit), `gone` (lost or never held: its rows past its mark are deleted).
+ */
+export type RoomState = 'held' | 'late' | 'gone';
 
 /** What one commit did. */
 export interface NodeLakeCommit {
   /** Per environment, the time of the last frame committed (epoch ms). */
   upTo: Map<string, number>;
-  /** Environments whose every stored row is committed now. */
+  /** Environments whose every stored row is committed now (not those whose rows were deleted). */
   committed: Set<string>;
   /** Files written, relative to the node's folder. */
   written: string[];
@@ -68,9 +82,11 @@ export interface NodeLakeCommit {
 export interface NodeLakeReport {
   status: 'healthy' | 'error';
   dir: string;
-  hours_written: number;
+  /** Hour files in the manifest. */
+  hours: number;
   commits: number;
   files_written: number;
+  files_deleted: number;
   rows_trimmed: number;
   /** ISO 8601 of the last commit, null before the first. */
   last_commit_at: string | null;
@@ -88,55 +104,100 @@ interface Job {
 
 const num = (v: unknown): number => (typeof v === 'bigint' ? Number(v) : Number(v));
 
+/** An hour's place in the layout, without the commit that wrote its file: `pose_frames/environment_id=lab/date=2026-01-05/hour=09`. */
+function hourKey(table: TimeTable, env: string | undefined, hourStart: number): string {
+  const iso = new Date(hourStart).toISOString();
+  return [table, ...(env !== undefined ? [`environment_id=${partitionValue(env)}`] : []), `date=${iso.slice(0, 10)}`, `hour=${iso.slice(11, 13)}`].join('/');
+}
+
+/** An hour file of a node: `<hour key>.c<commit>.parquet`. */
+const FILE_SHAPE = /^((?:[^/]+\/)(?:environment_id=[^/]+\/)?date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2}))\.c(\d+)\.parquet$/;
+
+/** The hour key and start (epoch ms) of a node's file, or undefined for another path. */
+function parseFile(rel: string): { key: string; hour: number } | undefined {
+  const m = FILE_SHAPE.exec(rel);
+  if (!m || !(TIME_TABLES as readonly string[]).includes(rel.split('/')[0]!)) return undefined;
+  const hour = Date.parse(`${m[2]}T${m[3]}:00:00Z`);
+  return Number.isFinite(hour) ? { key: m[1]!, hour } : undefined;
+}
+
 /** A store node's partitions of a shared lake: written and committed by {@link commit}. */
 export class NodeLake {
   /** The node's folder, `<root>/store=<node>`. */
   readonly dir: string;
-  /** Per environment, the committed time (epoch ms): what the marks file says. */
+  /** Per environment, the committed time (epoch ms): what the manifest says. */
   private readonly marks = new Map<string, number>();
   /** Per environment, how far its rows are written in the files (epoch ms). */
   private readonly cut = new Map<string, number>();
   private metricsCut = -Infinity;
+  /** The storage order (`seq`) of the last frame a commit looked at. */
+  private seenSeq = -1;
   /** Hours to write again whatever their rows (deleted rows): `table\0env\0hour`. */
   private readonly dirty = new Set<string>();
-  /** Hour files of the node, relative to its folder. */
-  private readonly written: Set<string>;
+  /** The manifest's files by hour key (relative to the node's folder). */
+  private readonly files = new Map<string, string>();
+  /** Files out of the manifest, and since when (epoch ms): deleted after the grace. */
+  private readonly retired = new Map<string, number>();
+  private commits = 0;
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly stats = { commits: 0, files: 0, trimmed: 0, lastAt: null as number | null, lastMs: null as number | null, lastError: null as string | null };
+  private readonly stats = {
+    commits: 0,
+    files: 0,
+    deleted: 0,
+    trimmed: 0,
+    lastAt: null as number | null,
+    lastMs: null as number | null,
+    lastError: null as string | null,
+  };
 
   private constructor(
     private readonly store: Store,
     private readonly o: NodeLakeOptions,
   ) {
     this.dir = nodeFolder(o.root, o.node);
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.written = scanHourFiles(this.dir);
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
   }
 
   /**
-   * Opens the node's part: reads its marks (or adopts the store's rows as committed at a first
-   * start, writing the marks at once) and deletes the store's rows after them.
+   * Opens the node's part: reads its manifest (or adopts the store's rows as committed at a first
+   * start, writing a manifest at once) and deletes the store's rows after its marks.
    * @param store the node's open store; the node's folder must be among its allowed folders
-   * @param o root, node name, retention, clock
+   * @param o root, node name, owner, retention, clock
    * @returns the node lake
+   * @throws Error for a folder another data directory owns, or a manifest that is not one
    */
   static async open(store: Store, o: NodeLakeOptions): Promise<NodeLake> {
     claimFolder(nodeFolder(o.root, o.node), o.node, o.owner);
     const lake = new NodeLake(store, o);
-    const marks = lake.readMarks();
-    if (marks) {
-      for (const [env, t] of marks) lake.marks.set(env, t);
-      // The files hold at most up to the marks (and what a commit cut short wrote past them,
-      // which the deletion below makes dirty).
-      for (const [env, t] of marks) lake.cut.set(env, t);
+    const manifest = readManifest(lake.dir);
+    if (manifest) {
+      lake.commits = manifest.commit;
+      for (const m of manifest.marks) {
+        lake.marks.set(m.environment_id, Date.parse(m.up_to));
+        // The files hold up to the marks.
+        lake.cut.set(m.environment_id, Date.parse(m.up_to));
+      }
+      for (const rel of manifest.files) {
+        const f = parseFile(rel);
+        if (f) lake.files.set(f.key, rel);
+      }
+      // Metrics rows are each node's own and never deleted: what a file holds is written again
+      // only when its hour gains rows.
+      const [m] = await store.query<{ ms: number | null }>(`SELECT epoch_ms(max(ts)) AS ms FROM system_metrics`);
+      lake.metricsCut = m?.ms === null || m?.ms === undefined ? -Infinity : num(m.ms);
       const envs = await store.query<{ env: string }>(`SELECT DISTINCT environment_id AS env FROM pose_frames`);
       for (const { env } of envs) await lake.trimNow(env);
     } else {
       for (const r of await store.query<{ env: string; ms: number }>(`SELECT environment_id AS env, epoch_ms(max(ts)) AS ms FROM pose_frames GROUP BY 1`)) {
         lake.marks.set(r.env, num(r.ms));
       }
-      lake.writeMarks(lake.marks);
+      lake.writeManifest(lake.marks, lake.files);
     }
+    // What a commit cut short left behind, and what was retired before a restart: deleted after the grace.
+    lake.collectStrays();
     return lake;
   }
 
@@ -155,18 +216,19 @@ export class NodeLake {
   }
 
   /**
-   * One commit (one at a time): rows up to each environment's last frame written to the hour files
-   * that gained rows, then the marks. Environments `held` refuses (asked before the files and again
-   * before the marks) are not committed, and their rows after their mark are deleted first.
-   * @param held whether the node holds the environment now, with time to spare
+   * One commit (one at a time): rows up to each environment's last frame written to new files for
+   * the hours that gained rows, then the manifest. An environment is committed only when `state`
+   * says `held`, asked before the files and again before the manifest; one `gone` has its rows
+   * after its mark deleted first.
+   * @param state how the node holds an environment now
    * @returns the new marks and what was written
    * @throws StoreError or a file system error: nothing new is committed then (the next commit tries again)
    */
-  commit(held: (env: string) => boolean): Promise<NodeLakeCommit> {
+  commit(state: (env: string) => RoomState): Promise<NodeLakeCommit> {
     return this.enqueue(async () => {
       const t0 = performance.now();
       try {
-        const out = await this.commitNow(held);
+        const out = await this.commitNow(state);
         this.stats.commits++;
         this.stats.lastError = null;
         return out;
@@ -186,19 +248,34 @@ export class NodeLake {
     return p;
   }
 
-  private async commitNow(held: (env: string) => boolean): Promise<NodeLakeCommit> {
-    const now = (this.o.now ?? Date.now)();
+  private async commitNow(state: (env: string) => RoomState): Promise<NodeLakeCommit> {
+    const now = this.now();
     const days = this.o.retentionDays?.();
     const keepFrom = days !== undefined && Number.isFinite(days) ? Math.ceil((now - days * DAY_MS) / HOUR_MS) * HOUR_MS : undefined;
-    pruneHourFiles(this.dir, this.written, keepFrom);
     let trimmed = 0;
-    // The cut: per environment, its last frame stored.
+    // The cut: per environment, its last frame stored; only rows stored since the last commit
+    // (`seq`, the storage order, prunes the rest by zonemaps).
     const upTo = new Map<string, number>();
-    for (const r of await this.store.query<{ env: string; ms: number }>(`SELECT environment_id AS env, epoch_ms(max(ts)) AS ms FROM pose_frames GROUP BY 1`)) {
+    const late = new Set<string>();
+    /** Rooms whose rows past their mark were deleted: none of their waiting frames is committed. */
+    const gone = new Set<string>();
+    let seenSeq = this.seenSeq;
+    const fresh = await this.store.query<{ env: string; ms: number; s: number }>(
+      `SELECT environment_id AS env, epoch_ms(max(ts)) AS ms, max(seq) AS s FROM pose_frames WHERE seq > ? GROUP BY 1`,
+      [this.seenSeq],
+    );
+    for (const r of fresh) {
+      seenSeq = Math.max(seenSeq, num(r.s));
       const env = r.env;
       const t = num(r.ms);
-      if (t > this.committed(env) && !held(env)) {
+      const how = t > this.committed(env) ? state(env) : 'held';
+      if (how === 'gone') {
         trimmed += await this.trimNow(env);
+        gone.add(env);
+        if (this.marks.has(env)) upTo.set(env, this.committed(env));
+      } else if (how === 'late') {
+        // Not this time: its rows stay, uncommitted, for the next commit.
+        late.add(env);
         if (this.marks.has(env)) upTo.set(env, this.committed(env));
       } else upTo.set(env, Math.max(t, this.committed(env)));
     }
@@ -230,44 +307,83 @@ export class NodeLake {
       ]);
       for (const r of rows) add('system_metrics', undefined, num(r.h), metricsUpTo);
     }
-    const written: string[] = [];
-    for (const job of jobs.values()) {
-      if (keepFrom !== undefined && job.hour < keepFrom) continue;
-      written.push(await this.writeHour(job));
+    // New files, under this commit's number: nothing a reader may be reading is written again.
+    const commit = this.commits + 1;
+    const made = new Map<string, { rel: string; env: string | undefined }>();
+    try {
+      for (const job of jobs.values()) {
+        if (keepFrom !== undefined && job.hour < keepFrom) continue;
+        made.set(hourKey(job.table, job.env, job.hour), { rel: await this.writeHour(job, commit), env: job.env });
+      }
+    } catch (e) {
+      for (const { rel } of made.values()) this.retired.set(rel, now);
+      throw e;
     }
     // Fenced again: a lease that lapsed while the files were written is not committed.
     const marks = new Map(this.marks);
     const committed = new Set<string>();
     for (const [env, t] of upTo) {
-      if (t <= this.committed(env)) committed.add(env);
-      else if (held(env)) {
+      if (t <= this.committed(env)) {
+        if (!late.has(env) && !gone.has(env)) committed.add(env);
+      } else if (state(env) === 'held') {
         marks.set(env, t);
         committed.add(env);
       }
     }
-    this.writeMarks(marks);
+    const files = new Map(this.files);
+    const replaced: string[] = [];
+    const written: string[] = [];
+    for (const [key, { rel, env }] of made) {
+      // The files of a room not committed now are not listed (nor kept).
+      if (env !== undefined && upTo.has(env) && !committed.has(env) && (upTo.get(env) ?? -Infinity) > this.committed(env)) {
+        replaced.push(rel);
+        continue;
+      }
+      const old = files.get(key);
+      if (old !== undefined && old !== rel) replaced.push(old);
+      files.set(key, rel);
+      written.push(rel);
+    }
+    // Hours past the retention leave the manifest.
+    for (const [key, rel] of [...files]) {
+      const f = parseFile(rel);
+      if (keepFrom !== undefined && f && f.hour < keepFrom) {
+        files.delete(key);
+        replaced.push(rel);
+      }
+    }
+    try {
+      this.writeManifest(marks, files, commit);
+    } catch (e) {
+      for (const { rel } of made.values()) this.retired.set(rel, now);
+      throw e;
+    }
+    this.commits = commit;
+    for (const rel of replaced) this.retired.set(rel, now);
+    this.files.clear();
+    for (const [k, v] of files) this.files.set(k, v);
+    // Rows of a room not committed now (its lease's renewal is late) are looked at again next time.
+    if (late.size === 0 && [...upTo.keys()].every((env) => committed.has(env) || gone.has(env))) this.seenSeq = seenSeq;
     for (const [env, t] of marks) this.marks.set(env, t);
-    for (const [env, t] of upTo) this.cut.set(env, t);
+    for (const [env, t] of upTo) if (committed.has(env)) this.cut.set(env, t);
     this.metricsCut = Math.max(this.metricsCut, metricsUpTo);
-    for (const job of jobs.values()) this.dirty.delete(`${job.table}\0${job.env ?? ''}\0${job.hour}`);
+    for (const job of jobs.values()) if (job.env === undefined || committed.has(job.env)) this.dirty.delete(`${job.table}\0${job.env ?? ''}\0${job.hour}`);
     this.stats.files += written.length;
+    this.deleteRetired(now);
     return { upTo: new Map(this.marks), committed, written, trimmed };
   }
 
-  /** Writes one hour file whole: its rows up to the cut, to a temporary name, then renamed. */
-  private async writeHour(job: Job): Promise<string> {
-    const rel = partitionFile(job.table, job.env, job.hour);
+  /** Writes one hour's rows up to the cut as a new file of this commit. */
+  private async writeHour(job: Job, commit: number): Promise<string> {
+    const rel = `${hourKey(job.table, job.env, job.hour)}.c${commit}.parquet`;
     const file = join(this.dir, ...rel.split('/'));
-    const tmp = join(dirname(file), `.${rel.split('/').at(-1)}.tmp`);
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     const range = [new Date(job.hour), new Date(job.hour + HOUR_MS), new Date(Number.isFinite(job.upTo) ? job.upTo : 0)];
     const select =
       job.env !== undefined
         ? `SELECT * EXCLUDE (environment_id) FROM ${job.table} WHERE environment_id = ? AND ts >= ? AND ts < ? AND ts <= ? ORDER BY ts`
         : `SELECT * FROM ${job.table} WHERE ts >= ? AND ts < ? AND ts <= ? ORDER BY ts`;
-    await this.store.copyTo(select, job.env !== undefined ? [job.env, ...range] : range, tmp, 'parquet');
-    renameSync(tmp, file);
-    this.written.add(rel);
+    await this.store.copyTo(select, job.env !== undefined ? [job.env, ...range] : range, file, 'parquet');
     return rel;
   }
 
@@ -290,51 +406,78 @@ export class NodeLake {
     return deleted;
   }
 
-  /** The marks file, or undefined when the node has none yet. */
-  private readMarks(): Map<string, number> | undefined {
-    let text: string;
-    try {
-      text = readFileSync(join(this.dir, COMMITTED_FILE), 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
-    const out = new Map<string, number>();
-    for (const line of text.split('\n')) {
-      if (!line.trim()) continue;
-      const r = JSON.parse(line) as { environment_id?: unknown; up_to?: unknown };
-      const t = typeof r.up_to === 'string' ? Date.parse(r.up_to) : NaN;
-      if (typeof r.environment_id !== 'string' || !Number.isFinite(t))
-        throw new Error(`${join(this.dir, COMMITTED_FILE)}: a line that is no mark: ${line.slice(0, 200)}`);
-      out.set(r.environment_id, t);
-    }
-    return out;
+  /** Files of the node's folder that the manifest does not list: retired as of their last change. */
+  private collectStrays(): void {
+    const listed = new Set(this.files.values());
+    const walk = (rel: string, depth: number): void => {
+      let entries;
+      try {
+        entries = readdirSync(join(this.dir, rel), { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries) {
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory() && depth < 3) walk(r, depth + 1);
+        else if (e.isFile() && parseFile(r) && !listed.has(r)) {
+          let at = this.now();
+          try {
+            at = statSync(join(this.dir, r)).mtimeMs;
+          } catch {
+            // Gone meanwhile.
+          }
+          this.retired.set(r, at);
+        }
+      }
+    };
+    walk('', 0);
+    this.deleteRetired(this.now());
   }
 
-  /** Writes the marks file whole (a temporary, then renamed). */
-  private writeMarks(marks: ReadonlyMap<string, number>): void {
-    const file = join(this.dir, COMMITTED_FILE);
-    const tmp = join(this.dir, `.${COMMITTED_FILE}.tmp`);
-    const lines = [...marks]
-      .filter(([, t]) => Number.isFinite(t))
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([env, t]) => JSON.stringify({ environment_id: env, up_to: new Date(t).toISOString() }) + '\n');
-    writeFileSync(tmp, lines.join(''), { mode: 0o600 });
-    renameSync(tmp, file);
+  /** Deletes the files out of the manifest for longer than the grace. */
+  private deleteRetired(now: number): void {
+    for (const [rel, since] of this.retired) {
+      if (now - since < RETIRED_GRACE_MS) continue;
+      try {
+        unlinkSync(join(this.dir, ...rel.split('/')));
+        this.stats.deleted++;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') continue;
+      }
+      this.retired.delete(rel);
+    }
   }
 
-  /** Hour files of the node (relative to its folder), sorted. */
-  files(): string[] {
-    return [...this.written].sort();
+  /** Writes the manifest whole (a temporary, then renamed). */
+  private writeManifest(marks: ReadonlyMap<string, number>, files: ReadonlyMap<string, string>, commit = this.commits): void {
+    const manifest: Manifest = {
+      node: this.o.node,
+      commit,
+      committed_at: new Date(this.now()).toISOString(),
+      marks: [...marks]
+        .filter(([, t]) => Number.isFinite(t))
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([env, t]) => ({ environment_id: env, up_to: new Date(t).toISOString() })),
+      files: [...files.values()].sort(),
+    };
+    const tmp = join(this.dir, `.${MANIFEST_FILE}.tmp`);
+    writeFileSync(tmp, JSON.stringify(manifest) + '\n', { mode: 0o600 });
+    renameSync(tmp, join(this.dir, MANIFEST_FILE));
+  }
+
+  /** The manifest's files (relative to the node's folder), sorted. */
+  listed(): string[] {
+    return [...this.files.values()].sort();
   }
 
   report(): NodeLakeReport {
     return {
       status: this.stats.lastError ? 'error' : 'healthy',
       dir: this.dir,
-      hours_written: this.written.size,
+      hours: this.files.size,
       commits: this.stats.commits,
       files_written: this.stats.files,
+      files_deleted: this.stats.deleted,
       rows_trimmed: this.stats.trimmed,
       last_commit_at: this.stats.lastAt === null ? null : new Date(this.stats.lastAt).toISOString(),
       last_commit_ms: this.stats.lastMs === null ? null : Math.round(this.stats.lastMs),
