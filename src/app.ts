@@ -271,7 +271,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
   const metrics = new MetricsOutlet(svc.store, svc.log);
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
   const face = serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks);
-  const server = new ServerOutlet(face, {
+  // History and analytics of a node on a shared lake: every store node's committed partitions.
+  const server = new ServerOutlet(lakeRoot ? { ...face, historyStore: lakeRoot.store } : face, {
     host: o.host,
     port: o.port,
     rateLimitScale: o.rateLimitScale,

@@ -54,9 +54,10 @@ export function serveCommand(): Command {
     .addOption(new Option('--bus <url>', 'the NATS JetStream bus of a cluster: nats://HOST:PORT[,nats://...]').env('CSIPOSE_BUS'))
     .addOption(new Option('--name <name>', "this node's name on the bus (workers: default ROLE-PID; store nodes: default store)").env('CSIPOSE_NAME'))
     .addOption(
-      new Option('--lake <dir>', "the cluster's shared lake root (store nodes): each writes and commits its partitions under it (docs/scale.md)").env(
-        'CSIPOSE_LAKE',
-      ),
+      new Option(
+        '--lake <dir>',
+        "the cluster's shared lake root (api and store nodes): store nodes write and commit their partitions under it; history and analytics read it (docs/scale.md)",
+      ).env('CSIPOSE_LAKE'),
     )
     .addOption(
       new Option(
@@ -90,8 +91,8 @@ export function serveCommand(): Command {
         const log = (level: 'info' | 'warn' | 'error', msg: string) => {
           if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
         };
-        if (o.lake !== undefined && o.role !== 'store') {
-          process.stderr.write('csipose serve: --lake is for --role store (a cluster on --bus)\n');
+        if (o.lake !== undefined && o.role !== 'api' && o.role !== 'store') {
+          process.stderr.write('csipose serve: --lake is for --role api or store (a cluster on --bus)\n');
           process.exitCode = 2;
           return;
         }
