@@ -291,7 +291,7 @@ export async function startApp(o: ServeOptions): Promise<App> {
   //   mqtt     last, so the final `stopped` status goes out before the offline mark.
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
   // A node of a cluster closes its bus last. An api node writes no history and sends no MQTT or
-  // webhooks: the store node does (one per cluster, where api nodes are many).
+  // webhooks: the store nodes do (each for its rooms, where api nodes are many).
   // With a shared lake the reader closes after the server, the commits (their timer; a store node's
   // last commit runs as its rooms are given back, in the service's stop) before the service.
   const busOutlet: Outlet[] = bus ? [{ name: 'bus', start: () => undefined, close: () => bus!.close() }] : [];
@@ -382,8 +382,9 @@ async function storedUpTo(store: Store, env: string): Promise<number> {
 }
 
 /**
- * The webhook routes of an api node: webhooks are kept and sent by the cluster's store node (one
- * sender, where api nodes are many), so every request here is refused, saying where to go.
+ * The webhook routes of an api node: webhooks are kept and sent by the cluster's store nodes (each
+ * for the rooms it holds, where api nodes are many), so every request here is refused, saying
+ * where to go.
  */
 const webhooksElsewhere: WebhookCommands = new Proxy({} as WebhookCommands, {
   get: () => () => {

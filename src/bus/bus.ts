@@ -4,10 +4,10 @@
  *
  * - `csi.<env>.<link>`: CSI frames from ingest nodes (stream CSIPOSE_CSI, kept
  *   `cluster.csi_retention_seconds`: a worker taking an environment over replays from it).
- * - `pose.<env>`, `alerts.<env>`, `events.<env>`: what workers make (stream CSIPOSE_POSE; store nodes
- *   read each environment's `pose.<env>` through a durable consumer of their own per environment,
- *   api nodes follow it). Alerts and events are published with
- *   their ids as JetStream message ids: within the duplicate window one is stored once.
+ * - `pose.<env>`, `alerts.<env>`, `events.<env>`: what workers make (stream CSIPOSE_POSE; the
+ *   store node holding an environment reads its `pose.<env>` through the environment's durable
+ *   consumer, api nodes follow it). Alerts and events are published with their ids as JetStream
+ *   message ids: within the duplicate window one is stored once.
  * - buckets: `csipose_environments` (each environment's configuration, put by its ingest node),
  *   `csipose_leases` (which worker holds an environment; entries live `cluster.lease_ttl_seconds`
  *   unless renewed), `csipose_workers` (live workers, same life), `csipose_checkpoints` (how far
