@@ -15,12 +15,17 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Lake } from './store/lake.js';
 import { Bus } from './bus/bus.js';
-import { durablePoseFeed, poseFeed } from './cluster/feeds.js';
-import { defer, switchMap, type Observable } from 'rxjs';
+import { poseFeed } from './cluster/feeds.js';
+import { StoreRooms } from './cluster/storeRooms.js';
+import type { Observable } from 'rxjs';
 import type { PoseFrame } from './pose/types.js';
 import type { Store } from './store/store.js';
 import { STORED_FRAMES_KEPT, StoredFrames } from './cluster/storedFrames.js';
 import { cleanExports, lakeDir, removeServiceFile, storeDirectories, writeServiceFile } from './store/export.js';
+import { LakeRoot, nodeFolder } from './store/lakeRoot.js';
+import { dataDirLakeId, NodeLake } from './store/nodeLake.js';
+import { LakeCommitter } from './cluster/storeCommit.js';
+import { mkdirSync } from 'node:fs';
 
 /** Everything `csipose serve` takes (DECISIONS "Starting the service"). */
 export interface ServeOptions {
@@ -43,10 +48,17 @@ export interface ServeOptions {
   log?: Logger;
   /**
    * A node of a cluster on this bus (docs/scale.md): `api` follows the workers' pose frames
-   * instead of running a pipeline and writes no history; `store` takes them from its durable
-   * consumer, writes the store and the lake, and acknowledges what it wrote.
+   * instead of running a pipeline and writes no history; `store` holds its share of the rooms,
+   * takes their frames from the rooms' durable consumers, writes the store and the lake, and
+   * acknowledges what it wrote.
    */
   bus?: { url: string; role: 'api' | 'store'; name?: string };
+  /**
+   * The cluster's shared lake root (`--lake DIR`, api and store nodes; docs/scale.md "One
+   * history"): a store node writes and commits its partitions under it, and every such node
+   * serves history and analytics from it.
+   */
+  lake?: string;
 }
 
 /** A running application: the service, its server and its outlets. */
@@ -59,6 +71,10 @@ export interface App {
   readonly mqtt: MqttOutlet;
   /** The Parquet lake, when `storage.parquet_dir` was set at start. */
   readonly lake: Lake | undefined;
+  /** The shared lake root as read for history and analytics (`--lake`, api and store nodes). */
+  readonly lakeRoot: LakeRoot | undefined;
+  /** This store node's part of the shared lake (`--lake`, store nodes). */
+  readonly nodeLake: NodeLake | undefined;
   /** The metrics history (a sample every 10 s). */
   readonly metrics: MetricsOutlet;
   /** The webhooks outlet (registrations, outbox, deliveries). */
@@ -138,14 +154,12 @@ export async function startApp(o: ServeOptions): Promise<App> {
   // is read; the feed is subscribed at each start of the system.
   let bus: Bus | undefined;
   let feed: (() => Observable<PoseFrame>) | undefined;
+  // A store node's rooms: held by lease and read from the bus while its system runs.
+  let rooms: StoreRooms | undefined;
+  const storeName = o.bus?.role === 'store' ? (o.bus.name ?? 'store') : undefined;
+  const sharedLake = o.bus && o.lake ? resolve(o.lake) : undefined;
   if (o.bus?.role === 'api') feed = () => poseFeed(bus!, log);
-  else if (o.bus?.role === 'store') {
-    const name = o.bus.name ?? 'store';
-    feed = () =>
-      defer(async () => storedFrames(svc.store)).pipe(
-        switchMap((stored) => durablePoseFeed(bus!, name, { flush: () => store.flush(), pending: () => store.sink.stats.pending }, stored, log)),
-      );
-  }
+  else if (o.bus?.role === 'store') feed = () => rooms!.feed();
   const svc = await PoseService.open({
     ...(feed ? { feed } : {}),
     dataDir: o.dataDir,
@@ -156,7 +170,14 @@ export async function startApp(o: ServeOptions): Promise<App> {
     // SQL of the store may write only its export folder and the lake; nothing else, no network.
     storeOptions: (cfg) => {
       parquetDir = cfg.storage.parquet_dir;
-      return { allowedDirectories: storeDirectories(o.dataDir, parquetDir) };
+      const dirs = storeDirectories(o.dataDir, parquetDir);
+      // A store node writes its own folder of the shared lake, nothing else of it.
+      if (sharedLake && storeName !== undefined) {
+        const own = nodeFolder(sharedLake, storeName);
+        mkdirSync(own, { recursive: true, mode: 0o700 });
+        dirs.push(own);
+      }
+      return { allowedDirectories: dirs };
     },
     log,
   });
@@ -171,6 +192,64 @@ export async function startApp(o: ServeOptions): Promise<App> {
     }
   }
   cleanExports(o.dataDir);
+  // The shared lake: read by api and store nodes, written by store nodes (their own folder).
+  let lakeRoot: LakeRoot | undefined;
+  let nodeLake: NodeLake | undefined;
+  let committer: LakeCommitter | undefined;
+  const cluster = svc.config.get().cluster;
+  if (sharedLake) {
+    try {
+      // The manifests are read twice per commit interval: a commit is readable here within half of one.
+      lakeRoot = await LakeRoot.open(sharedLake, {
+        create: true,
+        refreshMs: (cluster.lake_commit_seconds * 1000) / 2,
+        onError: (e) => log('warn', `lake: ${e.message}`),
+      });
+      if (storeName !== undefined) {
+        nodeLake = await NodeLake.open(svc.store, {
+          root: sharedLake,
+          node: storeName,
+          owner: dataDirLakeId(o.dataDir),
+          retentionDays: () => svc.config.get().privacy.data_retention_days,
+        });
+      }
+    } catch (e) {
+      await lakeRoot?.close();
+      await bus?.close();
+      await svc.close();
+      throw e;
+    }
+  }
+  // Flushes the store sink (declared below; used once rooms are read).
+  const flushStore = () => store.flush();
+  if (nodeLake) {
+    committer = new LakeCommitter({
+      lake: nodeLake,
+      intervalMs: cluster.lake_commit_seconds * 1000,
+      leaseTtlMs: cluster.lease_ttl_seconds * 1000,
+      validFor: (env) => rooms?.validFor(env) ?? 0,
+      holds: (env) => rooms?.holds(env) ?? false,
+      flush: flushStore,
+      log,
+    });
+  }
+  if (bus && storeName !== undefined) {
+    const reader = lakeRoot;
+    rooms = new StoreRooms({
+      bus,
+      name: storeName,
+      leaseTtlMs: cluster.lease_ttl_seconds * 1000,
+      sink: { flush: flushStore, pending: () => store.sink.stats.pending, failing: () => store.sink.writeFailure() !== undefined },
+      // What this node stored lately, and with a shared lake what every node committed.
+      storedFrames: (env) => storedFrames(svc.store, env),
+      committedUpTo: async (env) => (reader ? reader.committedUpTo(env) : -Infinity),
+      ...(committer ? { commits: committer } : {}),
+      log,
+    });
+    // A stop (and the shutdown) waits for the rooms to be written, acknowledged and given back.
+    const r = rooms;
+    svc.flushOnStop(() => r.stopped());
+  }
 
   const mqtt = new MqttOutlet(svc.config, svc.version, env, log);
   // Alerts and events POSTed to registered endpoints, through an outbox in the data dir.
@@ -193,7 +272,9 @@ export async function startApp(o: ServeOptions): Promise<App> {
     : undefined;
   const metrics = new MetricsOutlet(svc.store, svc.log);
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
-  const server = new ServerOutlet(serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks), {
+  const face = serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks);
+  // History and analytics of a node on a shared lake: every store node's committed partitions.
+  const server = new ServerOutlet(lakeRoot ? { ...face, historyStore: lakeRoot.store } : face, {
     host: o.host,
     port: o.port,
     rateLimitScale: o.rateLimitScale,
@@ -212,12 +293,41 @@ export async function startApp(o: ServeOptions): Promise<App> {
   //   mqtt     last, so the final `stopped` status goes out before the offline mark.
   // A new outlet: one file in src/outlets implementing Outlet, one entry here.
   // A node of a cluster closes its bus last. An api node writes no history and sends no MQTT or
-  // webhooks: the store node does (one per cluster, where api nodes are many).
+  // webhooks: the store nodes do (each for its rooms, where api nodes are many).
+  // With a shared lake the reader closes after the server, the commits (their timer; a store node's
+  // last commit runs as its rooms are given back, in the service's stop) before the service.
   const busOutlet: Outlet[] = bus ? [{ name: 'bus', start: () => undefined, close: () => bus!.close() }] : [];
+  const reader = lakeRoot;
+  const readerOutlet: Outlet[] = reader
+    ? [
+        {
+          name: 'lake_root',
+          start: (streams) => {
+            if (!nodeLake) streams.report('lake', () => ({ status: 'healthy', root: reader.root, layout: reader.layout() }));
+          },
+          close: () => reader.close(),
+        },
+      ]
+    : [];
+  const commits = committer;
+  const commitsOutlet: Outlet[] =
+    commits && nodeLake
+      ? [
+          {
+            name: 'lake_commits',
+            start: (streams) => {
+              const nl = nodeLake;
+              streams.report('lake', () => ({ ...nl.report(), root: sharedLake }));
+              commits.start();
+            },
+            close: () => commits.close(),
+          },
+        ]
+      : [];
   const outlets: Outlet[] =
     o.bus?.role === 'api'
-      ? [...busOutlet, service, metrics, latest, server]
-      : [...busOutlet, mqtt, webhooks, store, service, ...(lake ? [lake] : []), metrics, latest, server];
+      ? [...busOutlet, ...readerOutlet, service, metrics, latest, server]
+      : [...busOutlet, ...readerOutlet, mqtt, webhooks, store, service, ...(lake ? [lake] : []), ...commitsOutlet, metrics, latest, server];
   for (const out of outlets) if (out.flush) svc.flushOnStop(() => out.flush!());
   try {
     for (const out of outlets) await out.start(svc);
@@ -248,6 +358,8 @@ export async function startApp(o: ServeOptions): Promise<App> {
     server: server.server,
     mqtt,
     lake: lake?.lake,
+    lakeRoot,
+    nodeLake,
     metrics,
     webhooks,
     outlets,
@@ -262,25 +374,26 @@ export async function startApp(o: ServeOptions): Promise<App> {
 }
 
 /**
- * The pose frames a store node wrote lately, per environment (see StoredFrames): what the pose
- * stream can still deliver again, which keeps an hour, at most the newest STORED_FRAMES_KEPT of
- * each environment.
+ * The pose frames of an environment a store node wrote lately (see StoredFrames): what the pose
+ * stream can still deliver again, which keeps an hour, at most the newest STORED_FRAMES_KEPT.
  */
-async function storedFrames(store: Store): Promise<StoredFrames> {
-  const rows = await store.query<{ environment_id: string; us: bigint | number }>(
-    `SELECT environment_id, epoch_us(ts) AS us FROM pose_frames
-      WHERE ts >= (SELECT max(ts) FROM pose_frames) - INTERVAL 1 HOUR
-      QUALIFY row_number() OVER (PARTITION BY environment_id ORDER BY ts DESC) <= ${STORED_FRAMES_KEPT}`,
+async function storedFrames(store: Store, env: string): Promise<StoredFrames> {
+  const rows = await store.query<{ us: bigint | number }>(
+    `SELECT epoch_us(ts) AS us FROM pose_frames
+      WHERE environment_id = ? AND ts >= (SELECT max(ts) FROM pose_frames WHERE environment_id = ?) - INTERVAL 1 HOUR
+      ORDER BY ts DESC LIMIT ${STORED_FRAMES_KEPT}`,
+    [env, env],
   );
   return StoredFrames.from(
-    rows.map((r) => ({ environment_id: r.environment_id, ms: Number(r.us) / 1000 })),
+    rows.map((r) => ({ environment_id: env, ms: Number(r.us) / 1000 })),
     false,
   );
 }
 
 /**
- * The webhook routes of an api node: webhooks are kept and sent by the cluster's store node (one
- * sender, where api nodes are many), so every request here is refused, saying where to go.
+ * The webhook routes of an api node: webhooks are kept and sent by the cluster's store nodes (each
+ * for the rooms it holds, where api nodes are many), so every request here is refused, saying
+ * where to go.
  */
 function refuseWebhooks(): never {
   throw new ApiError('SYSTEM_STATE_CONFLICT', "webhooks are kept and sent by the cluster's store node: register and manage them there (docs/scale.md)", {

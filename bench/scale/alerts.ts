@@ -53,6 +53,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { decodePoseFrame } from '../../src/bus/codec.js';
 import { POSE_STREAM } from '../../src/bus/bus.js';
+import { roomConsumer } from '../../src/cluster/storeRooms.js';
 import type { PoseAlert } from '../../src/pose/types.js';
 import { argValue, printResults, type BenchResult } from '../lib.js';
 import { cliPath, repoRoot } from '../serve.js';
@@ -267,8 +268,11 @@ export async function run(opts: AlertsOptions = {}): Promise<BenchResult[]> {
     for (const n of workers.values()) await n.stop();
     await until(
       async () => {
-        const ci = await w.jsm.consumers.info(POSE_STREAM, 'csipose-store-s1');
-        return ci.num_pending === 0 && ci.num_ack_pending === 0;
+        for (const room of ROOMS) {
+          const ci = await w.jsm.consumers.info(POSE_STREAM, roomConsumer(room));
+          if (ci.num_pending !== 0 || ci.num_ack_pending !== 0) return false;
+        }
+        return true;
       },
       DRAIN_GIVE_UP_MS,
       'the store node to write every frame',

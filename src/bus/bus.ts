@@ -4,13 +4,15 @@
  *
  * - `csi.<env>.<link>`: CSI frames from ingest nodes (stream CSIPOSE_CSI, kept
  *   `cluster.csi_retention_seconds`: a worker taking an environment over replays from it).
- * - `pose.<env>`, `alerts.<env>`, `events.<env>`: what workers make (stream CSIPOSE_POSE; the store
- *   node's durable consumer reads it, api nodes follow it). Alerts and events are published with
- *   their ids as JetStream message ids: within the duplicate window one is stored once.
+ * - `pose.<env>`, `alerts.<env>`, `events.<env>`: what workers make (stream CSIPOSE_POSE; the
+ *   store node holding an environment reads its `pose.<env>` through the environment's durable
+ *   consumer, api nodes follow it). Alerts and events are published with their ids as JetStream
+ *   message ids: within the duplicate window one is stored once.
  * - buckets: `csipose_environments` (each environment's configuration, put by its ingest node),
  *   `csipose_leases` (which worker holds an environment; entries live `cluster.lease_ttl_seconds`
  *   unless renewed), `csipose_workers` (live workers, same life), `csipose_checkpoints` (how far
- *   each environment's CSI was read).
+ *   each environment's CSI was read), `csipose_store_leases` and `csipose_stores` (the same for
+ *   store nodes: which holds an environment's history, and which are live).
  */
 import { connect, DiscardPolicy, Events, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection } from 'nats';
 
@@ -20,6 +22,9 @@ export const ENVIRONMENTS_BUCKET = 'csipose_environments';
 export const LEASES_BUCKET = 'csipose_leases';
 export const WORKERS_BUCKET = 'csipose_workers';
 export const CHECKPOINTS_BUCKET = 'csipose_checkpoints';
+/** Which store node holds an environment (its lease), and the live store nodes: as for workers, a life of `cluster.lease_ttl_seconds`. */
+export const STORE_LEASES_BUCKET = 'csipose_store_leases';
+export const STORES_BUCKET = 'csipose_stores';
 /** How long JetStream remembers a message id to drop a repeat (alerts and events across a handover). */
 const DUPLICATE_WINDOW_MS = 120_000;
 /**
@@ -73,6 +78,8 @@ export class Bus {
     readonly leases: KV,
     readonly workers: KV,
     readonly checkpoints: KV,
+    readonly storeLeases: KV,
+    readonly stores: KV,
   ) {}
 
   /**
@@ -122,6 +129,8 @@ export class Bus {
         await kv(LEASES_BUCKET, { ttl }),
         await kv(WORKERS_BUCKET, { ttl }),
         await kv(CHECKPOINTS_BUCKET),
+        await kv(STORE_LEASES_BUCKET, { ttl }),
+        await kv(STORES_BUCKET, { ttl }),
       );
     } catch (e) {
       await nc.close().catch(() => undefined);

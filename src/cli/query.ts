@@ -6,6 +6,7 @@ import { parse, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { Store, StoreError, type JsonValue, type SqlResult } from '../store/store.js';
 import { databasePath, pidAlive, readServiceFile, type ServiceInfo } from '../store/export.js';
+import { LakeRoot, lakeLayout } from '../store/lakeRoot.js';
 
 /**
  * `csipose query` (DECISIONS "Command line for analysts"): read-only SQL over the store of a data
@@ -27,6 +28,14 @@ import { databasePath, pidAlive, readServiceFile, type ServiceInfo } from '../st
  * `_2`, `_3`...). Values as the store gives them: TIMESTAMP as ISO 8601 UTC, BLOB as base64,
  * lists and structs as JSON. Exit status 0 on success, 1 for a query or I/O error (message on
  * stderr), 2 for bad usage.
+ *
+ * `--lake DIR` reads a lake instead of a store: a cluster's shared lake root (the files every store
+ * node's manifest lists: what it committed; docs/scale.md "Store nodes and one history") or
+ * one process's `storage.parquet_dir`, as tables named like the store's (`pose_frames`,
+ * `pose_persons`, `activity_events`, `alerts`, `system_metrics`, `tracks`; in a cluster's root also
+ * the column `store`, the node that wrote a row, and `lake_commits`). No database file and no
+ * running service is needed, and nodes may write meanwhile (a file is never changed once
+ * written). Relative file paths are then taken from DIR.
  */
 
 /** Where a command writes and how it reports its exit status (tests pass their own). */
@@ -226,11 +235,12 @@ interface ServiceQueryAnswer extends SqlResult {
  * @param io streams
  * @returns the exit status
  */
-export async function runQuery(sql: string, o: { dataDir: string; format: QueryFormat }, io: AnalystIo): Promise<number> {
+export async function runQuery(sql: string, o: { dataDir: string; format: QueryFormat; lake?: string }, io: AnalystIo): Promise<number> {
   if (!sql.trim()) {
-    io.stderr.write('csipose query: the SQL text is empty (usage: csipose query [--data-dir DIR] [--format table|csv|json] "SQL")\n');
+    io.stderr.write('csipose query: the SQL text is empty (usage: csipose query [--data-dir DIR | --lake DIR] [--format table|csv|json] "SQL")\n');
     return 2;
   }
+  if (o.lake !== undefined) return runLakeQuery(sql, o.lake, o.format, io);
   try {
     // The user's own process: it may read whatever they can, so every local folder is allowed
     // (DuckDB still reaches no URL with external access off).
@@ -259,18 +269,50 @@ export async function runQuery(sql: string, o: { dataDir: string; format: QueryF
   }
 }
 
+/** `csipose query --lake DIR`: the query over a lake's files (see the module comment). */
+async function runLakeQuery(sql: string, dir: string, format: QueryFormat, io: AnalystIo): Promise<number> {
+  if (!dir.trim()) {
+    io.stderr.write('csipose query: --lake needs a folder\n');
+    return 2;
+  }
+  const root = resolve(dir);
+  if (!existsSync(root)) {
+    io.stderr.write(`csipose query: no lake at ${root}\n`);
+    return 1;
+  }
+  if (lakeLayout(root) === 'empty') io.stderr.write(`csipose query: ${root} holds no lake partitions yet: every table reads as empty\n`);
+  try {
+    // The user's own process, as with --data-dir: any local file is theirs to read.
+    const lake = await LakeRoot.open(root, { allowedDirectories: [parse(root).root] });
+    try {
+      io.stdout.write(formatResult(await lake.store.sql(sql), format));
+    } finally {
+      await lake.close();
+    }
+    return 0;
+  } catch (e) {
+    io.stderr.write(`csipose query: ${(e as Error)?.message ?? String(e)}\n`);
+    return 1;
+  }
+}
+
 /**
  * The `query` command, to register with `program.addCommand(queryCommand())`.
  * @param io streams, env and exit status (default: the process's)
  */
 export function queryCommand(io: AnalystIo = processIo()): Command {
   return new Command('query')
-    .description('read-only SQL over the store of DATA_DIR, through the running service when it holds the file')
+    .description('read-only SQL over the store of DATA_DIR (through the running service when it holds the file), or over a lake with --lake')
     .argument('<sql>', 'one read statement, e.g. "SELECT environment_id, count(*) FROM pose_frames GROUP BY ALL"')
     .addOption(dataDirOption(io))
+    .addOption(
+      new Option('--lake <dir>', "instead of a store: a cluster's shared lake root (every store node's committed partitions) or one process's parquet_dir").env(
+        'CSIPOSE_LAKE',
+      ),
+    )
     .addOption(new Option('--format <format>', 'output: table | csv | json').choices(QUERY_FORMATS).default('table'))
     .exitOverride(usageExit)
-    .action(async (sql: string, o: { dataDir: string; format: QueryFormat }) => {
+    .action(async (sql: string, o: { dataDir: string; format: QueryFormat; lake?: string }) => {
       io.setExitCode(await runQuery(sql, o, io));
     });
 }

@@ -52,7 +52,13 @@ export function serveCommand(): Command {
         .default('all'),
     )
     .addOption(new Option('--bus <url>', 'the NATS JetStream bus of a cluster: nats://HOST:PORT[,nats://...]').env('CSIPOSE_BUS'))
-    .addOption(new Option('--name <name>', "this node's name on the bus (workers; default ROLE-PID)").env('CSIPOSE_NAME'))
+    .addOption(new Option('--name <name>', "this node's name on the bus (workers: default ROLE-PID; store nodes: default store)").env('CSIPOSE_NAME'))
+    .addOption(
+      new Option(
+        '--lake <dir>',
+        "the cluster's shared lake root (api and store nodes): store nodes write and commit their partitions under it; history and analytics read it (docs/scale.md)",
+      ).env('CSIPOSE_LAKE'),
+    )
     .addOption(
       new Option(
         '--redis <url>',
@@ -78,12 +84,23 @@ export function serveCommand(): Command {
         role: Role;
         bus?: string;
         name?: string;
+        lake?: string;
         redis?: string;
       }) => {
         const rank = LEVELS.indexOf(o.logLevel);
         const log = (level: 'info' | 'warn' | 'error', msg: string) => {
           if (LEVELS.indexOf(level) <= rank) process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
         };
+        if (o.lake !== undefined && o.role !== 'api' && o.role !== 'store') {
+          process.stderr.write('csipose serve: --lake is for --role api or store (a cluster on --bus)\n');
+          process.exitCode = 2;
+          return;
+        }
+        if (o.lake !== undefined && o.lake.trim() === '') {
+          process.stderr.write('csipose serve: --lake needs a folder\n');
+          process.exitCode = 2;
+          return;
+        }
         if (o.role === 'ingest' || o.role === 'worker' || (o.role === 'all' && o.bus !== undefined)) {
           await serveRole({ ...o, role: o.role }, log);
           return;
@@ -109,6 +126,7 @@ export function serveCommand(): Command {
             transport: o.http,
             log,
             ...(o.role === 'api' || o.role === 'store' ? { bus: { url: o.bus!, role: o.role, ...(o.name ? { name: o.name } : {}) } } : {}),
+            ...(o.lake !== undefined ? { lake: o.lake } : {}),
           });
         } catch (e) {
           process.stderr.write(`csipose serve: ${(e as Error).message}\n`);

@@ -220,6 +220,7 @@ export interface ServiceConfig {
     lease_ttl_seconds: number;
     rewind_seconds: number;
     checkpoint_interval_seconds: number;
+    lake_commit_seconds: number;
   };
   webhooks: {
     allow_private_networks: boolean;
@@ -908,6 +909,18 @@ export const CONFIG_SCHEMA: GroupDef = group('csipose service configuration', {
       maximum: 60,
       unit: 's',
       description: 'How often a worker records how far it has read the CSI stream of each environment it holds',
+      restart: true,
+    },
+    lake_commit_seconds: {
+      type: 'number',
+      default: 5,
+      minimum: 1,
+      maximum: 60,
+      unit: 's',
+      description:
+        'With a shared lake (csipose serve --lake DIR): how often a store node writes the hours that gained rows under DIR, commits them ' +
+        'and acknowledges their frames on the bus, and how often every api and store node looks for new files there; ' +
+        'history and analytics on every node are this far behind, plus the write',
       restart: true,
     },
   }),

@@ -221,3 +221,10 @@ export interface HasAccounts {
 export interface HasStore {
   readonly store: Store;
 }
+/**
+ * Where the history and analytics routes read when not the node's own store: a cluster's shared
+ * lake root (src/store/lakeRoot.ts), on its api and store nodes started with `--lake`.
+ */
+export interface HasHistoryStore {
+  readonly historyStore?: Store;
+}

@@ -25,6 +25,25 @@ import type { Store } from './store.js';
  * rewritten: rows stored later for it (a late replay) stay in the database only. What is
  * written is known by scanning the folder at start. Hours older than the retention
  * (`privacy.data_retention_days`) are neither written nor kept.
+ *
+ * A cluster's shared lake (`csipose serve --role store|api --lake ROOT`; docs/scale.md "Store
+ * nodes and one history") is one such layout per store node, under a folder of the node's own, so
+ * two nodes never write the same file, with the commit that wrote each file in its name and a
+ * manifest per node:
+ *
+ *     <root>/store=<node>/<table>/environment_id=<env>/date=<YYYY-MM-DD>/hour=<HH>.c<commit>.parquet
+ *     <root>/store=<node>/system_metrics/date=<YYYY-MM-DD>/hour=<HH>.c<commit>.parquet
+ *     <root>/store=<node>/committed.json   the manifest: the node's files now, and per environment
+ *                                          the time of its last frame committed (its mark)
+ *     <root>/store=<node>/owner.json       the data directory the folder belongs to
+ *
+ * A node's folder is written by nodeLake.ts, not by this class: at each commit an hour that gained
+ * rows is written whole as a new file (never over an old one: DuckDB reads a file replaced under it
+ * inconsistently), then the manifest lists it instead of the old one, which is deleted minutes
+ * later. A room that moved between store nodes within an hour has a file of that hour in each
+ * node's folder, holding each node's own rows. Readers read the files the manifests list
+ * (`read_parquet([...], hive_partitioning = true)` gives the node as column `store`): lakeRoot.ts,
+ * `csipose query --lake ROOT`.
  */
 
 const HOUR_MS = 3_600_000;
@@ -109,7 +128,7 @@ export function partitionFile(table: TimeTable, env: string | undefined, hourSta
 const FILE_SHAPE = /^(?:[^/]+\/)(?:environment_id=[^/]+\/)?date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\.parquet$/;
 
 /** Start (epoch ms) of the hour a lake file holds, or undefined for a path of another shape. */
-function hourOf(rel: string): number | undefined {
+export function hourOf(rel: string): number | undefined {
   const m = FILE_SHAPE.exec(rel);
   if (!m) return undefined;
   const t = Date.parse(`${m[1]}T${m[2]}:00:00Z`);
@@ -166,26 +185,7 @@ export class Lake {
 
   /** Finds the hour files already in the folder (and removes temporaries a crash left behind). */
   private scan(): void {
-    const walk = (rel: string, depth: number): void => {
-      let entries;
-      try {
-        entries = readdirSync(join(this.dir, rel), { withFileTypes: true });
-      } catch {
-        return;
-      }
-      for (const e of entries) {
-        const r = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory() && depth < 3) walk(r, depth + 1);
-        else if (e.isFile() && e.name.startsWith('.') && e.name.endsWith('.tmp')) {
-          try {
-            unlinkSync(join(this.dir, r));
-          } catch {
-            // Not ours, or gone.
-          }
-        } else if (e.isFile() && hourOf(r) !== undefined && (LAKE_TABLES as readonly string[]).includes(r.split('/')[0]!)) this.written.add(r);
-      }
-    };
-    walk('', 0);
+    for (const rel of scanHourFiles(this.dir)) this.written.add(rel);
   }
 
   /** Runs a pass now and then one every `intervalMs` until `close`. */
@@ -274,32 +274,7 @@ export class Lake {
 
   /** Removes hour files that ended before `keepFrom` (and folders left empty). */
   private prune(keepFrom: number | undefined): number {
-    if (keepFrom === undefined) return 0;
-    let removed = 0;
-    for (const rel of [...this.written]) {
-      const h = hourOf(rel);
-      if (h === undefined || h >= keepFrom) continue;
-      const file = join(this.dir, ...rel.split('/'));
-      try {
-        unlinkSync(file);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      }
-      this.written.delete(rel);
-      removed++;
-      // Empty date and environment folders go too (never the table's or the lake's own).
-      let d = dirname(file);
-      for (let i = 0; i < 2 && d.startsWith(this.dir + sep) && d.split(sep).at(-1)!.includes('='); i++) {
-        try {
-          if (readdirSync(d).length > 0 || !statSync(d).isDirectory()) break;
-          rmdirSync(d);
-        } catch {
-          break;
-        }
-        d = dirname(d);
-      }
-    }
-    return removed;
+    return pruneHourFiles(this.dir, this.written, keepFrom);
   }
 
   /** The lake's state. */
@@ -323,4 +298,69 @@ export class Lake {
     this.timer = undefined;
     await this.running?.catch(() => undefined);
   }
+}
+
+/**
+ * The hour files in a lake folder, relative to it (temporaries a crash left behind are removed).
+ * @param dir the folder of one node's lake
+ */
+export function scanHourFiles(dir: string): Set<string> {
+  const found = new Set<string>();
+  const walk = (rel: string, depth: number): void => {
+    let entries;
+    try {
+      entries = readdirSync(join(dir, rel), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory() && depth < 3) walk(r, depth + 1);
+      else if (e.isFile() && e.name.startsWith('.') && e.name.endsWith('.tmp')) {
+        try {
+          unlinkSync(join(dir, r));
+        } catch {
+          // Not ours, or gone.
+        }
+      } else if (e.isFile() && hourOf(r) !== undefined && (LAKE_TABLES as readonly string[]).includes(r.split('/')[0]!)) found.add(r);
+    }
+  };
+  walk('', 0);
+  return found;
+}
+
+/**
+ * Removes hour files that ended before `keepFrom` (and the date and environment folders left
+ * empty; never a table's or the lake's own folder).
+ * @param dir the folder of one node's lake
+ * @param written its hour files, relative; those removed are taken out
+ * @param keepFrom epoch ms; undefined keeps everything
+ * @returns files removed
+ */
+export function pruneHourFiles(dir: string, written: Set<string>, keepFrom: number | undefined): number {
+  if (keepFrom === undefined) return 0;
+  let removed = 0;
+  for (const rel of [...written]) {
+    const h = hourOf(rel);
+    if (h === undefined || h >= keepFrom) continue;
+    const file = join(dir, ...rel.split('/'));
+    try {
+      unlinkSync(file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    written.delete(rel);
+    removed++;
+    let d = dirname(file);
+    for (let i = 0; i < 2 && d.startsWith(dir + sep) && d.split(sep).at(-1)!.includes('='); i++) {
+      try {
+        if (readdirSync(d).length > 0 || !statSync(d).isDirectory()) break;
+        rmdirSync(d);
+      } catch {
+        break;
+      }
+      d = dirname(d);
+    }
+  }
+  return removed;
 }

@@ -604,6 +604,10 @@ export class Store {
     // once (a quarter less CPU per stored row, checkpoints included: docs/store.md "How rows get
     // in and out"). The WAL a crash leaves to replay is at most that much bigger.
     config['checkpoint_threshold'] = CHECKPOINT_THRESHOLD;
+    // A statement is prepared once and cached (StatementCache): DuckDB 1.5's compressed
+    // materialization plans string columns by the statistics of the time it was prepared, so a
+    // GROUP BY prepared while a table was empty gives garbage strings ('|') once it has rows.
+    config['disabled_optimizers'] = 'compressed_materialization';
     if (!options.externalAccess) {
       // Nothing the store runs needs an extension (Parquet and JSON are built in); left on,
       // DuckDB would fetch one from the network for a URL or an unknown reader.

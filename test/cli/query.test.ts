@@ -7,6 +7,10 @@ import { Store } from '../../src/store/store.js';
 import { ensureBuilt, runCli } from '../helpers/cli.js';
 import { seededDataDir, storedFrame, tempDirs } from '../helpers/dataDir.js';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { PoseSink } from '../../src/store/poseSink.js';
+import { Lake } from '../../src/store/lake.js';
+import { nodeFolder } from '../../src/store/lakeRoot.js';
+import { dataDirLakeId, NodeLake } from '../../src/store/nodeLake.js';
 
 /** Seconds-aligned, three hours ago: inside the service's 30-day retention. */
 const T0 = Math.floor(Date.now() / 1000) * 1000 - 3 * 3_600_000;
@@ -293,6 +297,92 @@ describe('csipose query', () => {
       const bad = await runCli(['query', '--data-dir', dataDir, '--format', 'yaml', 'SELECT 1']);
       expect(bad.code).toBe(2);
     });
+  });
+});
+
+describe('csipose query --lake', () => {
+  /** A cluster's lake root written by two store nodes' real stores: `lab` by a, `ward` by b, one frame of b past its mark. */
+  async function sharedLake(): Promise<string> {
+    const root = join(tempDir(), 'lake');
+    for (const [node, env, n] of [
+      ['a', 'lab', 3],
+      ['b', 'ward', 4],
+    ] as const) {
+      const dataDir = join(tempDir(), node);
+      mkdirSync(dataDir, { recursive: true });
+      mkdirSync(nodeFolder(root, node), { recursive: true });
+      const store = await Store.open(join(dataDir, 'csipose.duckdb'), { allowedDirectories: [nodeFolder(root, node)] });
+      try {
+        const sink = new PoseSink(store);
+        const lake = await NodeLake.open(store, { root, node, owner: dataDirLakeId(dataDir) });
+        for (let k = 0; k < n; k++) sink.write({ ...frame(k), environmentId: env });
+        await sink.flush();
+        await lake.commit(() => 'held');
+        // One more stored and written, but its commit's lease ran short: not counted.
+        sink.write({ ...frame(n), environmentId: env });
+        await sink.flush();
+        let asked = 0;
+        await lake.commit(() => (asked++ === 0 ? 'held' : 'late'));
+        await sink.close();
+      } finally {
+        await store.close();
+      }
+    }
+    return root;
+  }
+
+  it("reads every store node's committed partitions, without a store or a service", async () => {
+    const root = await sharedLake();
+    const r = await runCli([
+      'query',
+      '--lake',
+      root,
+      '--format',
+      'json',
+      'SELECT store, environment_id, count(*) AS n, count(DISTINCT frame_id) AS d FROM pose_frames GROUP BY ALL ORDER BY 1',
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([
+      { store: 'a', environment_id: 'lab', n: 3, d: 3 },
+      { store: 'b', environment_id: 'ward', n: 4, d: 4 },
+    ]);
+    const persons = await runCli(['query', '--lake', root, '--format', 'csv', 'SELECT count(*) AS n FROM pose_persons']);
+    expect(persons.stdout).toBe('n\n7\n');
+    const marks = await runCli(['query', '--lake', root, '--format', 'csv', 'SELECT store, environment_id FROM lake_commits ORDER BY 1']);
+    expect(marks.stdout).toBe('store,environment_id\na,lab\nb,ward\n');
+    // Relative paths are taken from the lake root.
+    const rel = await runCli(['query', '--lake', root, '--format', 'csv', "SELECT node FROM read_json('store=a/committed.json')"]);
+    expect(rel.stdout).toBe('node\na\n');
+  });
+
+  it('reads one process’s own lake, and says what is wrong with a missing folder or a bad query', async () => {
+    const none = await runCli(['query', '--lake', join(tempDir(), 'nothing'), 'SELECT 1']);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no lake at/);
+    const empty = tempDir();
+    const r = await runCli(['query', '--lake', empty, '--format', 'csv', 'SELECT count(*) AS n FROM alerts']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('n\n0\n');
+    expect(r.stderr).toMatch(/no lake partitions yet/);
+    const bad = await runCli(['query', '--lake', empty, 'SELECT * FROM nowhere']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/nowhere/);
+    const write = await runCli(['query', '--lake', empty, 'DROP VIEW pose_frames']);
+    expect(write.code).toBe(1);
+    expect((await runCli(['query', '--lake', '', 'SELECT 1'])).code).toBe(2);
+    // A single process's parquet_dir: closed hours of one node, no marks.
+    const dataDir = await seeded();
+    const lakeDir = join(dataDir, 'lake');
+    mkdirSync(lakeDir);
+    const store = await Store.open(join(dataDir, 'csipose.duckdb'), { allowedDirectories: [lakeDir] });
+    try {
+      await new Lake(store, { dir: lakeDir }).runOnce();
+    } finally {
+      await store.close();
+    }
+    const own = await runCli(['query', '--lake', lakeDir, '--format', 'csv', 'SELECT environment_id, count(*) AS n FROM pose_frames GROUP BY 1 ORDER BY 1']);
+    expect(own.stdout).toBe('environment_id,n\nlab,1\nward,2\n');
   });
 });
 

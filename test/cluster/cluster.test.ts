@@ -23,6 +23,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { connect, type NatsConnection, type StoredMsg } from 'nats';
 import { LEASES_BUCKET, POSE_STREAM } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
+import { roomConsumer } from '../../src/cluster/storeRooms.js';
 import type { PoseAlert } from '../../src/pose/types.js';
 import { ensureBuilt } from '../helpers/cli.js';
 import { describeWithEngine, until } from '../helpers/engines.js';
@@ -255,7 +256,7 @@ describeWithEngine(
       );
       await until(
         async () => {
-          const c = await jsm.consumers.info(POSE_STREAM, 'csipose-store-s1').catch(() => undefined);
+          const c = await jsm.consumers.info(POSE_STREAM, roomConsumer(ENV)).catch(() => undefined);
           return c !== undefined && c.num_pending === 0 && c.num_ack_pending === 0;
         },
         GIVE_UP_MS,

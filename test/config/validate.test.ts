@@ -168,6 +168,7 @@ describe('validateUpdate, field by field', () => {
       'cluster.lease_ttl_seconds',
       'cluster.rewind_seconds',
       'cluster.checkpoint_interval_seconds',
+      'cluster.lake_commit_seconds',
       'webhooks.allow_private_networks',
       'webhooks.rate_limit_per_hour',
       'webhooks.max_attempts',
@@ -204,6 +205,7 @@ describe('validateUpdate, field by field', () => {
       'cluster.lease_ttl_seconds',
       'cluster.rewind_seconds',
       'cluster.checkpoint_interval_seconds',
+      'cluster.lake_commit_seconds',
       // Read when csipose serve starts, as storage.parquet_dir.
       'redis.url',
       'redis.key_prefix',

@@ -117,6 +117,21 @@ describe('Store', () => {
     });
   });
 
+  it('gives the right strings from a cached statement prepared while its table was empty', async () => {
+    await withStore(async (store) => {
+      // Prepared (and cached) on the empty table, run again once it has rows: DuckDB's compressed
+      // materialization would plan the strings by the empty table's statistics and give '|'.
+      const q = `SELECT environment_id AS env, count(*) AS n FROM alerts GROUP BY 1`;
+      expect(await store.query(q)).toEqual([]);
+      for (const at of [T0, T0 + 1000])
+        await store.execute(`INSERT INTO alerts (ts, alert_id, type, severity, environment_id) VALUES (?, ?, 'fall_detection', 'high', 'ward-1')`, [
+          new Date(at),
+          `a-${at}`,
+        ]);
+      expect(await store.query(q)).toEqual([{ env: 'ward-1', n: 2 }]);
+    });
+  });
+
   it('writes system metrics that survive close and reopen', async () => {
     const path = join(tempDir(), 'durable.duckdb');
     const a = await Store.open(path);

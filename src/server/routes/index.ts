@@ -8,6 +8,7 @@ import { healthRoutes, type HealthRoutesFace } from './health.js';
 import { analyticsRoutes, type AnalyticsRoutesFace } from './analytics.js';
 import { storeRoutes, type StoreRoutesFace } from './store.js';
 import { webhookRoutes, type WebhookRoutesFace } from './webhooks.js';
+import type { HasHistoryStore } from '../../service/face.js';
 
 /**
  * What the routes use of the service, all together: each module declares its own part (the
@@ -21,7 +22,8 @@ export type RoutesFace = AuthRoutesFace &
   StoreRoutesFace &
   AnalyticsRoutesFace &
   HealthRoutesFace &
-  WebhookRoutesFace;
+  WebhookRoutesFace &
+  HasHistoryStore;
 
 /**
  * Every REST endpoint, by resource. Each route is thin: it validates its input, reads the
@@ -30,14 +32,16 @@ export type RoutesFace = AuthRoutesFace &
  * @param http the HTTP core's own figures (for health and metrics)
  */
 export function buildRoutes(svc: RoutesFace, http: CoreStats): Route[] {
+  // History and analytics read the shared lake of a cluster's node when it has one.
+  const history = svc.historyStore ? { config: svc.config, system: svc.system, store: svc.historyStore } : svc;
   return [
     ...authRoutes(svc),
     ...poseRoutes(svc),
-    ...historyRoutes(svc),
+    ...historyRoutes(history),
     ...systemRoutes(svc),
     ...configRoutes(svc),
     ...storeRoutes(svc),
-    ...analyticsRoutes(svc),
+    ...analyticsRoutes(history),
     ...healthRoutes(svc, http),
     ...webhookRoutes(svc),
   ];
