@@ -67,6 +67,12 @@ class Holding {
   private messages: ConsumerMessages | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
   private seq = 0;
+  /**
+   * The CSI sequence of the checkpoint this holding started from: while it replays the frames up to
+   * there, its own checkpoints would move the room's back (and a holder after it would replay
+   * further back still), so it writes none until it has read past it.
+   */
+  private startedAt = 0;
   private streamTime = 0;
   private nextTrackId = 1;
   private stopped = false;
@@ -95,7 +101,10 @@ class Holding {
       this.publishedUpTo = last.time;
       for (const p of last.persons) if (p.trackId !== undefined) this.nextTrackId = Math.max(this.nextTrackId, p.trackId + 1);
     }
-    if (checkpoint) this.nextTrackId = Math.max(this.nextTrackId, checkpoint.nextTrackId);
+    if (checkpoint) {
+      this.nextTrackId = Math.max(this.nextTrackId, checkpoint.nextTrackId);
+      this.startedAt = checkpoint.seq;
+    }
     const settings = this.node.settings;
     // From the first frame of the rewind, found by time.
     const from = checkpoint ? await firstSeqSince(bus, csiSubjects(this.env), checkpoint.streamTime - settings.rewind_seconds * 1000) : 1;
@@ -192,9 +201,12 @@ class Holding {
     this.published++;
   }
 
-  /** Records how far the room's CSI was read (periodically, and once more when the room is given back). */
+  /**
+   * Records how far the room's CSI was read (periodically, and once more when the room is given
+   * back); never below the checkpoint the holding started from.
+   */
   private async checkpoint(): Promise<void> {
-    if (this.seq === 0) return;
+    if (this.seq === 0 || this.seq <= this.startedAt) return;
     const cp: Checkpoint = { seq: this.seq, streamTime: this.streamTime, nextTrackId: this.nextTrackId, worker: this.node.id };
     try {
       await this.node.bus.checkpoints.put(bucketKey(this.env), JSON.stringify(cp));

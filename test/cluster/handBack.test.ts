@@ -4,6 +4,8 @@
  *
  * - A room given back (the worker closing, or letting it go to a worker that joined) records how
  *   far it was read, so the next holder replays from there, not from an older periodic checkpoint.
+ * - A worker replaying a room up to the checkpoint it started from never writes a checkpoint below
+ *   it (killed during the replay, the next holder would replay further back still).
  * - The last pose frame published for a room is read back from the stream; a stream that cannot
  *   say is an error, never "nothing published" (a takeover would publish again what was).
  */
@@ -11,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Bus, bucketKey, POSE_STREAM, poseSubject } from '../../src/bus/bus.js';
+import { Bus, bucketKey, CSI_STREAM, POSE_STREAM, poseSubject } from '../../src/bus/bus.js';
 import { encodePoseFrame } from '../../src/bus/codec.js';
 import { ConfigStore } from '../../src/config/store.js';
 import { IngestNode } from '../../src/cluster/ingest.js';
@@ -60,6 +62,44 @@ describeWithNats('a worker giving a room back', () => {
       expect(cp.nextTrackId).toBeGreaterThanOrEqual(1);
     } finally {
       await worker.close();
+      await ingest.close();
+      await bus.close();
+    }
+  }, 120_000);
+
+  it('never moves the checkpoint back while it replays up to it, periodically or when it gives the room back', async () => {
+    // Checkpoints every 0.1 s, and a rewind reaching the start of the stream: a long replay.
+    const settings = { ...config.get().cluster, checkpoint_interval_seconds: 0.1, rewind_seconds: 120 };
+    const bus = await Bus.connect(nats.url, settings, 'replay-test');
+    const env = 'replay-room';
+    const room = { ...config.get(), environment: { ...config.get().environment, id: env } };
+    const ingest = await IngestNode.start(bus, room, 'sim?seed=4', quiet);
+    let worker: WorkerNode | undefined;
+    const written: Checkpoint[] = [];
+    const watch = await bus.checkpoints.watch({ key: bucketKey(env) });
+    try {
+      // Some 3,000 CSI frames of the room, then a checkpoint at the last of them, as a worker that
+      // held the room before would have left it.
+      await until(async () => (await bus.jsm.streams.info(CSI_STREAM)).state.messages > 3000, GIVE_UP_MS, 'CSI frames on the bus');
+      await ingest.close();
+      const state = (await bus.jsm.streams.info(CSI_STREAM)).state;
+      const start: Checkpoint = { seq: state.last_seq, streamTime: Date.parse(state.last_ts), nextTrackId: 1, worker: 'earlier' };
+      await bus.checkpoints.put(bucketKey(env), JSON.stringify(start));
+      void (async () => {
+        for await (const e of watch) if (e.operation === 'PUT') written.push(JSON.parse(new TextDecoder().decode(e.value)) as Checkpoint);
+      })();
+      worker = await WorkerNode.start(bus, settings, quiet, 'w-replay');
+      // Given back in the middle of its replay, as soon as it made a pose frame of the room.
+      await until(() => (worker!.figures()[env]?.made ?? 0) > 0, GIVE_UP_MS, 'pose frames of the replay');
+      await new Promise((ok) => setTimeout(ok, 300));
+      await worker.close();
+      const mine = written.filter((c) => c.worker === 'w-replay');
+      for (const c of mine) expect(c.seq, JSON.stringify(c)).toBeGreaterThanOrEqual(start.seq);
+      const entry = await bus.checkpoints.get(bucketKey(env));
+      expect((JSON.parse(new TextDecoder().decode(entry!.value)) as Checkpoint).seq).toBeGreaterThanOrEqual(start.seq);
+    } finally {
+      watch.stop();
+      await worker?.close();
       await ingest.close();
       await bus.close();
     }
