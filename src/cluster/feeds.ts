@@ -8,6 +8,14 @@ import type { PoseFrame } from '../pose/types.js';
 import type { Bus } from '../bus/bus.js';
 import { decodePoseFrame } from '../bus/codec.js';
 import type { Logger } from '../service/service.js';
+import { StoredFrames } from './storedFrames.js';
+
+/**
+ * Frame times an api node's feed remembers per environment to drop a frame it got twice: a worker
+ * sends a publish again when its acknowledgement did not come within 5 s, and the stream keeps one
+ * copy (message id) but a plain subscription gets both. About 80 s of a room at 12.5 frames a second.
+ */
+const SEEN_KEPT = 1024;
 
 /**
  * The pose frames of every environment on the bus, decoded; a message that is not a pose frame is
@@ -20,6 +28,7 @@ import type { Logger } from '../service/service.js';
  */
 export function poseFeed(bus: Bus, log: Logger): Observable<PoseFrame> {
   return new Observable<PoseFrame>((out) => {
+    const seen = new StoredFrames(SEEN_KEPT, false);
     const sub = bus.nc.subscribe('pose.>', {
       callback: (err, m) => {
         // Nothing may be thrown back into the client: it would stop reading the connection.
@@ -35,6 +44,9 @@ export function poseFeed(bus: Bus, log: Logger): Observable<PoseFrame> {
             log('warn', `${m.subject}: ${(e as Error).message}`);
             return;
           }
+          // Sent again (one room's frames have distinct times): handed on once.
+          if (seen.has(f.environmentId, f.time)) return;
+          seen.add(f.environmentId, f.time);
           out.next(f);
         } catch (e) {
           log('error', `pose feed: ${(e as Error)?.stack ?? String(e)}`);

@@ -26,8 +26,14 @@ export class StoredFrames {
 
   /**
    * @param kept times remembered per environment
+   * @param olderSeen whether a time older than all remembered counts as seen (a store node: the
+   *   stream redelivers only lately taken frames); false where an older time may be new (an api
+   *   node's live feed, whose room's source may start again from an earlier time)
    */
-  constructor(private readonly kept = STORED_FRAMES_KEPT) {}
+  constructor(
+    private readonly kept = STORED_FRAMES_KEPT,
+    private readonly olderSeen = true,
+  ) {}
 
   /**
    * Builds the record from what a store holds.
@@ -75,7 +81,7 @@ export class StoredFrames {
     if (k.next >= this.kept) {
       const old = k.ring[slot]!;
       k.times.delete(old);
-      if (old > k.floor) k.floor = old;
+      if (this.olderSeen && old > k.floor) k.floor = old;
     }
     k.ring[slot] = t;
     k.next++;

@@ -83,6 +83,27 @@ describeWithNats('the pose feed of an api node', () => {
     sub.unsubscribe();
   });
 
+  it('hands on a frame it gets twice once (a worker sending a publish again), and an earlier frame of a source started again', async () => {
+    const bus = await Bus.connect(nats.url, SETTINGS, 'feed-test-twice');
+    try {
+      const got: PoseFrame[] = [];
+      const sub = poseFeed(bus, () => undefined).subscribe({ next: (f) => got.push(f) });
+      await bus.nc.flush();
+      const [a, b, again] = [frame('ward-c', 5), frame('ward-c', 6), frame('ward-c', 1)];
+      // b sent again after its acknowledgement timed out, as the Publisher does: the same bytes.
+      for (const f of [a, b, b, again]) writer.nc.publish(poseSubject(f.environmentId), encodePoseFrame(f));
+      // Another room's frame of the same time is its own.
+      writer.nc.publish(poseSubject('ward-d'), encodePoseFrame(frame('ward-d', 6)));
+      await writer.nc.flush();
+      await until(async () => got.length >= 4, 10_000, 'the frames');
+      await new Promise((ok) => setTimeout(ok, 200));
+      expect(got.map((f) => `${f.environmentId} ${f.frameId}`)).toEqual(['ward-c 5', 'ward-c 6', 'ward-c 1', 'ward-d 6']);
+      sub.unsubscribe();
+    } finally {
+      await bus.close();
+    }
+  });
+
   it('errs with the reason when the server refuses the subscription, instead of leaving it unhandled', async () => {
     // A server of its own whose one user may not subscribe to the pose subjects.
     const dir = mkdtempSync(join(tmpdir(), 'csipose-feed-denied-'));

@@ -32,6 +32,16 @@ describe('the frames a store node wrote lately', () => {
     expect(s.has('a', 50)).toBe(true);
   });
 
+  it('forgets without taking older times as seen, for a live feed whose source may start again earlier', () => {
+    const s = new StoredFrames(4, false);
+    for (const t of [10, 20, 30, 40, 50]) s.add('a', t);
+    expect(s.has('a', 50)).toBe(true);
+    expect(s.has('a', 20)).toBe(true);
+    // 10 was forgotten, and nothing older counts as seen.
+    expect(s.has('a', 10)).toBe(false);
+    expect(s.has('a', 5)).toBe(false);
+  });
+
   it('starts from what the store holds: its newest frames, and everything before them', () => {
     const s = StoredFrames.from(
       [
