@@ -58,6 +58,8 @@ const PULL_EXPIRES_MS = 2000;
 const RESTART_WAIT_MS = 500;
 /** Longest stretch of frames a worker runs before it lets timers and I/O in, ms. */
 const YIELD_EVERY_MS = 20;
+/** Pose frames a room keeps while its lease waits for a renewal (the oldest go first): minutes of a room. */
+const MAX_WAITING = 4096;
 
 const decodeJson = <T>(data: Uint8Array): T => JSON.parse(new TextDecoder().decode(data)) as T;
 
@@ -81,6 +83,18 @@ class Holding {
   published = 0;
   /** The time of the last pose frame published for the environment before this holding began. */
   publishedUpTo = -Infinity;
+  /**
+   * Until when (`performance.now()`) the worker may publish for the room: its last renewal (or the
+   * lease's creation) was sent at a time, and the server lets the lease lapse no earlier than a
+   * lease's life after that; a quarter of it is kept in hand for the publish to reach the server.
+   */
+  private validUntil = 0;
+  /**
+   * Pose frames made while the lease could not be vouched for (a process starved of CPU or stopped
+   * comes back with its CSI queued and its renewal late): published, in order, once a renewal
+   * confirms the lease; never, when another worker took the room meanwhile.
+   */
+  private waiting: PoseFrame[] = [];
 
   constructor(
     readonly env: string,
@@ -192,6 +206,34 @@ class Holding {
   private publish(f: PoseFrame): void {
     this.made++;
     for (const p of f.persons) if (p.trackId !== undefined && p.trackId >= this.nextTrackId) this.nextTrackId = p.trackId + 1;
+    if (performance.now() >= this.validUntil || this.waiting.length > 0) {
+      if (this.waiting.length >= MAX_WAITING) this.waiting.shift();
+      this.waiting.push(f);
+      return;
+    }
+    this.send(f);
+  }
+
+  /**
+   * The lease was renewed (or taken again) by a request sent at `sentAt`: frames made meanwhile go out.
+   * @param sentAt `performance.now()` when the request was sent
+   * @param since the time of the last frame on the stream when the lease was taken again (frames
+   *   made meanwhile up to it are another worker's to have published), undefined when renewed
+   */
+  renewed(sentAt: number, since?: number): void {
+    this.validUntil = sentAt + this.node.leaseValidMs;
+    if (since !== undefined && since > this.publishedUpTo) this.publishedUpTo = since;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const f of waiting) this.send(f);
+  }
+
+  /** Drops the frames made while the lease waited for a renewal. */
+  forgetWaiting(): void {
+    this.waiting = [];
+  }
+
+  private send(f: PoseFrame): void {
     // Already published by the worker that held the environment before.
     if (f.time <= this.publishedUpTo) return;
     const out = this.node.publisher;
@@ -224,6 +266,8 @@ class Holding {
   async stop(handBack: boolean): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // Not published: the room's next holder replays them from the checkpoint.
+    this.forgetWaiting();
     clearInterval(this.checkpointTimer);
     // Reading ends first, so that the last checkpoint is how far this holding read.
     await this.messages?.close().catch(() => undefined);
@@ -253,6 +297,8 @@ export class WorkerNode {
   private readonly watches: Array<{ stop(): void }> = [];
   private renewing: Promise<void> | undefined;
   private closed = false;
+  /** How long after a lease's renewal was sent the worker publishes for its room, ms (three quarters of its life). */
+  readonly leaseValidMs: number;
 
   private constructor(
     readonly bus: Bus,
@@ -262,6 +308,7 @@ export class WorkerNode {
   ) {
     this.id = id ?? randomUUID().slice(0, 8);
     this.publisher = new Publisher(bus);
+    this.leaseValidMs = settings.lease_ttl_seconds * 750;
   }
 
   /**
@@ -359,11 +406,23 @@ export class WorkerNode {
       this.log('warn', `worker ${this.id}: ${(e as Error).message}`);
     }
     for (const [env, h] of this.holdings) {
+      const sentAt = performance.now();
       try {
         h.revision.value = await bus.leases.update(bucketKey(env), this.id, h.revision.value);
+        h.renewed(sentAt);
       } catch {
         try {
           h.revision.value = await bus.leases.create(bucketKey(env), this.id);
+          // It lapsed: another worker may have held the room meanwhile and published for it. When
+          // the stream cannot say, the frames made meanwhile are not published (a holder after
+          // this one replays them).
+          let last: number | undefined;
+          try {
+            last = (await lastPublished(bus, env))?.time ?? -Infinity;
+          } catch {
+            h.forgetWaiting();
+          }
+          h.renewed(sentAt, last);
         } catch {
           if (this.holdings.get(env) !== h) continue;
           this.log('warn', `worker ${this.id}: lost the lease of ${env}`);
@@ -393,12 +452,14 @@ export class WorkerNode {
         if (this.holdings.size >= share || this.closed) break;
         if (this.holdings.has(env)) continue;
         let revision: number;
+        const sentAt = performance.now();
         try {
           revision = await bus.leases.create(bucketKey(env), this.id);
         } catch {
           continue; // held by another worker
         }
         const h = new Holding(env, { value: revision }, this);
+        h.renewed(sentAt);
         this.holdings.set(env, h);
         try {
           await h.start();
