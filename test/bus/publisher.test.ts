@@ -97,11 +97,26 @@ describeWithNats('publishing to a 3-node NATS cluster', () => {
       clearInterval(pump);
     }
     await p.settled(GIVE_UP_MS);
-    const jsm = await reader.jetstreamManager();
-    const { state } = await jsm.streams.info(CSI_STREAM);
-    const got: number[] = [];
-    const consumer = await reader.jetstream().consumers.get(CSI_STREAM, { filterSubjects: 'csi.>' });
-    for await (const m of await consumer.fetch({ max_messages: state.messages, expires: 10_000 })) got.push(Number(new TextDecoder().decode(m.data)));
+    // Read back once the cluster answers again: the stream's new leader may still be settling (a
+    // request then times out), and a read cut short is read again whole.
+    let got: number[] = [];
+    await until(
+      async () => {
+        try {
+          const jsm = await reader.jetstreamManager();
+          const { state } = await jsm.streams.info(CSI_STREAM);
+          const consumer = await reader.jetstream().consumers.get(CSI_STREAM, { filterSubjects: 'csi.>' });
+          const read: number[] = [];
+          for await (const m of await consumer.fetch({ max_messages: state.messages, expires: 10_000 })) read.push(Number(new TextDecoder().decode(m.data)));
+          got = read;
+          return read.length === state.messages;
+        } catch {
+          return false;
+        }
+      },
+      GIVE_UP_MS,
+      'the stream read back',
+    );
     expect(p.dropped).toBe(0);
     // Every one once, in the order published.
     expect(got.length).toBe(n);
