@@ -66,7 +66,7 @@ export interface Handover {
  * @returns epoch ms, or NaN
  */
 function holdsAt(log: string, worker: string, room: string, after: number): number {
-  const re = new RegExp(`^(\\S+) info worker ${worker}: holds environment ${room} `, 'gm');
+  const re = new RegExp(`^(\\S+) info worker ${worker}: holds environment ${room}$`, 'gm');
   for (const m of log.matchAll(re)) {
     const t = Date.parse(m[1]!);
     if (t >= after - 1000) return t;

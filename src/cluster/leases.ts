@@ -1,7 +1,7 @@
 /**
  * Items of a cluster (environments) shared out among the nodes of a role by leases on the bus
- * (docs/scale.md "Rooms are owned, never shared"). The store nodes hold their rooms through this
- * module; it states the rules once:
+ * (docs/scale.md "Rooms are owned, never shared"). Workers and store nodes hold their rooms
+ * through this module; it states the rules once:
  *
  * - **Lease.** A node holds an item by an entry of a leases bucket, created only where none is
  *   (`create`), renewed by revision (`update`) four times per life on a timer of its own. An entry
@@ -20,7 +20,8 @@
  *   node started with the name of a live one is refused (after waiting out one lease life, so a
  *   node restarted after a SIGKILL gets its name back).
  * - **Giving back.** An item let go (fair share, close) stays leased and renewed until its work has
- *   finished (`drop(item, 'released')`); then its lease is deleted for another node to take at once.
+ *   finished (`drop(item, 'released')`); then its lease is deleted for another node to take at once,
+ *   unless the work says to let it lapse (what it started may still land after its end).
  */
 import type { KV, KvEntry } from 'nats';
 import { bucketKey } from '../bus/bus.js';
@@ -42,9 +43,15 @@ export interface LeaseWork {
   take(item: string): Promise<void>;
   /**
    * Stops work on an item: `released` while the lease is still held and renewed (finish what was
-   * taken; the lease is given back after), `lost` when another node may hold it already.
+   * taken; the lease is given back after, or left to lapse when this resolves to `lapse`), `lost`
+   * when another node may hold it already.
    */
-  drop(item: string, why: 'released' | 'lost'): Promise<void>;
+  drop(item: string, why: 'released' | 'lost'): Promise<void | 'lapse'>;
+  /**
+   * An item's lease was renewed: `retaken` when it had lapsed with nobody taking it and was
+   * created again (another node may have held it meanwhile). Called in the renewal's round.
+   */
+  renewed?(item: string, retaken: boolean): void;
 }
 
 /** What a {@link LeaseTable} runs by. */
@@ -216,17 +223,21 @@ export class LeaseTable {
       try {
         h.revision = await leases.update(bucketKey(item), this.o.id, h.revision);
         h.validUntil = sent + this.o.ttlMs;
+        this.o.work.renewed?.(item, false);
       } catch {
         try {
           // Expired with nobody taking it: taken again.
           h.revision = await leases.create(bucketKey(item), this.o.id);
           h.validUntil = sent + this.o.ttlMs;
+          this.o.work.renewed?.(item, true);
         } catch {
           if (this.held.get(item) !== h) continue;
           this.held.delete(item);
           this.o.log('warn', `${this.o.label}: lost the lease of ${item}`);
           // Not waited for here: the other leases' renewals must not wait on it.
-          const p = this.dropSafely(item, 'lost').finally(() => this.dropping.delete(p));
+          const p = this.dropSafely(item, 'lost')
+            .then(() => undefined)
+            .finally(() => this.dropping.delete(p));
           this.dropping.add(p);
         }
       }
@@ -264,9 +275,9 @@ export class LeaseTable {
     }
   }
 
-  private async dropSafely(item: string, why: 'released' | 'lost'): Promise<void> {
+  private async dropSafely(item: string, why: 'released' | 'lost'): Promise<void | 'lapse'> {
     try {
-      await this.o.work.drop(item, why);
+      return await this.o.work.drop(item, why);
     } catch (e) {
       this.o.log('error', `${this.o.label}: stopping environment ${item}: ${(e as Error).message}`);
     }
@@ -277,10 +288,14 @@ export class LeaseTable {
     const h = this.held.get(item);
     if (!h || h.releasing) return;
     h.releasing = true;
-    await this.dropSafely(item, 'released');
+    const end = await this.dropSafely(item, 'released');
     // Lost meanwhile (the renewal dropped it): nothing to give back.
     if (this.held.get(item) !== h) return;
     this.held.delete(item);
+    if (end === 'lapse') {
+      this.o.log('warn', `${this.o.label}: ${item} given back with work still landing; its lease is left to lapse`);
+      return;
+    }
     try {
       await this.o.buckets.leases.delete(bucketKey(item), { previousSeq: h.revision });
     } catch {

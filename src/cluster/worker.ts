@@ -3,13 +3,10 @@
  * environment it holds, fed from the bus (`csi.<env>.>`), publishing `pose.<env>`, `alerts.<env>`
  * and `events.<env>` (docs/scale.md).
  *
- * Environments are owned, never shared. A worker holds an environment by a lease, an entry of the
- * `csipose_leases` bucket created only where none is (`create`) and renewed four times per
- * `cluster.lease_ttl_seconds` by revision (`update`): an entry that is not renewed expires with the
- * bucket's time to live, and a renewal that finds another revision means the lease is lost. Live
- * workers announce themselves in `csipose_workers` the same way; each holds at most its fair share
- * (environments over workers, rounded up) and lets go of the rest, so a worker that joins is given
- * environments without a restart.
+ * Environments are owned, never shared: a worker holds an environment by a lease of
+ * `csipose_leases`, announces itself in `csipose_workers` and holds its fair share, by the rules of
+ * src/cluster/leases.ts. It publishes for an environment only while its lease is good for more than
+ * a quarter of a lease's life by its own clock; frames made past that wait for a renewal.
  *
  * Taking an environment over: the worker reads the environment's checkpoint (how far its CSI was
  * read, written every `cluster.checkpoint_interval_seconds`), replays the CSI stream from
@@ -20,7 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Subject, type Subscription } from 'rxjs';
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type KV, type KvEntry, type NatsError } from 'nats';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type NatsError } from 'nats';
 import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
 import { Bus, alertsSubject, bucketKey, CSI_STREAM, csiSubjects, eventsSubject, POSE_STREAM, poseSubject, Publisher } from '../bus/bus.js';
@@ -32,6 +29,7 @@ import { liveParams } from '../../pipelines/settings.js';
 import type { ServiceConfig } from '../config/schema.js';
 import type { Logger } from '../service/service.js';
 import type { EnvironmentEntry } from './ingest.js';
+import { LeaseTable } from './leases.js';
 
 /** The `cluster` settings a worker runs by. */
 export type WorkerSettings = ServiceConfig['cluster'];
@@ -84,21 +82,20 @@ class Holding {
   /** The time of the last pose frame published for the environment before this holding began. */
   publishedUpTo = -Infinity;
   /**
-   * Until when (`performance.now()`) the worker may publish for the room: its last renewal (or the
-   * lease's creation) was sent at a time, and the server lets the lease lapse no earlier than a
-   * lease's life after that; a quarter of it is kept in hand for the publish to reach the server.
-   */
-  private validUntil = 0;
-  /**
    * Pose frames made while the lease could not be vouched for (a process starved of CPU or stopped
    * comes back with its CSI queued and its renewal late): published, in order, once a renewal
    * confirms the lease; never, when another worker took the room meanwhile.
    */
   private waiting: PoseFrame[] = [];
+  /**
+   * The lease lapsed and was taken again: another worker may have published for the room
+   * meanwhile, and nothing goes out until the last frame on the stream is read again.
+   */
+  private retaken = false;
+  private readingLast = false;
 
   constructor(
     readonly env: string,
-    readonly revision: { value: number },
     private readonly node: WorkerNode,
   ) {}
 
@@ -136,7 +133,7 @@ class Holding {
     this.checkpointTimer = setInterval(() => void this.checkpoint(), settings.checkpoint_interval_seconds * 1000);
     log(
       'info',
-      `worker ${this.node.id}: holds environment ${this.env} from ${checkpoint ? `${settings.rewind_seconds} s before its checkpoint (seq ${checkpoint.seq})` : 'the start of its stream'}`,
+      `worker ${this.node.id}: environment ${this.env}: replays from ${checkpoint ? `${settings.rewind_seconds} s before its checkpoint (seq ${checkpoint.seq})` : 'the start of its stream'}`,
     );
     void this.read(frames, from);
   }
@@ -206,7 +203,7 @@ class Holding {
   private publish(f: PoseFrame): void {
     this.made++;
     for (const p of f.persons) if (p.trackId !== undefined && p.trackId >= this.nextTrackId) this.nextTrackId = p.trackId + 1;
-    if (performance.now() >= this.validUntil || this.waiting.length > 0) {
+    if (this.waiting.length > 0 || this.retaken || !this.node.mayPublish(this.env)) {
       if (this.waiting.length >= MAX_WAITING) this.waiting.shift();
       this.waiting.push(f);
       return;
@@ -215,22 +212,36 @@ class Holding {
   }
 
   /**
-   * The lease was renewed (or taken again) by a request sent at `sentAt`: frames made meanwhile go out.
-   * @param sentAt `performance.now()` when the request was sent
-   * @param since the time of the last frame on the stream when the lease was taken again (frames
-   *   made meanwhile up to it are another worker's to have published), undefined when renewed
+   * The lease was renewed: frames made meanwhile go out. One taken again after it lapsed goes on
+   * after the last frame on the stream (read again until the stream answers).
+   * @param retaken the lease had lapsed and was created again
    */
-  renewed(sentAt: number, since?: number): void {
-    this.validUntil = sentAt + this.node.leaseValidMs;
-    if (since !== undefined && since > this.publishedUpTo) this.publishedUpTo = since;
+  renewed(retaken: boolean): void {
+    if (retaken) this.retaken = true;
+    if (!this.retaken) return this.flush();
+    if (this.readingLast) return;
+    this.readingLast = true;
+    lastPublished(this.node.bus, this.env)
+      .then(
+        (last) => {
+          if (last && last.time > this.publishedUpTo) this.publishedUpTo = last.time;
+          this.retaken = false;
+        },
+        (e: unknown) =>
+          this.node.log('warn', `worker ${this.node.id}: ${this.env}: reading its last pose frame: ${(e as Error).message}; again at the next renewal`),
+      )
+      .finally(() => {
+        this.readingLast = false;
+        this.flush();
+      });
+  }
+
+  /** Publishes the frames that waited, once the lease is vouched for. */
+  private flush(): void {
+    if (this.stopped || this.retaken || !this.node.mayPublish(this.env)) return;
     const waiting = this.waiting;
     this.waiting = [];
     for (const f of waiting) this.send(f);
-  }
-
-  /** Drops the frames made while the lease waited for a renewal. */
-  forgetWaiting(): void {
-    this.waiting = [];
   }
 
   private send(f: PoseFrame): void {
@@ -267,7 +278,7 @@ class Holding {
     if (this.stopped) return;
     this.stopped = true;
     // Not published: the room's next holder replays them from the checkpoint.
-    this.forgetWaiting();
+    this.waiting = [];
     clearInterval(this.checkpointTimer);
     // Reading ends first, so that the last checkpoint is how far this holding read.
     await this.messages?.close().catch(() => undefined);
@@ -286,19 +297,13 @@ export class WorkerNode {
   restarts = 0;
   private readonly holdings = new Map<string, Holding>();
   private readonly models = new Map<string, Promise<PoseModel>>();
-  private timer: NodeJS.Timeout | undefined;
-  private renewTimer: NodeJS.Timeout | undefined;
-  private workerRevision = 0;
-  private ticking: Promise<void> | undefined;
-  /** Workers by key: when each last announced itself (local clock), from a watch of the bucket. */
-  private readonly workersSeen = new Map<string, number>();
-  /** Environments by key: their ids, from a watch of the bucket. */
-  private readonly environmentsSeen = new Map<string, string>();
-  private readonly watches: Array<{ stop(): void }> = [];
-  private renewing: Promise<void> | undefined;
-  private closed = false;
-  /** How long after a lease's renewal was sent the worker publishes for its room, ms (three quarters of its life). */
-  readonly leaseValidMs: number;
+  /** The rooms' leases, by the rules of src/cluster/leases.ts. */
+  private readonly table: LeaseTable;
+  /**
+   * A quarter of a lease's life: the worker publishes for a room only while its lease is good for
+   * longer than this by its own clock (the rest is kept in hand for the publish to reach the server).
+   */
+  private readonly leaseMarginMs: number;
 
   private constructor(
     readonly bus: Bus,
@@ -308,7 +313,20 @@ export class WorkerNode {
   ) {
     this.id = id ?? randomUUID().slice(0, 8);
     this.publisher = new Publisher(bus);
-    this.leaseValidMs = settings.lease_ttl_seconds * 750;
+    this.leaseMarginMs = settings.lease_ttl_seconds * 250;
+    this.table = new LeaseTable({
+      id: this.id,
+      ttlMs: settings.lease_ttl_seconds * 1000,
+      buckets: { leases: bus.leases, members: bus.workers, items: bus.environments },
+      itemOf: (e) => decodeJson<EnvironmentEntry>(e.value).id,
+      work: {
+        take: (env) => this.take(env),
+        drop: (env, why) => this.drop(env, why),
+        renewed: (env, retaken) => this.holdings.get(env)?.renewed(retaken),
+      },
+      log,
+      label: `worker ${this.id}`,
+    });
   }
 
   /**
@@ -316,23 +334,23 @@ export class WorkerNode {
    * @param bus the bus
    * @param settings `cluster` of its configuration
    * @param log where it says what it holds
-   * @param id its name (default a random one)
+   * @param id its name (default a random one); refused while a live worker has it
    * @returns the worker; `close()` it
    */
   static async start(bus: Bus, settings: WorkerSettings, log: Logger, id?: string): Promise<WorkerNode> {
     const w = new WorkerNode(bus, settings, log, id);
-    await w.follow();
-    const quarter = (settings.lease_ttl_seconds * 1000) / 4;
-    await w.renewOnce();
-    w.renewTimer = setInterval(() => void w.renewOnce(), quarter);
-    await w.tick();
-    w.timer = setInterval(() => void w.tick(), quarter);
+    await w.table.start();
     return w;
   }
 
   /** The environments held now. */
   held(): string[] {
-    return [...this.holdings.keys()].sort();
+    return this.table.holds();
+  }
+
+  /** Whether the worker may publish for an environment now (see {@link leaseMarginMs}). */
+  mayPublish(env: string): boolean {
+    return this.table.validFor(env) > this.leaseMarginMs;
   }
 
   /** Pose frames made and published, per environment held. */
@@ -351,159 +369,40 @@ export class WorkerNode {
     return m;
   }
 
-  /**
-   * Follows the workers and environments buckets (listing keys while they change misses some:
-   * a watch sees every change). Resolves once both have delivered what they hold now.
-   */
-  private async follow(): Promise<void> {
-    const watch = async (kv: KV, on: (e: KvEntry) => void) => {
-      let ready!: () => void;
-      const initial = new Promise<void>((ok) => (ready = ok));
-      const w = await kv.watch({ initializedFn: () => ready() });
-      this.watches.push(w);
-      void (async () => {
-        try {
-          for await (const e of w) on(e);
-        } catch (err) {
-          if (!this.closed) this.log('warn', `worker ${this.id}: watch of ${kv === this.bus.workers ? 'workers' : 'environments'}: ${(err as Error).message}`);
-        }
-      })();
-      await initial;
-    };
-    await watch(this.bus.workers, (e) => {
-      if (e.operation === 'PUT') this.workersSeen.set(e.key, Date.now());
-      else this.workersSeen.delete(e.key);
-    });
-    await watch(this.bus.environments, (e) => {
-      if (e.operation === 'PUT') this.environmentsSeen.set(e.key, decodeJson<EnvironmentEntry>(e.value).id);
-      else this.environmentsSeen.delete(e.key);
-    });
-  }
-
-  private tick(): Promise<void> {
-    // One round at a time: a slow bus must not stack rounds.
-    this.ticking ??= this.round().finally(() => (this.ticking = undefined));
-    return this.ticking;
-  }
-
-  private renewOnce(): Promise<void> {
-    // Never two renewals at once: the second would renew by a revision the first moved on.
-    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
-    return this.renewing;
-  }
-
-  /**
-   * Renews the worker's announcement and every lease it holds, on a timer of its own: a round
-   * starting an environment must not delay them. A lease that expired with nobody taking it is
-   * taken again; one that moved on is someone else's now, and its pipeline stops.
-   */
-  private async renew(): Promise<void> {
-    if (this.closed) return;
-    const { bus } = this;
+  private async take(env: string): Promise<void> {
+    const h = new Holding(env, this);
+    this.holdings.set(env, h);
     try {
-      this.workerRevision = await announce(bus.workers, bucketKey(this.id), this.workerRevision);
+      await h.start();
     } catch (e) {
-      this.log('warn', `worker ${this.id}: ${(e as Error).message}`);
-    }
-    for (const [env, h] of this.holdings) {
-      const sentAt = performance.now();
-      try {
-        h.revision.value = await bus.leases.update(bucketKey(env), this.id, h.revision.value);
-        h.renewed(sentAt);
-      } catch {
-        try {
-          h.revision.value = await bus.leases.create(bucketKey(env), this.id);
-          // It lapsed: another worker may have held the room meanwhile and published for it. When
-          // the stream cannot say, the frames made meanwhile are not published (a holder after
-          // this one replays them).
-          let last: number | undefined;
-          try {
-            last = (await lastPublished(bus, env))?.time ?? -Infinity;
-          } catch {
-            h.forgetWaiting();
-          }
-          h.renewed(sentAt, last);
-        } catch {
-          if (this.holdings.get(env) !== h) continue;
-          this.log('warn', `worker ${this.id}: lost the lease of ${env}`);
-          this.holdings.delete(env);
-          await h.stop(false);
-        }
-      }
+      this.holdings.delete(env);
+      await h.stop(false);
+      throw e;
     }
   }
 
-  private async round(): Promise<void> {
-    if (this.closed) return;
-    const { bus } = this;
-    try {
-      // Live workers: announced within a lease's life (an expired entry vanishes without a word).
-      const now = Date.now();
-      const ttl = this.settings.lease_ttl_seconds * 1000;
-      const workers = [...this.workersSeen.values()].filter((t) => now - t < ttl).length;
-      const envs = [...new Set(this.environmentsSeen.values())].sort();
-      const share = Math.ceil(envs.length / Math.max(1, workers));
-      // More than the share: let the newest go, for a worker with fewer to take.
-      while (this.holdings.size > share) {
-        const env = [...this.holdings.keys()].pop()!;
-        await this.release(env);
-      }
-      for (const env of envs) {
-        if (this.holdings.size >= share || this.closed) break;
-        if (this.holdings.has(env)) continue;
-        let revision: number;
-        const sentAt = performance.now();
-        try {
-          revision = await bus.leases.create(bucketKey(env), this.id);
-        } catch {
-          continue; // held by another worker
-        }
-        const h = new Holding(env, { value: revision }, this);
-        h.renewed(sentAt);
-        this.holdings.set(env, h);
-        try {
-          await h.start();
-        } catch (e) {
-          this.log('error', `worker ${this.id}: cannot run environment ${env}: ${(e as Error).message}`);
-          await this.release(env);
-        }
-      }
-    } catch (e) {
-      this.log('warn', `worker ${this.id}: ${(e as Error).message}`);
-    }
-  }
-
-  /** Stops an environment's pipeline and gives its lease back. */
-  async release(env: string): Promise<void> {
+  private async drop(env: string, why: 'released' | 'lost'): Promise<void | 'lapse'> {
     const h = this.holdings.get(env);
-    if (!h) return;
     this.holdings.delete(env);
+    if (why === 'lost' || !h) {
+      // Another worker's now: its checkpoint is not overwritten.
+      await h?.stop(false);
+      return;
+    }
     await h.stop(true);
     // What it published must be in the stream before the lease goes: the next holder publishes
     // after the last frame it finds there. Held longer than the lease's life, the lease lapses.
-    if ((await this.publisher.taken(this.settings.lease_ttl_seconds * 1000)) > 0) {
-      this.log('warn', `worker ${this.id}: ${env} given back with publishes still held; its lease is left to lapse`);
-      return;
-    }
-    try {
-      await this.bus.leases.delete(bucketKey(env), { previousSeq: h.revision.value });
-    } catch {
-      // Already expired or taken: nothing to give back.
-    }
-    this.log('info', `worker ${this.id}: released environment ${env}`);
+    if ((await this.publisher.taken(this.settings.lease_ttl_seconds * 1000)) > 0) return 'lapse';
+  }
+
+  /** Stops an environment's pipeline and gives its lease back (a pipeline that failed). */
+  release(env: string): Promise<void> {
+    return this.table.release(env);
   }
 
   /** Gives every environment back (for another worker to take at once) and stops. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    clearInterval(this.timer);
-    clearInterval(this.renewTimer);
-    await this.ticking;
-    await this.renewing;
-    for (const w of this.watches) w.stop();
-    for (const env of [...this.holdings.keys()]) await this.release(env);
-    await this.bus.workers.delete(bucketKey(this.id)).catch(() => undefined);
+    await this.table.close();
     await this.publisher.settled();
     for (const m of this.models.values()) await (await m.catch(() => undefined))?.release();
   }
@@ -527,18 +426,6 @@ export async function lastPublished(bus: Bus, env: string): Promise<PoseFrame | 
     if ((e as NatsError).api_error?.err_code === NO_MESSAGE_FOUND) return undefined;
     throw e;
   }
-}
-
-/** Puts the worker's entry (first) or renews it; returns its revision. */
-async function announce(kv: KV, id: string, revision: number): Promise<number> {
-  if (revision > 0) {
-    try {
-      return await kv.update(id, String(Date.now()), revision);
-    } catch {
-      // Expired (the process was stopped too long): announce again.
-    }
-  }
-  return kv.put(id, String(Date.now()));
 }
 
 /**
