@@ -6,6 +6,7 @@
  *   far it was read, so the next holder replays from there, not from an older periodic checkpoint.
  * - A worker replaying a room up to the checkpoint it started from never writes a checkpoint below
  *   it (killed during the replay, the next holder would replay further back still).
+ * - A worker started with the name of a live one is refused.
  * - The last pose frame published for a room is read back from the stream; a stream that cannot
  *   say is an error, never "nothing published" (a takeover would publish again what was).
  */
@@ -104,6 +105,21 @@ describeWithNats('a worker giving a room back', () => {
       await bus.close();
     }
   }, 120_000);
+
+  it('refuses a worker with the name of a live one, and gives the name back once that one is gone', async () => {
+    const settings = { ...config.get().cluster, lease_ttl_seconds: 1 };
+    const bus = await Bus.connect(nats.url, settings, 'name-test');
+    const first = await WorkerNode.start(bus, settings, quiet, 'w-same');
+    try {
+      await expect(WorkerNode.start(bus, settings, quiet, 'w-same')).rejects.toThrow(/another live node has the name w-same/);
+      await first.close();
+      const again = await WorkerNode.start(bus, settings, quiet, 'w-same');
+      await again.close();
+    } finally {
+      await first.close();
+      await bus.close();
+    }
+  }, 60_000);
 
   it('reads the last pose frame published, and fails rather than say "none" when the stream cannot answer', async () => {
     const bus = await Bus.connect(nats.url, config.get().cluster, 'last-published-test');
