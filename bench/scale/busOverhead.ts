@@ -151,7 +151,7 @@ export async function run(opts: BusOverheadOptions = {}): Promise<BenchResult[]>
       });
       await until(() => /source .* ended after \d+ frames/.test(ingest.log()), ROUND_GIVE_UP_MS, `the ingest of ${room} to publish its capture`);
       const published = Number(/ended after (\d+) frames/.exec(ingest.log())![1]);
-      await until(async () => (await w.csiCount(room)) >= published, ROUND_GIVE_UP_MS, `the stream to hold the ${published} frames of ${room}`);
+      await until(() => /the stream took all \d+ frames/.test(ingest.log()), ROUND_GIVE_UP_MS, `the stream to hold the ${published} frames of ${room}`);
       const last = await w.lastCsiSeq(room);
       await until(async () => (await w.checkpointSeq(room)) >= last, ROUND_GIVE_UP_MS, `the worker to read ${room} to its last frame`);
       const poses = w.stored.get('pose.>')!;

@@ -196,7 +196,14 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
 
   log(`fan-out: making ${total} pose frames with the shipped model...`);
   const frames = await poseFrames(total);
-  const busBytes = frames.map((f) => encodePoseFrame(f));
+  /**
+   * The frames as a phase publishes them: each phase's frames later than the last phase's, as a
+   * worker's are (an api node hands a room's frame of a time on once: one it saw is a resend).
+   */
+  let busBytes: Uint8Array[] = [];
+  const encodePhase = (phase: number) => {
+    busBytes = frames.map((f) => encodePoseFrame({ ...f, time: f.time + phase * total * 100 }));
+  };
 
   const keys = Array.from({ length: 10 }, (_, i) => `bench-fanout-${i}-${randomBytes(12).toString('hex')}`);
   const dir = mkdtempSync(join(tmpdir(), 'csipose-bench-fanout-'));
@@ -282,6 +289,7 @@ export async function run(opts: FanoutOptions = {}): Promise<BenchResult[]> {
     /** Publishes the frames at `fps` to one side; returns each frame's publication time. */
     const publishAll = async (side: Side): Promise<Float64Array> => {
       phaseNo++;
+      encodePhase(phaseNo);
       // Whatever came after the last phase was settled is not this phase's.
       await Promise.all(clients.map((c) => c.call('report', { clear: true })));
       const times = new Float64Array(total);

@@ -15,7 +15,7 @@ import { Subject, lastValueFrom, toArray } from 'rxjs';
 import type { CsiFrame } from '../../src/csi/frame.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import { Bus, bucketKey, CSI_STREAM, csiSubjects } from '../../src/bus/bus.js';
-import { decodeCsiFrame } from '../../src/bus/codec.js';
+import { decodeCsiFrames } from '../../src/bus/codec.js';
 import { defaults } from '../../src/config/schema.js';
 import { PoseModel } from '../../src/model/runtime.js';
 import { resolveInstalled } from '../../src/packageRoot.js';
@@ -70,9 +70,10 @@ async function replay(a: { bus: string; env: string }): Promise<ReferenceResult>
       let n = 0;
       let lastCsiTime = NaN;
       for await (const m of messages) {
-        const f = decodeCsiFrame(m.data);
-        lastCsiTime = f.time;
-        input.next(f);
+        for (const f of decodeCsiFrames(m.data)) {
+          lastCsiTime = f.time;
+          input.next(f);
+        }
         if (++n % CHUNK === 0) await new Promise((ok) => setImmediate(ok));
         if (m.seq >= last) break;
       }

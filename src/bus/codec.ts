@@ -5,7 +5,8 @@
  *
  * A CSI frame is binary (it is the bulk: 100 frames a second per link, 2 KB each for 3x3x30): a
  * fixed little-endian header, its strings and `meta` as UTF-8 JSON, then the subcarrier indices
- * and the samples byte for byte. A pose frame is JSON (a few a second per environment), with its
+ * and the samples byte for byte. A message holds one frame, or several of one link in order (a
+ * batch: what a source emitted within one turn of the event loop, e.g. a file replayed fast). A pose frame is JSON (a few a second per environment), with its
  * Float32Arrays as base64 of their bytes, so that NaN and every float survive.
  */
 import { endianness } from 'node:os';
@@ -78,6 +79,62 @@ export function encodeCsiFrame(f: CsiFrame): Uint8Array {
   out.set(new Uint8Array(f.subcarriers.buffer, f.subcarriers.byteOffset, f.subcarriers.byteLength), o);
   o += f.subcarriers.byteLength;
   out.set(new Uint8Array(f.csi.buffer, f.csi.byteOffset, f.csi.byteLength), o);
+  return out;
+}
+
+/** First bytes of a batch of encoded CSI frames: 'C', 'B', its layout version, 0, then the count (uint32). */
+const BATCH_MAGIC_0 = 0x43;
+const BATCH_MAGIC_1 = 0x42;
+const BATCH_VERSION = 1;
+const BATCH_HEADER = 8;
+
+/**
+ * Encodes CSI frames (of one link, in order) as one message: one frame as {@link encodeCsiFrame}
+ * writes it, several as a batch (the header, then each frame's length as uint32 and its bytes).
+ * @param frames at least one frame
+ * @returns the message's bytes
+ */
+export function encodeCsiFrames(frames: readonly CsiFrame[]): Uint8Array {
+  if (frames.length === 1) return encodeCsiFrame(frames[0]!);
+  const parts = frames.map(encodeCsiFrame);
+  let size = BATCH_HEADER;
+  for (const p of parts) size += 4 + p.length;
+  const out = new Uint8Array(size);
+  const dv = new DataView(out.buffer);
+  out[0] = BATCH_MAGIC_0;
+  out[1] = BATCH_MAGIC_1;
+  out[2] = BATCH_VERSION;
+  dv.setUint32(4, parts.length, true);
+  let o = BATCH_HEADER;
+  for (const p of parts) {
+    dv.setUint32(o, p.length, true);
+    out.set(p, o + 4);
+    o += 4 + p.length;
+  }
+  return out;
+}
+
+/**
+ * Decodes a message of CSI frames: one frame or a batch ({@link encodeCsiFrames}).
+ * @param bytes the message
+ * @returns its frames, in order
+ * @throws BusCodecError for bytes that are neither
+ */
+export function decodeCsiFrames(bytes: Uint8Array): CsiFrame[] {
+  if (bytes.length < BATCH_HEADER || bytes[0] !== BATCH_MAGIC_0 || bytes[1] !== BATCH_MAGIC_1) return [decodeCsiFrame(bytes)];
+  if (bytes[2] !== BATCH_VERSION) throw new BusCodecError(`CSI batch codec version ${bytes[2]}, this build reads ${BATCH_VERSION}`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = dv.getUint32(4, true);
+  const out: CsiFrame[] = [];
+  let o = BATCH_HEADER;
+  for (let i = 0; i < count; i++) {
+    if (o + 4 > bytes.length) throw new BusCodecError(`a CSI batch of ${count} frames ends after ${i}`);
+    const n = dv.getUint32(o, true);
+    if (o + 4 + n > bytes.length) throw new BusCodecError(`a CSI batch of ${count} frames ends inside frame ${i}`);
+    out.push(decodeCsiFrame(bytes.subarray(o + 4, o + 4 + n)));
+    o += 4 + n;
+  }
+  if (o !== bytes.length) throw new BusCodecError(`a CSI batch of ${count} frames has ${bytes.length - o} bytes left over`);
   return out;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The ingest role (`csipose serve --role ingest --bus nats://...`): one environment's CSI source
- * (UDP, MQTT, files, the simulator: `hardware.source` or `--source`) published frame by frame to
- * the bus, `csi.<env>.<link>`, and the environment's configuration put under its id in the
+ * (UDP, MQTT, files, the simulator: `hardware.source` or `--source`) published to the bus,
+ * `csi.<env>.<link>`: the frames of a link that came within one turn of the event loop go as one
+ * message (a live source's packets mostly one by one; a file replayed fast, many at once), and the environment's configuration put under its id in the
  * `csipose_environments` bucket, where workers find what to run and how. No model, no pipeline,
  * no store (docs/scale.md).
  */
@@ -10,7 +11,7 @@ import type { Subscription } from 'rxjs';
 import type { CsiFrame } from '../csi/frame.js';
 import { siteLinks } from '../csi/radios.js';
 import { Bus, bucketKey, csiSubject, Publisher } from '../bus/bus.js';
-import { encodeCsiFrame } from '../bus/codec.js';
+import { encodeCsiFrames } from '../bus/codec.js';
 import type { ConfigSnapshot } from '../config/store.js';
 import { parseSource } from '../sources/uri.js';
 import type { Logger } from '../service/service.js';
@@ -24,6 +25,17 @@ export interface EnvironmentEntry {
   at: number;
 }
 
+/** Most frames of a link in one message. */
+const BATCH_FRAMES = 64;
+/** Most sample bytes of a link in one message (NATS takes messages of up to 1 MB by default). */
+const BATCH_BYTES = 256 * 1024;
+
+/** A link's frames waiting for the end of the event loop's turn. */
+interface LinkBatch {
+  frames: CsiFrame[];
+  bytes: number;
+}
+
 /** A running ingest node. */
 export class IngestNode {
   private sub: Subscription | undefined;
@@ -34,6 +46,10 @@ export class IngestNode {
   readonly publisher: Publisher;
   /** This start's id: message ids of frames (indices start again at each start). */
   private readonly session = randomUUID().slice(0, 8);
+  /** Frames per link waiting to be published at the end of this turn of the event loop. */
+  private readonly batches = new Map<string, LinkBatch>();
+  private flushing: NodeJS.Immediate | undefined;
+  private env = '';
 
   private constructor(
     readonly bus: Bus,
@@ -70,6 +86,12 @@ export class IngestNode {
       complete: () => {
         log('info', `ingest: source ${uri} ended after ${node.frames} frames`);
         node.endedResolve();
+        // Said once the stream has taken them all (a file replayed fast is published in batches).
+        node.flush();
+        void node.publisher.settled(60_000).then((left) => {
+          if (left === 0) log('info', `ingest: the stream took all ${node.frames} frames of ${uri}`);
+          else log('warn', `ingest: ${left} message(s) of ${uri} not yet taken by the stream after 60 s`);
+        });
       },
     });
     log('info', `ingest: environment ${env} from ${uri} to the bus`);
@@ -79,9 +101,29 @@ export class IngestNode {
   private publish(f: CsiFrame, env: string, primary: string): void {
     this.frames++;
     // Frames from a source of another environment id cannot happen here: every source stamps the one given.
-    // The message id makes a frame sent again after a lost acknowledgement harmless.
+    this.env = env;
     const link = f.linkId ?? primary;
-    this.publisher.publish(csiSubject(env, link), encodeCsiFrame(f), `${this.session}:${link}:${f.index}`);
+    let b = this.batches.get(link);
+    if (!b) this.batches.set(link, (b = { frames: [], bytes: 0 }));
+    b.frames.push(f);
+    b.bytes += f.csi.byteLength;
+    if (b.frames.length >= BATCH_FRAMES || b.bytes >= BATCH_BYTES) this.send(link, b);
+    else this.flushing ??= setImmediate(() => this.flush());
+  }
+
+  /** Publishes every link's waiting frames. */
+  flush(): void {
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    for (const [link, b] of this.batches) this.send(link, b);
+  }
+
+  private send(link: string, b: LinkBatch): void {
+    if (b.frames.length === 0) return;
+    // The message id (the first frame's) makes a message sent again after a lost acknowledgement harmless.
+    this.publisher.publish(csiSubject(this.env, link), encodeCsiFrames(b.frames), `${this.session}:${link}:${b.frames[0]!.index}`);
+    b.frames = [];
+    b.bytes = 0;
   }
 
   /** Resolves when the source ends or fails (a file replayed to its end). */
@@ -99,6 +141,7 @@ export class IngestNode {
   async close(): Promise<void> {
     this.sub?.unsubscribe();
     this.endedResolve();
+    this.flush();
     await this.publisher.settled();
   }
 }

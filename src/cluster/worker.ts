@@ -21,7 +21,7 @@ import { AckPolicy, DeliverPolicy, type ConsumerMessages, type NatsError } from 
 import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
 import { Bus, alertsSubject, bucketKey, CSI_STREAM, csiSubjects, eventsSubject, POSE_STREAM, poseSubject, Publisher } from '../bus/bus.js';
-import { decodeCsiFrame, decodePoseFrame, encodePoseFrame } from '../bus/codec.js';
+import { decodeCsiFrames, decodePoseFrame, encodePoseFrame } from '../bus/codec.js';
 import { PoseModel } from '../model/runtime.js';
 import { resolveInstalled } from '../packageRoot.js';
 import { livePipeline } from '../../pipelines/build.js';
@@ -52,6 +52,8 @@ const STALL_MS = 5000;
  * between tries to make the consumer again (after an election), and sends heartbeats at half of it.
  */
 const PULL_EXPIRES_MS = 2000;
+/** Most bytes of CSI one pull of a room asks for (the client keeps about that much buffered). */
+const PULL_MAX_BYTES = 8 * 1024 * 1024;
 /** Wait before a room's CSI read starts again, ms. */
 const RESTART_WAIT_MS = 500;
 /** Longest stretch of frames a worker runs before it lets timers and I/O in, ms. */
@@ -153,7 +155,8 @@ class Holding {
         // The client creates the consumer inside `consume`, retrying while the stream has no
         // leader, and waits between tries up to 1.5x `expires`: a short `expires` keeps those
         // waits short, and a start that takes longer than a stall is given up and begun again.
-        const starting = consumer.consume({ max_messages: 1024, expires: PULL_EXPIRES_MS });
+        // Messages are batches of up to 256 KiB (src/cluster/ingest.ts): bounded by bytes too.
+        const starting = consumer.consume({ max_bytes: PULL_MAX_BYTES, expires: PULL_EXPIRES_MS });
         const messages = await Promise.race([starting, new Promise<undefined>((ok) => setTimeout(() => ok(undefined), STALL_MS))]);
         if (!messages) {
           void starting.then(
@@ -179,15 +182,15 @@ class Holding {
           this.seq = m.seq;
           next = m.seq + 1;
           this.streamTime = m.info.timestampNanos / 1e6;
-          let frame: CsiFrame;
+          let batch: CsiFrame[];
           try {
-            frame = decodeCsiFrame(m.data);
+            batch = decodeCsiFrames(m.data);
           } catch (e) {
             this.node.badFrames++;
             log('warn', `worker ${this.node.id}: ${m.subject} seq ${m.seq}: ${(e as Error).message}`);
             continue;
           }
-          frames.next(frame);
+          for (const frame of batch) frames.next(frame);
         }
       } catch (e) {
         if (!this.stopped) log('warn', `worker ${this.node.id}: environment ${this.env}: reading CSI: ${(e as Error).message}`);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { firstValueFrom, from, toArray } from 'rxjs';
-import { BusCodecError, decodeCsiFrame, decodePoseFrame, encodeCsiFrame, encodePoseFrame } from '../../src/bus/codec.js';
+import { BusCodecError, decodeCsiFrame, decodeCsiFrames, decodePoseFrame, encodeCsiFrame, encodeCsiFrames, encodePoseFrame } from '../../src/bus/codec.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import { CsiSimulator } from '../../src/sim/simulator.js';
 import { DEFAULT_RADIOS } from '../../src/csi/radios.js';
@@ -48,6 +48,26 @@ describe('CSI frames on the bus', () => {
     expect(back).toEqual(f);
     expect('linkId' in back).toBe(false);
     expect(Array.from(new Uint8Array(back.csi.buffer))).toEqual(Array.from(new Uint8Array(f.csi.buffer)));
+  });
+
+  it("carries a batch of one link's frames in one message, in order, and one frame as it always was", () => {
+    const frames = simFrames(30).filter((f) => f.linkId === simFrames(1)[0]!.linkId);
+    expect(frames.length).toBe(30);
+    expect(decodeCsiFrames(encodeCsiFrames(frames))).toEqual(frames);
+    // One frame: the single-frame message, readable by either decoder.
+    const one = encodeCsiFrames(frames.slice(0, 1));
+    expect(one).toEqual(encodeCsiFrame(frames[0]!));
+    expect(decodeCsiFrames(one)).toEqual([frames[0]]);
+  });
+
+  it.each([
+    ['cut inside a frame', (b: Uint8Array) => b.subarray(0, b.length - 10)],
+    ['cut between frames', (b: Uint8Array) => b.subarray(0, 8 + 2 * (4 + encodeCsiFrame(simFrames(1)[0]!).length))],
+    ['with bytes left over', (b: Uint8Array) => Uint8Array.from([...b, 0, 0])],
+    ['of another version', (b: Uint8Array) => Uint8Array.from(b, (x, i) => (i === 2 ? 9 : x))],
+  ])('refuses a batch %s with a codec error', (_what, spoil) => {
+    const frames = simFrames(3).filter((f) => f.linkId === simFrames(1)[0]!.linkId);
+    expect(() => decodeCsiFrames(spoil(encodeCsiFrames(frames)))).toThrow(BusCodecError);
   });
 
   it('reads a frame out of a larger buffer at any offset (a message in a batch)', () => {
