@@ -155,7 +155,7 @@ class Holding {
         // The client creates the consumer inside `consume`, retrying while the stream has no
         // leader, and waits between tries up to 1.5x `expires`: a short `expires` keeps those
         // waits short, and a start that takes longer than a stall is given up and begun again.
-        // Messages are batches of up to 256 KiB (src/cluster/ingest.ts): bounded by bytes too.
+        // Messages are batches of up to 256 KiB (src/cluster/ingest.ts): a pull is bounded by bytes.
         const starting = consumer.consume({ max_bytes: PULL_MAX_BYTES, expires: PULL_EXPIRES_MS });
         const messages = await Promise.race([starting, new Promise<undefined>((ok) => setTimeout(() => ok(undefined), STALL_MS))]);
         if (!messages) {
