@@ -86,8 +86,161 @@ function personParams(f: HistoryFilter): Record<string, number | string | Date |
   };
 }
 
+/** Ranges of `seq` a filter's rows are first counted by (history page index). */
+const INDEX_RANGES = 1024;
+/** Ranges an index may grow to by rows counted since it was made; beyond, it is made again. */
+const INDEX_MAX_RANGES = 4 * INDEX_RANGES;
+/** Filters whose index a store keeps, the least recently read dropped first. */
+const INDEXES_KEPT = 32;
+
 /**
- * One page of stored persons (Form B history records), in storage order.
+ * A filter's matching persons counted by ranges of `seq` (ascending, disjoint), up to the store's
+ * pose mark `seq` of when they were counted: a page is found from these counts, reading only the
+ * ranges it lies in, instead of counting every row before it again. Never changed once made: rows
+ * stored since are counted into a new index that adds one range.
+ */
+interface PageIndex {
+  /** The store's `poseMark().writes` it was counted at: any other value voids it. */
+  readonly writes: number;
+  /** Rows with `seq` up to this are counted. */
+  readonly seq: number;
+  /** Each range's first and last `seq`. */
+  readonly first: readonly number[];
+  readonly last: readonly number[];
+  /** Matching rows in the ranges up to each one, itself included. */
+  readonly upTo: readonly number[];
+}
+
+/** Each store's page indexes by filter (Map order: least recently read first). */
+const INDEXES = new WeakMap<Store, Map<string, PageIndex>>();
+
+const filterKey = (f: HistoryFilter): string => [f.environmentId, f.from, f.to, f.personId ?? '', f.trackId ?? '', f.minConfidence].join('\u0000');
+
+/**
+ * The page index of a filter, as of now: the one kept, with the rows stored since counted; made
+ * by one pass over the filter's rows when none is kept or the store's rows changed otherwise than
+ * by appends in storage order. Undefined for a store that cannot tell (in memory) or when its rows
+ * changed meanwhile.
+ */
+async function pageIndex(store: Store, f: HistoryFilter): Promise<PageIndex | undefined> {
+  const mark = store.poseMark();
+  if (!mark) return undefined;
+  let kept = INDEXES.get(store);
+  if (!kept) INDEXES.set(store, (kept = new Map()));
+  const key = filterKey(f);
+  const old = kept.get(key);
+  const params = personParams(f);
+  let index: PageIndex;
+  if (old && old.writes === mark.writes && old.upTo.length < INDEX_MAX_RANGES) {
+    index = old;
+    if (mark.seq > old.seq) {
+      const [c] = await store.query(`SELECT count(*) AS n FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq > $after AND p.seq <= $through`, {
+        ...params,
+        after: old.seq,
+        through: mark.seq,
+      });
+      const n = num(c?.n);
+      const total = old.upTo.at(-1) ?? 0;
+      index =
+        n > 0
+          ? { writes: old.writes, seq: mark.seq, first: [...old.first, old.seq + 1], last: [...old.last, mark.seq], upTo: [...old.upTo, total + n] }
+          : { ...old, seq: mark.seq };
+    }
+  } else {
+    // The span of `seq` of the time range (zonemaps of `ts` and `seq` answer it), cut in ranges
+    // of equal width, and the filter's rows counted by range in one pass.
+    const [span] = await store.query(`SELECT min(p.seq) AS lo, max(p.seq) AS hi FROM pose_persons p WHERE p.ts BETWEEN $from AND $to AND p.seq <= $through`, {
+      from: params.from!,
+      to: params.to!,
+      through: mark.seq,
+    });
+    const lo = opt(span?.lo);
+    const hi = opt(span?.hi);
+    const first: number[] = [];
+    const last: number[] = [];
+    const upTo: number[] = [];
+    if (lo !== undefined && hi !== undefined) {
+      const width = Math.max(1, Math.ceil((hi - lo + 1) / INDEX_RANGES));
+      const counts = await store.query(
+        `SELECT (p.seq - $lo) // $width AS r, count(*) AS n FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi GROUP BY r ORDER BY r`,
+        { ...params, lo, hi, width },
+      );
+      let total = 0;
+      for (const c of counts) {
+        const r = num(c.r);
+        total += num(c.n);
+        first.push(lo + r * width);
+        last.push(Math.min(hi, lo + (r + 1) * width - 1));
+        upTo.push(total);
+      }
+    }
+    index = { writes: mark.writes, seq: mark.seq, first, last, upTo };
+  }
+  // Rows deleted or stored out of order while it was counted: not kept, not used.
+  if (store.poseMark()?.writes !== index.writes) {
+    kept.delete(key);
+    return undefined;
+  }
+  kept.delete(key);
+  kept.set(key, index);
+  for (const k of kept.keys()) {
+    if (kept.size <= INDEXES_KEPT) break;
+    kept.delete(k);
+  }
+  return index;
+}
+
+/** The first position in `upTo` (ascending) whose value exceeds `n`. */
+function rangeAbove(upTo: readonly number[], n: number): number {
+  let lo = 0;
+  let hi = upTo.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (upTo[mid]! > n) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/**
+ * One page of stored persons (Form B history records), in key order (`seq`, `slot`).
+ *
+ * A store on a file keeps, per filter read, its rows counted by ranges of `seq` (a page index,
+ * made by one pass over the filter's rows and brought up to date with the rows stored since at
+ * each read): the page is read from the ranges it lies in, sorted there, and the total is the
+ * index's. A page of a filter read before costs a read of a few ranges; the first costs one pass.
+ * When the rows changed while the page was read, or the store cannot tell its changes (in
+ * memory: views over lake files), the page is found as {@link personPageByPosition} finds it.
+ * @param store the store
+ * @param f the filter
+ * @param offset rows to skip
+ * @param limit rows to return
+ * @returns the persons and the total that matches
+ */
+export async function personPage(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
+  const index = await pageIndex(store, f);
+  if (!index) return personPageByPosition(store, f, offset, limit);
+  const total = index.upTo.at(-1) ?? 0;
+  if (offset >= total || limit <= 0) return { total, persons: [] };
+  const end = Math.min(offset + limit, total);
+  const i = rangeAbove(index.upTo, offset);
+  const j = rangeAbove(index.upTo, end - 1);
+  // The page starts at the key of the row at `offset` (with keys repeated, at the first row of that
+  // key, as personPageSorted reads it); its rows lie in ranges i to j.
+  const rows = await store.query(
+    `WITH k AS (SELECT p.seq, p.slot FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi ORDER BY p.seq, p.slot LIMIT 1 OFFSET $skip)
+     SELECT ${PERSON_COLUMNS} FROM pose_persons p, k WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi AND (p.seq > k.seq OR (p.seq = k.seq AND p.slot >= k.slot))
+     ORDER BY p.seq, p.slot LIMIT $limit`,
+    { ...personParams(f), lo: index.first[i]!, hi: index.last[j]!, limit, skip: offset - (i > 0 ? index.upTo[i - 1]! : 0) },
+  );
+  if (rows.length >= end - offset && store.poseMark()?.writes === index.writes) return { total, persons: rows.map(stored) };
+  // The rows changed under the index: forget it, and read the page without one.
+  INDEXES.get(store)?.delete(filterKey(f));
+  return personPageByPosition(store, f, offset, limit);
+}
+
+/**
+ * One page of stored persons (Form B history records), in key order, without an index.
  *
  * The rows are stored in the order of their key (`seq`, `slot`) as the sink appends them, so the
  * page is first read where it lies in the table, by position (the scan stops at the page instead
@@ -102,7 +255,7 @@ function personParams(f: HistoryFilter): Record<string, number | string | Date |
  * @param limit rows to return
  * @returns the persons and the total that matches
  */
-export async function personPage(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
+export async function personPageByPosition(store: Store, f: HistoryFilter, offset: number, limit: number): Promise<{ total: number; persons: StoredPerson[] }> {
   const params = personParams(f);
   const keys = await store.query(`SELECT p.seq, p.slot FROM pose_persons p WHERE ${PERSON_WHERE} LIMIT $limit OFFSET $offset`, { ...params, limit, offset });
   if (keys.length === 0) {

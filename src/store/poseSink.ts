@@ -717,7 +717,8 @@ export class PoseSink {
     const oldest = this.oldestAt;
     this.oldestAt = undefined;
     try {
-      await this.store.withWriter((conn) => this.writeBatch(conn, nF, nP, nE, nA));
+      const seq = this.persons.seq;
+      await this.store.withWriter((conn) => this.writeBatch(conn, nF, nP, nE, nA), { personSeq: nP > 0 ? [seq[0]!, seq[nP - 1]!] : undefined });
     } catch (e) {
       this.oldestAt = oldest;
       this.s.failedFlushes++;
@@ -914,7 +915,7 @@ export class PoseSink {
         }
       };
       if (this.store.closed) closeAll();
-      else await this.store.withWriter(closeAll).catch(() => undefined);
+      else await this.store.withWriter(closeAll, {}).catch(() => undefined);
       this.detach();
     })();
     return this.closing;

@@ -152,6 +152,20 @@ export interface StoreOptions {
   readOnly?: boolean;
 }
 
+/** What a write task of {@link Store.withWriter} does, when it only appends rows. */
+export interface Appends {
+  /** The first and last `pose_persons.seq` it appends (none appended: undefined). */
+  personSeq?: readonly [number, number];
+}
+
+/** Where a store's pose rows stand ({@link Store.poseMark}). */
+export interface PoseMark {
+  /** Writes other than appends in storage order, since the store was opened. */
+  writes: number;
+  /** The highest `pose_persons.seq` committed. */
+  seq: number;
+}
+
 /** Why an ad-hoc SQL text (`Store.sql`) was refused or failed. */
 export type QueryErrorKind =
   /** Not SQL DuckDB can parse. */
@@ -538,6 +552,12 @@ export class Store {
   private side: DuckDBConnection | undefined;
   private lastQueryMs: number | null = null;
   private lastWriteError: Error | undefined;
+  /**
+   * Where the pose rows stand ({@link poseMark}): writes other than appends in storage order, and
+   * the highest `pose_persons.seq` committed. Undefined for a store in memory (its tables may be
+   * views over files that change without a write here: LakeRoot).
+   */
+  private pose: PoseMark | undefined;
 
   private constructor(
     /** The path as given (`:memory:` for an in-memory store). */
@@ -645,7 +665,8 @@ export class Store {
       }
       // A file made by an earlier build (0644), and its WAL, become the owner's only too.
       if (key !== undefined && !readOnly) for (const f of [key, `${key}.wal`]) ownerOnlyFile(f);
-      return new Store(
+      const seq = key === undefined ? undefined : (await w.runAndReadAll(`SELECT coalesce(max(seq), 0) FROM pose_persons`)).getRows()[0]?.[0];
+      const store = new Store(
         memory ? ':memory:' : path,
         key,
         instance,
@@ -655,6 +676,8 @@ export class Store {
         base !== undefined ? dataDirPaths(base) : undefined,
         accessNote(options, allowed, base),
       );
+      if (seq !== undefined) store.pose = { writes: 0, seq: Number(seq) };
+      return store;
     } catch (e) {
       for (const h of [reader, writer, instance]) {
         try {
@@ -971,6 +994,11 @@ export class Store {
    * @example await store.execute('DELETE FROM alerts WHERE alert_id = ?', [id])
    */
   execute(sql: string, params?: QueryParams): Promise<number> {
+    return this.executeAs(sql, params);
+  }
+
+  /** {@link execute}, told as an append of rows (no pose keys) when `appends` is given. */
+  private executeAs(sql: string, params?: QueryParams, appends?: Appends): Promise<number> {
     return this.withWriter(async () => {
       let ps: DuckDBPreparedStatement;
       try {
@@ -981,7 +1009,7 @@ export class Store {
       bindAll(ps, params);
       const r = await ps.run();
       return r.rowsChanged;
-    });
+    }, appends);
   }
 
   /**
@@ -989,17 +1017,25 @@ export class Store {
    * appender batches, retention and migrations never interleave. A failure is recorded for
    * `health()` and rethrown as a StoreError.
    * @param task receives the write connection; must not keep it after it settles
+   * @param appends given when the task only appends rows (a sink's batch): which pose keys it adds
+   *   ({@link poseMark}); without it the task counts as any other write
    * @returns what `task` returns
    * @throws StoreError `closed` after `close`, otherwise the task's error classified
    */
-  withWriter<T>(task: (conn: DuckDBConnection) => Promise<T> | T): Promise<T> {
+  withWriter<T>(task: (conn: DuckDBConnection) => Promise<T> | T, appends?: Appends): Promise<T> {
     if (this.isClosed) return Promise.reject(new StoreError('closed', `database ${this.path} is closed`));
     return this.writeLock.run(async () => {
       // Checked again: close may have finished its drain while this task waited its turn.
       if (this.isClosed) throw new StoreError('closed', `database ${this.path} is closed`);
+      const pose = this.pose;
+      const seq = appends?.personSeq;
+      // Appends above every key committed keep what readers counted (poseMark); anything else,
+      // failed appends included, voids it.
+      const inOrder = pose !== undefined && appends !== undefined && (seq === undefined || seq[0] > pose.seq);
       try {
         const out = await task(this.writer);
         this.lastWriteError = undefined;
+        if (inOrder && seq !== undefined) pose.seq = seq[1];
         return out;
       } catch (e) {
         const err =
@@ -1010,8 +1046,31 @@ export class Store {
               : new StoreError('io', `write to ${this.path} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e });
         this.lastWriteError = err;
         throw err;
+      } finally {
+        if (pose !== undefined && !(inOrder && this.lastWriteError === undefined)) {
+          pose.writes++;
+          // Any key may have come or gone: the highest is read again (on failure, none is below it).
+          try {
+            pose.seq = Number((await this.writer.runAndReadAll(`SELECT coalesce(max(seq), 0) FROM pose_persons`)).getRows()[0]?.[0] ?? 0);
+          } catch {
+            pose.seq = Number.MAX_SAFE_INTEGER;
+          }
+        }
       }
     });
+  }
+
+  /**
+   * Where the pose rows stand, for a reader that keeps counts of them between reads (history
+   * pages, history.ts): `writes` changes with every write that is not an append in storage order
+   * (a delete, an update, an insert by SQL, rows appended below a key already committed, a failed
+   * append), and `seq` is the highest `pose_persons.seq` committed. While `writes` stays, the rows
+   * with `seq` at most a mark's `seq` are the ones that were there when it was taken.
+   * @returns the mark (a copy), or undefined for a store in memory, whose tables may be views over
+   *   files that change without a write through the store
+   */
+  poseMark(): PoseMark | undefined {
+    return this.pose && { ...this.pose };
   }
 
   /**
@@ -1030,7 +1089,8 @@ export class Store {
    * @param m the sample
    */
   async recordMetrics(m: SystemMetricsSample): Promise<void> {
-    await this.execute(
+    // An append to system_metrics: the pose rows' counts (poseMark) stay.
+    await this.executeAs(
       `INSERT INTO system_metrics (ts, frames_per_second, average_latency_ms, cpu_usage, memory_usage, processing_queue_size, error_rate, active_persons, error_count)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
@@ -1044,6 +1104,7 @@ export class Store {
         Math.round(m.activePersons),
         m.errorCount === undefined ? null : Math.round(m.errorCount),
       ],
+      {},
     );
   }
 

@@ -2,11 +2,14 @@
  * Form B pages (`personPage`) against their definition: the rows matching the filter sorted by
  * (`seq`, `slot`), the page starting at the row `offset` places in, `limit` rows from there.
  * Checked for every offset over rows stored in key order (the sink's), stored out of it, and
- * with repeated keys, where the page is found by sorting instead of by position.
+ * with repeated keys; by the page index of a store on a file (counted once per filter, brought up
+ * to date with rows appended since, made again after other writes) and without one
+ * (`personPageByPosition`, for stores in memory: found by position, or by sorting when the rows
+ * are out of key order).
  */
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { personPage, type HistoryFilter } from '../../src/store/history.js';
+import { personPage, personPageByPosition, type HistoryFilter } from '../../src/store/history.js';
 import { PoseSink } from '../../src/store/poseSink.js';
 import { Store } from '../../src/store/store.js';
 import { tempDirs } from '../helpers/dataDir.js';
@@ -58,12 +61,12 @@ async function expected(store: Store, f: HistoryFilter, offset: number, limit: n
 }
 
 /** Every offset (and one past the end) at several page sizes gives the page by definition. */
-async function checkAllPages(store: Store, f: HistoryFilter, keysOnly = false): Promise<void> {
+async function checkAllPages(store: Store, f: HistoryFilter, keysOnly = false, page = personPage): Promise<void> {
   const [{ n }] = await store.query<{ n: bigint }>(`SELECT count(*) AS n FROM pose_persons`);
   for (const limit of [1, 3, 50]) {
     for (let offset = 0; offset <= Number(n) + 1; offset++) {
       const want = await expected(store, f, offset, limit);
-      const got = await personPage(store, f, offset, limit);
+      const got = await page(store, f, offset, limit);
       expect(got.total, `total at offset ${offset}, limit ${limit}`).toBe(want.total);
       const keys = got.persons.map((p) => `${p.seq}|${p.person.slot}|${p.frameId}`);
       // With repeated keys the rows of one key come in no defined order: compare keys only.
@@ -76,33 +79,94 @@ async function checkAllPages(store: Store, f: HistoryFilter, keysOnly = false): 
 
 const ALL: HistoryFilter = { environmentId: 'a', from: T0, to: T0 + 3_600_000, minConfidence: 0 };
 
+/** Frames `from` to `to - 1` through a sink: two environments interleaved, two persons a frame, some below the confidence floor. */
+function writeFrames(sink: PoseSink, from: number, to: number): void {
+  for (let k = from; k < to; k++) {
+    const kp = new Float32Array(51).fill(k);
+    const person = (slot: number, confidence: number) => ({ slot, confidence, keypoints: kp, bbox: Float32Array.of(0, 0, 1, 1) });
+    sink.write({
+      frameId: k,
+      time: T0 + k * 80,
+      sourceId: 's',
+      environmentId: k % 3 === 0 ? 'b' : 'a',
+      persons: [person(0, 0.9), person(1, k % 4 === 0 ? 0.2 : 0.8)],
+      processingMs: 1,
+      modelVersion: 'm',
+      csiQuality: 1,
+    });
+  }
+}
+
+/** The statements `store.query` ran while `fn` ran. */
+async function statements(store: Store, fn: () => Promise<void>): Promise<string[]> {
+  const query = vi.spyOn(store, 'query');
+  try {
+    await fn();
+    return query.mock.calls.map(([sql]) => sql);
+  } finally {
+    query.mockRestore();
+  }
+}
+
+/** The passes that count a filter's rows by ranges (a page index made). */
+const passes = (sqls: readonly string[]) => sqls.filter((sql) => /GROUP BY r ORDER BY r/.test(sql)).length;
+/** Pages found by sorting every matching key before them (personPageSorted). */
+const fullSorts = (sqls: readonly string[]) =>
+  sqls.filter((sql) => /ORDER BY p\.seq, p\.slot LIMIT 1 OFFSET/.test(sql) && !/p\.seq BETWEEN \$lo AND \$hi/.test(sql));
+
+const PART: HistoryFilter = { ...ALL, minConfidence: 0.5, from: T0 + 5 * 80, to: T0 + 18 * 80 };
+
 describe('personPage (Form B history pages)', () => {
-  it('pages rows stored in key order by position, without sorting them, and answers as the definition does', async () => {
+  it('counts each filter once, reads every page of it from that index, and answers as the definition does', async () => {
     await withStore(async (store) => {
-      // Two environments interleaved, two persons a frame, some below the confidence floor.
       const sink = new PoseSink(store);
-      for (let k = 0; k < 24; k++) {
-        const kp = new Float32Array(51).fill(k);
-        const person = (slot: number, confidence: number) => ({ slot, confidence, keypoints: kp, bbox: Float32Array.of(0, 0, 1, 1) });
-        sink.write({
-          frameId: k,
-          time: T0 + k * 80,
-          sourceId: 's',
-          environmentId: k % 3 === 0 ? 'b' : 'a',
-          persons: [person(0, 0.9), person(1, k % 4 === 0 ? 0.2 : 0.8)],
-          processingMs: 1,
-          modelVersion: 'm',
-          csiQuality: 1,
-        });
-      }
+      writeFrames(sink, 0, 24);
       await sink.close();
-      const query = vi.spyOn(store, 'query');
-      await checkAllPages(store, ALL);
-      await checkAllPages(store, { ...ALL, minConfidence: 0.5, from: T0 + 5 * 80, to: T0 + 18 * 80 });
-      const sqls = query.mock.calls.map(([sql]) => sql);
-      expect(sqls.length).toBeGreaterThan(0);
-      // No page of rows in key order was found by sorting every key before it.
-      expect(sqls.filter((sql) => /ORDER BY p\.seq, p\.slot LIMIT 1 OFFSET/.test(sql))).toEqual([]);
+      const sqls = await statements(store, async () => {
+        await checkAllPages(store, ALL);
+        await checkAllPages(store, PART);
+      });
+      // Hundreds of pages, two filters: two passes over the rows, no page found by sorting.
+      expect(passes(sqls)).toBe(2);
+      expect(fullSorts(sqls)).toEqual([]);
+    });
+  });
+
+  it('keeps the index while rows are appended in storage order, counting them in at the next read', async () => {
+    await withStore(async (store) => {
+      const sink = new PoseSink(store);
+      writeFrames(sink, 0, 24);
+      await sink.flush();
+      const sqls = await statements(store, async () => {
+        await checkAllPages(store, ALL);
+        writeFrames(sink, 24, 40);
+        await sink.flush();
+        await checkAllPages(store, ALL);
+        writeFrames(sink, 40, 41);
+        await sink.flush();
+        await checkAllPages(store, { ...ALL });
+      });
+      await sink.close();
+      expect(passes(sqls)).toBe(1);
+      // The rows appended since were counted alone, twice.
+      expect(sqls.filter((sql) => /p\.seq > \$after AND p\.seq <= \$through/.test(sql))).toHaveLength(2);
+    });
+  });
+
+  it('makes the index again after rows are deleted or stored by SQL, and answers as the definition does', async () => {
+    await withStore(async (store) => {
+      const sink = new PoseSink(store);
+      writeFrames(sink, 0, 24);
+      await sink.close();
+      const sqls = await statements(store, async () => {
+        await checkAllPages(store, ALL);
+        await store.execute(`DELETE FROM pose_persons WHERE frame_id IN (4, 5, 11)`);
+        await checkAllPages(store, ALL);
+        // A row stored below the keys already there (an import, a merged file).
+        await insert(store, [{ seq: 5, slot: 0, env: 'a', conf: 0.9, frame: 1 }]);
+        await checkAllPages(store, ALL);
+      });
+      expect(passes(sqls)).toBe(3);
     });
   });
 
@@ -114,6 +178,7 @@ describe('personPage (Form B history pages)', () => {
       const order = [...rows.slice(10, 20), ...rows.slice(20).reverse(), ...rows.slice(0, 10)];
       await insert(store, order);
       await checkAllPages(store, ALL);
+      await checkAllPages(store, ALL, false, personPageByPosition);
     });
   });
 
@@ -126,6 +191,67 @@ describe('personPage (Form B history pages)', () => {
       }
       await insert(store, rows);
       await checkAllPages(store, ALL, true);
+      await checkAllPages(store, ALL, true, personPageByPosition);
     });
+  });
+});
+
+describe('personPageByPosition (pages without an index: stores in memory, over lake files)', () => {
+  it('pages rows stored in key order by position, without sorting them, and answers as the definition does', async () => {
+    await withStore(async (store) => {
+      const sink = new PoseSink(store);
+      writeFrames(sink, 0, 24);
+      await sink.close();
+      const sqls = await statements(store, async () => {
+        await checkAllPages(store, ALL, false, personPageByPosition);
+        await checkAllPages(store, PART, false, personPageByPosition);
+      });
+      expect(sqls.length).toBeGreaterThan(0);
+      expect(fullSorts(sqls)).toEqual([]);
+    });
+  });
+});
+
+describe('Store.poseMark (what a reader that keeps counts checks)', () => {
+  it('stays through appends above every key, and moves with any other write', async () => {
+    await withStore(async (store) => {
+      const m0 = store.poseMark()!;
+      expect(m0).toEqual({ writes: 0, seq: 0 });
+      const sink = new PoseSink(store);
+      writeFrames(sink, 0, 3);
+      await sink.flush();
+      // A metrics sample is an append to another table: the mark stays.
+      await store.recordMetrics({
+        time: T0,
+        framesPerSecond: 10,
+        averageLatencyMs: 5,
+        cpuUsage: 1,
+        memoryUsage: 1,
+        processingQueueSize: 0,
+        errorRate: 0,
+        activePersons: 2,
+      });
+      const m1 = store.poseMark()!;
+      expect(m1.writes).toBe(0);
+      const [{ hi }] = await store.query<{ hi: bigint }>(`SELECT max(seq) AS hi FROM pose_persons`);
+      expect(m1.seq).toBe(Number(hi));
+      // An append that says it adds keys below the highest: counted as another write.
+      await store.withWriter(() => undefined, { personSeq: [m1.seq - 10, m1.seq + 5] });
+      expect(store.poseMark()).toEqual({ writes: 1, seq: m1.seq });
+      await store.execute(`DELETE FROM pose_persons WHERE frame_id = 2`);
+      const m2 = store.poseMark()!;
+      expect(m2.writes).toBe(2);
+      expect(m2.seq).toBeLessThan(m1.seq);
+      await sink.close();
+    });
+  });
+
+  it('is undefined for a store in memory (its tables may be views over files)', async () => {
+    const store = await Store.open(':memory:');
+    try {
+      expect(store.poseMark()).toBeUndefined();
+    } finally {
+      await store.close();
+    }
   });
 });
