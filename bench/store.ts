@@ -66,7 +66,8 @@ function frames(n: number, seed: number): PoseFrame[] {
  * in a temp dir, frames handed over in bursts of 50 with a yield between, until the last batch has
  * committed. `store.ingest.frames` is the same runs counted in frames. Also reports the event-loop
  * delay p99 during ingestion: the sink appends on the main thread, so this is what a batch costs
- * the rest of the process.
+ * the rest of the process. `store.ingest.engine` is the ceiling: the same rows copied by DuckDB
+ * itself, in transactions of the sink's batch size, with no client code at all.
  */
 export async function run(): Promise<BenchResult[]> {
   const data = frames(FRAMES, 11);
@@ -113,7 +114,29 @@ export async function run(): Promise<BenchResult[]> {
       n: loop.count,
       note: `event-loop delay during the timed rounds (max ${(loop.max / 1e6).toFixed(1)} ms)`,
     };
-    return [rows, framesPerS, lag];
+    // The engine alone: the same rows again, copied by DuckDB from tables of the same rows, in as
+    // many transactions per round as the sink's last round took; no client code. Whatever a
+    // writer in this process does, it does not get past this on this machine.
+    const batches = Math.max(1, flushes);
+    const bounds = await store.withWriter(async (conn) => {
+      await conn.run(`CREATE TEMP TABLE src_f AS SELECT * FROM pose_frames ORDER BY seq LIMIT ${FRAMES}`);
+      await conn.run(`CREATE TEMP TABLE src_p AS SELECT * FROM pose_persons WHERE seq IN (SELECT seq FROM src_f) ORDER BY seq, slot`);
+      const seqs = (await conn.runAndReadAll(`SELECT seq FROM src_f ORDER BY seq`)).getRows().map((r) => BigInt(r[0] as bigint));
+      return Array.from({ length: batches + 1 }, (_, b) => (b === batches ? seqs.at(-1)! + 1n : seqs[Math.floor((b * seqs.length) / batches)]!));
+    });
+    const engineRound = () =>
+      store.withWriter(async (conn) => {
+        for (let b = 0; b < batches; b++) {
+          const range = `seq >= ${bounds[b]} AND seq < ${bounds[b + 1]}`;
+          await conn.run('BEGIN TRANSACTION');
+          await conn.run(`INSERT INTO pose_frames SELECT * FROM src_f WHERE ${range}`);
+          await conn.run(`INSERT INTO pose_persons SELECT * FROM src_p WHERE ${range}`);
+          await conn.run('COMMIT');
+        }
+      });
+    const engine = await throughput('store.ingest.engine', 'rows/s', engineRound, { items: FRAMES * PEOPLE, rounds: 7, warmup: 1 });
+    engine.note = `the same rows copied by DuckDB itself (INSERT ... SELECT from tables of them), ${batches} transactions per round as the sink's: the engine's ceiling for store.ingest on this machine (store.ingest is ${((rows.value / engine.value) * 100).toFixed(0)} % of it)`;
+    return [rows, framesPerS, lag, engine];
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });

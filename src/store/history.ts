@@ -225,15 +225,20 @@ export async function personPage(store: Store, f: HistoryFilter, offset: number,
   const end = Math.min(offset + limit, total);
   const i = rangeAbove(index.upTo, offset);
   const j = rangeAbove(index.upTo, end - 1);
-  // The page starts at the key of the row at `offset` (with keys repeated, at the first row of that
-  // key, as personPageSorted reads it); its rows lie in ranges i to j.
+  // Rows i to j hold the page; read from the row before it when that lies in range i, to see
+  // whether the page's first key repeats there (never for the sink's rows): a page then starts at
+  // the first row of its key, as personPageSorted reads it.
+  const skip = offset - (i > 0 ? index.upTo[i - 1]! : 0);
+  const before = skip > 0 ? 1 : 0;
   const rows = await store.query(
-    `WITH k AS (SELECT p.seq, p.slot FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi ORDER BY p.seq, p.slot LIMIT 1 OFFSET $skip)
-     SELECT ${PERSON_COLUMNS} FROM pose_persons p, k WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi AND (p.seq > k.seq OR (p.seq = k.seq AND p.slot >= k.slot))
-     ORDER BY p.seq, p.slot LIMIT $limit`,
-    { ...personParams(f), lo: index.first[i]!, hi: index.last[j]!, limit, skip: offset - (i > 0 ? index.upTo[i - 1]! : 0) },
+    `SELECT ${PERSON_COLUMNS} FROM pose_persons p WHERE ${PERSON_WHERE} AND p.seq BETWEEN $lo AND $hi ORDER BY p.seq, p.slot LIMIT $limit OFFSET $skip`,
+    { ...personParams(f), lo: index.first[i]!, hi: index.last[j]!, limit: end - offset + before, skip: skip - before },
   );
-  if (rows.length >= end - offset && store.poseMark()?.writes === index.writes) return { total, persons: rows.map(stored) };
+  const repeats = before === 1 && rows.length > 1 && num(rows[0]!.seq) === num(rows[1]!.seq) && num(rows[0]!.slot) === num(rows[1]!.slot);
+  if (!repeats && rows.length === end - offset + before && store.poseMark()?.writes === index.writes) {
+    return { total, persons: rows.slice(before).map(stored) };
+  }
+  if (repeats) return personPageSorted(store, f, offset, limit);
   // The rows changed under the index: forget it, and read the page without one.
   INDEXES.get(store)?.delete(filterKey(f));
   return personPageByPosition(store, f, offset, limit);
