@@ -52,9 +52,8 @@ export type Socket = uWS.WebSocket<Client>;
  */
 interface PoseSlot {
   readonly id: string;
-  /** uWS topic of the slot; every member receives the same bytes. */
-  readonly topic: string;
-  members: number;
+  /** The connections that receive its messages, every one the same bytes (one held for being slow is not one). */
+  readonly members: Set<Socket>;
 }
 
 interface AlertSlot {
@@ -126,22 +125,38 @@ function isPoseUpdate(message: ArrayBuffer): boolean {
   return b.length === 12 && b[9] === 0x70 && b[10] === 0x6f && b[11] === 0x73;
 }
 
+const utf8 = new TextEncoder();
+
 /**
- * The `/ws/pose` fan-out: subscribers with equal filters share one uWebSockets.js topic, so each
- * pose frame is filtered and serialised once per distinct filter set and published to every
- * member by uWS in C++. Alerts go to each member of each matching alert filter set, serialised
- * once per set; system status to every connection through one topic.
+ * A pose_update (UTF-8) to one socket. Over the backpressure limit uWS drops it and calls the
+ * `dropped` handler ({@link Fanout.dropped}); a throw (a socket uWS has closed) stays here, so
+ * that the other members still get the frame.
+ */
+function sendPose(ws: Socket, bytes: Uint8Array): void {
+  try {
+    ws.send(bytes, false, false);
+  } catch {
+    // Closed under us: its close handler takes it out of every slot.
+  }
+}
+
+/**
+ * The `/ws/pose` fan-out: subscribers with equal filters share one slot, so each pose frame is
+ * filtered, serialised and encoded (UTF-8) once per distinct filter set, and the same bytes are
+ * sent to every member, each send straight away (uWS frames and writes it in C++; no copy or
+ * conversion per member). Alerts go to each member of each matching alert filter set, serialised
+ * once per set; system status to every connection through one uWS topic.
  *
  * Every `subscribe` is a subscription of its own: a connection holding two with equal filters
  * gets each frame once per subscription, under each one's id, and unsubscribing one leaves the
- * other. Since every member of a topic receives the same bytes, each slot of a filter set (see
- * {@link PoseSlot}) is a topic of its own; the frame is still serialised once per filter set and
+ * other. Since every member of a slot receives the same bytes, each slot of a filter set (see
+ * {@link PoseSlot}) has its own members; the frame is still serialised once per filter set and
  * only re-addressed for a second slot, which exists only while some connection holds equal
  * subscriptions twice.
  *
- * Slow clients never slow anyone else: uWS skips a socket over {@link MAX_BACKPRESSURE} when it
- * publishes, so its stale pose frames are dropped (counted through uWS's `dropped` callback) and
- * it gets the newest once it drains. Alerts are never dropped while the client stays connected:
+ * Slow clients never slow anyone else: uWS does not send to a socket over {@link MAX_BACKPRESSURE},
+ * so its stale pose frames are dropped (counted through uWS's `dropped` callback) and it gets the
+ * newest once it drains. Alerts are never dropped while the client stays connected:
  * one the socket cannot take waits in its queue and goes out on `drain`. A client that stays over
  * the limit for `slowClientTimeoutMs`, or whose alert queue overflows, is closed with 4008.
  */
@@ -227,9 +242,8 @@ export class Fanout {
     }
     if (g.channel === 'pose_updates') {
       let slot = g.slots.get(id);
-      if (!slot) g.slots.set(id, (slot = { id, topic: `pose/${id}`, members: 0 }));
-      slot.members++;
-      ws.subscribe(slot.topic);
+      if (!slot) g.slots.set(id, (slot = { id, members: new Set() }));
+      slot.members.add(ws);
       c.subs.set(id, { group: g, slot });
     } else {
       let slot = g.slots.get(id);
@@ -255,18 +269,8 @@ export class Fanout {
     const held = (this.perAccount.get(c.account) ?? 1) - 1;
     if (held > 0) this.perAccount.set(c.account, held);
     else this.perAccount.delete(c.account);
-    let empty: boolean;
-    if (h.group.channel === 'pose_updates') {
-      const slot = h.slot as PoseSlot;
-      slot.members--;
-      if (!c.closed) ws.unsubscribe(slot.topic);
-      empty = slot.members === 0;
-    } else {
-      const slot = h.slot as AlertSlot;
-      slot.members.delete(ws);
-      empty = slot.members.size === 0;
-    }
-    if (empty) {
+    h.slot.members.delete(ws);
+    if (h.slot.members.size === 0) {
       h.group.slots.delete(id);
       if (h.group.slots.size === 0) this.groups.delete(h.group.id);
     }
@@ -289,7 +293,12 @@ export class Fanout {
     return { pose_updates: pose, alerts };
   }
 
-  /** One pose frame to every pose filter set: filtered and serialised once per set. */
+  /**
+   * One pose frame to every pose filter set: filtered, serialised and encoded once per set (and
+   * slot), then sent to each member at once, in the caller's turn of the event loop: a uWS topic
+   * would walk its subscribers once to mark them and hold the message until the loop's check
+   * phase before the first send.
+   */
   pose(view: PoseFrameView): void {
     this.stats.poseFrames++;
     for (const g of this.groups.values()) {
@@ -300,7 +309,9 @@ export class Fanout {
       });
       this.stats.serialised++;
       for (const slot of g.slots.values()) {
-        this.app.publish(slot.topic, readdress(text, POSE_PREFIX, g.id, slot.id), false, false);
+        // UTF-8 once: a string would be converted again for every socket.
+        const bytes = utf8.encode(readdress(text, POSE_PREFIX, g.id, slot.id));
+        for (const ws of slot.members) sendPose(ws, bytes);
         this.stats.posePublishes++;
       }
     }
@@ -422,7 +433,7 @@ export class Fanout {
     this.slow.delete(ws);
     c.closing = { reason: reason.slice(0, 120), deadline: Date.now() + this.limits().slowClientTimeoutMs };
     c.alertQueue.length = 0;
-    for (const h of c.subs.values()) if (h.group.channel === 'pose_updates') ws.unsubscribe((h.slot as PoseSlot).topic);
+    for (const h of c.subs.values()) if (h.group.channel === 'pose_updates') h.slot.members.delete(ws);
     ws.unsubscribe(STATUS_TOPIC);
     this.ending.add(ws);
     this.end(ws, c);
