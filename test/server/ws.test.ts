@@ -134,7 +134,7 @@ describe('/ws/pose', () => {
       for (let f = first; f <= last; f++) for (const x of [all, bare, dense]) expect(frames(x.subscription_id).has(f), `frame ${f}`).toBe(true);
     });
 
-    it('gives subscribers on different connections with equal filters one id (one topic, one serialisation), and Form A persons on a Form A connection', async () => {
+    it('gives subscribers on different connections with equal filters one id (one slot, one serialisation), and Form A persons on a Form A connection', async () => {
       const a = await connect();
       const b = await connect({ token, headers: { 'x-response-form': 'a' } });
       const c = await connect({ token, query: { form: 'a' } });
