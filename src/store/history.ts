@@ -87,9 +87,9 @@ function personParams(f: HistoryFilter): Record<string, number | string | Date |
 }
 
 /** Ranges of `seq` a filter's rows are first counted by (history page index). */
-const INDEX_RANGES = 1024;
+const INDEX_RANGES = 4096;
 /** Ranges an index may grow to by rows counted since it was made; beyond, it is made again. */
-const INDEX_MAX_RANGES = 4 * INDEX_RANGES;
+const INDEX_MAX_RANGES = 2 * INDEX_RANGES;
 /** Filters whose index a store keeps, the least recently read dropped first. */
 const INDEXES_KEPT = 32;
 
