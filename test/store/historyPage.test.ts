@@ -97,6 +97,20 @@ function writeFrames(sink: PoseSink, from: number, to: number): void {
   }
 }
 
+/** A store holding frames 0-23 written through a sink, which `fn` may write more through. */
+async function withFrames(fn: (store: Store, sink: PoseSink) => Promise<void>): Promise<void> {
+  await withStore(async (store) => {
+    const sink = new PoseSink(store);
+    try {
+      writeFrames(sink, 0, 24);
+      await sink.flush();
+      await fn(store, sink);
+    } finally {
+      await sink.close();
+    }
+  });
+}
+
 /** The statements `store.query` ran while `fn` ran. */
 async function statements(store: Store, fn: () => Promise<void>): Promise<string[]> {
   const query = vi.spyOn(store, 'query');
@@ -118,10 +132,7 @@ const PART: HistoryFilter = { ...ALL, minConfidence: 0.5, from: T0 + 5 * 80, to:
 
 describe('personPage (Form B history pages)', () => {
   it('counts each filter once, reads every page of it from that index, and answers as the definition does', async () => {
-    await withStore(async (store) => {
-      const sink = new PoseSink(store);
-      writeFrames(sink, 0, 24);
-      await sink.close();
+    await withFrames(async (store) => {
       const sqls = await statements(store, async () => {
         await checkAllPages(store, ALL);
         await checkAllPages(store, PART);
@@ -133,10 +144,7 @@ describe('personPage (Form B history pages)', () => {
   });
 
   it('keeps the index while rows are appended in storage order, counting them in at the next read', async () => {
-    await withStore(async (store) => {
-      const sink = new PoseSink(store);
-      writeFrames(sink, 0, 24);
-      await sink.flush();
+    await withFrames(async (store, sink) => {
       const sqls = await statements(store, async () => {
         await checkAllPages(store, ALL);
         writeFrames(sink, 24, 40);
@@ -146,7 +154,6 @@ describe('personPage (Form B history pages)', () => {
         await sink.flush();
         await checkAllPages(store, { ...ALL });
       });
-      await sink.close();
       expect(passes(sqls)).toBe(1);
       // The rows appended since were counted alone, twice.
       expect(sqls.filter((sql) => /p\.seq > \$after AND p\.seq <= \$through/.test(sql))).toHaveLength(2);
@@ -154,10 +161,7 @@ describe('personPage (Form B history pages)', () => {
   });
 
   it('makes the index again after rows are deleted or stored by SQL, and answers as the definition does', async () => {
-    await withStore(async (store) => {
-      const sink = new PoseSink(store);
-      writeFrames(sink, 0, 24);
-      await sink.close();
+    await withFrames(async (store) => {
       const sqls = await statements(store, async () => {
         await checkAllPages(store, ALL);
         await store.execute(`DELETE FROM pose_persons WHERE frame_id IN (4, 5, 11)`);
@@ -198,10 +202,7 @@ describe('personPage (Form B history pages)', () => {
 
 describe('personPageByPosition (pages without an index: stores in memory, over lake files)', () => {
   it('pages rows stored in key order by position, without sorting them, and answers as the definition does', async () => {
-    await withStore(async (store) => {
-      const sink = new PoseSink(store);
-      writeFrames(sink, 0, 24);
-      await sink.close();
+    await withFrames(async (store) => {
       const sqls = await statements(store, async () => {
         await checkAllPages(store, ALL, false, personPageByPosition);
         await checkAllPages(store, PART, false, personPageByPosition);
