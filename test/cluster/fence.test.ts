@@ -8,16 +8,12 @@
  * What every publish on `pose.<env>` carries reaches a plain subscription, even a publish the
  * stream then drops as a duplicate: there each frame time must come once, rising.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from 'nats';
 import { LEASES_BUCKET, poseSubject } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
-import { ensureBuilt } from '../helpers/cli.js';
-import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
-import { roleCli, type ServedCli } from '../helpers/serveCli.js';
+import { describeWithNats, useNatsRoles } from '../helpers/nats.js';
 import { until } from '../helpers/engines.js';
 
 /** Give-up bound: a safety net, not a measurement. */
@@ -25,36 +21,18 @@ const GIVE_UP_MS = 60_000;
 const ENV = 'fenced-room';
 
 describeWithNats('a worker whose lease lapsed while it was stopped', () => {
-  let nats: NatsCluster;
-  let nc: NatsConnection;
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-fence-'));
-  const nodes: ServedCli[] = [];
+  const bus = useNatsRoles('csipose-fence-');
+  const dir = bus.dir;
 
-  const node = async (name: string, args: string[]) => {
-    const n = await roleCli(join(dir, name), ['--bus', nats.url, ...args]);
-    nodes.push(n);
-    return n;
-  };
-
-  beforeAll(async () => {
-    ensureBuilt();
-    nats = await startNats(1);
-    nc = await connect({ servers: nats.url });
-  }, 180_000);
-  afterAll(async () => {
-    for (const n of nodes) if (!n.gone) n.child.kill('SIGKILL');
-    await nc?.close();
-    await nats?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const node = bus.role;
 
   it('publishes nothing for the room once it runs again: every frame time reaches a subscriber once, rising', async () => {
     const config = join(dir, 'room.json');
     writeFileSync(config, JSON.stringify({ environment: { id: ENV }, cluster: { lease_ttl_seconds: 2, checkpoint_interval_seconds: 0.5 } }));
     const times: number[] = [];
-    const sub = nc.subscribe(poseSubject(ENV), { callback: (_e, m) => times.push(decodePoseFrame(m.data).time) });
+    const sub = bus.nc.subscribe(poseSubject(ENV), { callback: (_e, m) => times.push(decodePoseFrame(m.data).time) });
     const holder = async () => {
-      const e = await (await nc.jetstream().views.kv(LEASES_BUCKET)).get(ENV);
+      const e = await (await bus.nc.jetstream().views.kv(LEASES_BUCKET)).get(ENV);
       return e && e.operation === 'PUT' ? e.string() : undefined;
     };
     try {

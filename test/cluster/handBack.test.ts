@@ -10,18 +10,14 @@
  * - The last pose frame published for a room is read back from the stream; a stream that cannot
  *   say is an error, never "nothing published" (a takeover would publish again what was).
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { expect, it } from 'vitest';
 import { Bus, bucketKey, CSI_STREAM, POSE_STREAM, poseSubject } from '../../src/bus/bus.js';
 import { encodePoseFrame } from '../../src/bus/codec.js';
-import { ConfigStore } from '../../src/config/store.js';
 import { IngestNode } from '../../src/cluster/ingest.js';
 import { lastPublished, WorkerNode, type Checkpoint } from '../../src/cluster/worker.js';
 import type { PoseFrame } from '../../src/pose/types.js';
 import type { Logger } from '../../src/service/service.js';
-import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
+import { describeWithNats, useNatsAndConfig } from '../helpers/nats.js';
 import { until } from '../helpers/engines.js';
 
 /** Give-up bound: a safety net, not a measurement. */
@@ -29,26 +25,14 @@ const GIVE_UP_MS = 60_000;
 const quiet: Logger = () => undefined;
 
 describeWithNats('a worker giving a room back', () => {
-  let nats: NatsCluster;
-  let config: ConfigStore;
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-handback-'));
-
-  beforeAll(async () => {
-    nats = await startNats(1);
-    config = await ConfigStore.open({ dataDir: dir });
-  }, 60_000);
-  afterAll(async () => {
-    config?.close();
-    await nats?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const engines = useNatsAndConfig('csipose-handback-');
 
   it('records how far it read when it gives the room back', async () => {
     // Periodic checkpoints far apart: the only one written in this test is the hand-back's.
-    const settings = { ...config.get().cluster, checkpoint_interval_seconds: 60 };
-    const bus = await Bus.connect(nats.url, settings, 'handback-test');
-    const env = config.get().environment.id;
-    const ingest = await IngestNode.start(bus, config.get(), 'sim?seed=3', quiet);
+    const settings = { ...engines.config.get().cluster, checkpoint_interval_seconds: 60 };
+    const bus = await Bus.connect(engines.nats.url, settings, 'handback-test');
+    const env = engines.config.get().environment.id;
+    const ingest = await IngestNode.start(bus, engines.config.get(), 'sim?seed=3', quiet);
     const worker = await WorkerNode.start(bus, settings, quiet, 'w-handback');
     try {
       await until(() => (worker.figures()[env]?.made ?? 0) > 20, GIVE_UP_MS, 'pose frames from the worker');
@@ -70,10 +54,10 @@ describeWithNats('a worker giving a room back', () => {
 
   it('never moves the checkpoint back while it replays up to it, periodically or when it gives the room back', async () => {
     // Checkpoints every 0.1 s, and a rewind reaching the start of the stream: a long replay.
-    const settings = { ...config.get().cluster, checkpoint_interval_seconds: 0.1, rewind_seconds: 120 };
-    const bus = await Bus.connect(nats.url, settings, 'replay-test');
+    const settings = { ...engines.config.get().cluster, checkpoint_interval_seconds: 0.1, rewind_seconds: 120 };
+    const bus = await Bus.connect(engines.nats.url, settings, 'replay-test');
     const env = 'replay-room';
-    const room = { ...config.get(), environment: { ...config.get().environment, id: env } };
+    const room = { ...engines.config.get(), environment: { ...engines.config.get().environment, id: env } };
     const ingest = await IngestNode.start(bus, room, 'sim?seed=4', quiet);
     let worker: WorkerNode | undefined;
     const written: Checkpoint[] = [];
@@ -107,8 +91,8 @@ describeWithNats('a worker giving a room back', () => {
   }, 120_000);
 
   it('refuses a worker with the name of a live one, and gives the name back once that one is gone', async () => {
-    const settings = { ...config.get().cluster, lease_ttl_seconds: 1 };
-    const bus = await Bus.connect(nats.url, settings, 'name-test');
+    const settings = { ...engines.config.get().cluster, lease_ttl_seconds: 1 };
+    const bus = await Bus.connect(engines.nats.url, settings, 'name-test');
     const first = await WorkerNode.start(bus, settings, quiet, 'w-same');
     try {
       await expect(WorkerNode.start(bus, settings, quiet, 'w-same')).rejects.toThrow(/another live node has the name w-same/);
@@ -122,7 +106,7 @@ describeWithNats('a worker giving a room back', () => {
   }, 60_000);
 
   it('reads the last pose frame published, and fails rather than say "none" when the stream cannot answer', async () => {
-    const bus = await Bus.connect(nats.url, config.get().cluster, 'last-published-test');
+    const bus = await Bus.connect(engines.nats.url, engines.config.get().cluster, 'last-published-test');
     try {
       expect(await lastPublished(bus, 'room-never-published')).toBeUndefined();
       const frame: PoseFrame = {

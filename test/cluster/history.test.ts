@@ -9,15 +9,13 @@
  * once it is back every frame a subscriber saw is in the union once: none lost, none twice.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from 'nats';
 import { POSE_STREAM, STORE_LEASES_BUCKET } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
-import { ensureBuilt, runCli } from '../helpers/cli.js';
-import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
-import { roleCli, serveCli, type ServedCli } from '../helpers/serveCli.js';
+import { runCli } from '../helpers/cli.js';
+import { describeWithNats, useNatsRoles } from '../helpers/nats.js';
+import { serveCli, type ServedCli } from '../helpers/serveCli.js';
 import { ADMIN_PASSWORD } from '../helpers/server.js';
 import { until } from '../helpers/engines.js';
 import { LakeRoot, readManifest } from '../../src/store/lakeRoot.js';
@@ -29,11 +27,9 @@ const COMMIT_S = 1;
 const ROOMS = ['ward-a', 'ward-b'] as const;
 
 describeWithNats('one history: store nodes share the rooms and write one lake', () => {
-  let nats: NatsCluster;
-  let nc: NatsConnection;
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-history-'));
+  const bus = useNatsRoles('csipose-history-');
+  const dir = bus.dir;
   const lake = join(dir, 'lake');
-  const nodes: ServedCli[] = [];
   /** Every pose frame on the bus, from the start of the stream: room, time (whole ms, as stored) and when the test saw it (wall clock). */
   const seen: Array<{ env: string; t: number; at: number }> = [];
   let messages: { stop(): void } | undefined;
@@ -45,11 +41,7 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
     writeFileSync(file, JSON.stringify({ ...(env ? { environment: { id: env } } : {}), cluster: settings }));
     return file;
   };
-  const role = async (name: string, args: string[]) => {
-    const n = await roleCli(join(dir, name), ['--bus', nats.url, ...args]);
-    nodes.push(n);
-    return n;
-  };
+  const role = bus.role;
   const login = async (base: string): Promise<Record<string, string>> => {
     const r = await fetch(`${base}/api/v1/auth/token`, {
       method: 'POST',
@@ -60,8 +52,8 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
   };
   /** A store node on the shared lake, its system started (it holds rooms only while it runs). */
   const store = async (name: string) => {
-    const n = await serveCli(join(dir, name), ['--role', 'store', '--bus', nats.url, '--name', name, '--lake', lake, '--config', config(name)]);
-    nodes.push(n);
+    const n = await serveCli(join(dir, name), ['--role', 'store', '--bus', bus.url, '--name', name, '--lake', lake, '--config', config(name)]);
+    bus.keep(n);
     stores[name] = n;
     const auth = await login(n.base);
     expect((await fetch(`${n.base}/api/v1/system/start`, { method: 'POST', headers: auth })).status).toBe(202);
@@ -69,7 +61,7 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
   };
   /** Which store node holds each room now (by key: a listing of a bucket that changes misses keys). */
   const holders = async (): Promise<Record<string, string>> => {
-    const kv = await nc.jetstream().views.kv(STORE_LEASES_BUCKET);
+    const kv = await bus.nc.jetstream().views.kv(STORE_LEASES_BUCKET);
     const out: Record<string, string> = {};
     for (const env of ROOMS) {
       const e = await kv.get(env);
@@ -94,13 +86,10 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
   };
 
   beforeAll(async () => {
-    ensureBuilt();
-    nats = await startNats(1);
-    nc = await connect({ servers: nats.url });
     await role('ingest-a', ['--role', 'ingest', '--config', config('ingest-a', 'ward-a'), '--source', 'sim?seed=5']);
     await role('ingest-b', ['--role', 'ingest', '--config', config('ingest-b', 'ward-b'), '--source', 'sim?seed=6']);
     // What a subscriber of the pose stream sees, from its start (the ingest nodes made the streams).
-    const consumer = await nc.jetstream().consumers.get(POSE_STREAM, { filterSubjects: 'pose.>' });
+    const consumer = await bus.nc.jetstream().consumers.get(POSE_STREAM, { filterSubjects: 'pose.>' });
     const stream = await consumer.consume();
     messages = stream;
     void (async () => {
@@ -114,10 +103,6 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
   }, 180_000);
   afterAll(async () => {
     messages?.stop();
-    for (const n of nodes) if (!n.gone) n.child.kill('SIGKILL');
-    await nc?.close();
-    await nats?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('two store nodes share two rooms, each writes its own partitions under one root, and csipose query --lake reads them all while they run', async () => {
@@ -156,8 +141,8 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
   }, 240_000);
 
   it('an api node serves history and analytics of both rooms from the root, a commit interval behind', async () => {
-    const api = await serveCli(join(dir, 'api'), ['--role', 'api', '--bus', nats.url, '--lake', lake, '--config', config('api')]);
-    nodes.push(api);
+    const api = await serveCli(join(dir, 'api'), ['--role', 'api', '--bus', bus.url, '--lake', lake, '--config', config('api')]);
+    bus.keep(api);
     const auth = { ...(await login(api.base)), 'x-response-form': 'a' };
     /** The time of the latest frame of a room in a node's history (each node signs its own tokens). */
     const latest = async (base: string, env: string, headers: Record<string, string> = auth): Promise<number> => {

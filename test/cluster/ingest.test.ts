@@ -4,18 +4,14 @@
  * stream in far fewer messages than frames, and reads back as exactly the capture's frames, in
  * order.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { expect, it } from 'vitest';
 import { Bus, CSI_STREAM, csiSubjects } from '../../src/bus/bus.js';
 import { decodeCsiFrames } from '../../src/bus/codec.js';
 import type { CsiFrame } from '../../src/csi/frame.js';
-import { ConfigStore } from '../../src/config/store.js';
 import { IngestNode } from '../../src/cluster/ingest.js';
 import { decodeIntel5300 } from '../../src/decoders/intel5300.js';
 import type { Logger } from '../../src/service/service.js';
-import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
+import { describeWithNats, useNatsAndConfig } from '../helpers/nats.js';
 import { until } from '../helpers/engines.js';
 import { haveSamples, sample, sampleBytes } from '../helpers/samples.js';
 
@@ -24,26 +20,14 @@ const GIVE_UP_MS = 60_000;
 const CAPTURE = 'intel5300/log.all_csi.6.7.6';
 
 describeWithNats('an ingest node', () => {
-  let nats: NatsCluster;
-  let config: ConfigStore;
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-ingest-'));
-
-  beforeAll(async () => {
-    nats = await startNats(1);
-    config = await ConfigStore.open({ dataDir: dir });
-  }, 60_000);
-  afterAll(async () => {
-    config?.close();
-    await nats?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const engines = useNatsAndConfig('csipose-ingest-');
 
   it.skipIf(!haveSamples)(
     'publishes a capture replayed fast in batches, which read back as the capture, frame for frame',
     async () => {
       const env = 'ingest-room';
-      const room = { ...config.get(), environment: { ...config.get().environment, id: env } };
-      const bus = await Bus.connect(nats.url, room.cluster, 'ingest-test');
+      const room = { ...engines.config.get(), environment: { ...engines.config.get().environment, id: env } };
+      const bus = await Bus.connect(engines.nats.url, room.cluster, 'ingest-test');
       const lines: string[] = [];
       const log: Logger = (_level, msg) => lines.push(msg);
       const ingest = await IngestNode.start(bus, room, `file:${sample(CAPTURE)}?speed=0`, log);

@@ -7,16 +7,13 @@
  * from the bus, with no pipeline of its own. A store node writes every frame once, across a
  * SIGKILL and a restart.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { afterAll, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from 'nats';
 import { LEASES_BUCKET, POSE_STREAM } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
-import { ensureBuilt } from '../helpers/cli.js';
-import { describeWithNats, startNats, type NatsCluster } from '../helpers/nats.js';
-import { roleCli, serveCli, type ServedCli } from '../helpers/serveCli.js';
+import { describeWithNats, useNatsRoles } from '../helpers/nats.js';
+import { serveCli } from '../helpers/serveCli.js';
 import { ADMIN_PASSWORD } from '../helpers/server.js';
 import { WsClient } from '../helpers/wsClient.js';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -32,19 +29,13 @@ interface Seen {
 }
 
 describeWithNats('workers by environment on the bus', () => {
-  let nats: NatsCluster;
-  let nc: NatsConnection;
-  const dir = mkdtempSync(join(tmpdir(), 'csipose-workers-'));
-  const nodes: ServedCli[] = [];
+  const bus = useNatsRoles('csipose-workers-');
+  const dir = bus.dir;
   const seen: Seen[] = [];
   /** The test's own subscription to the pose stream, from the start (every case reads `seen`). */
   let messages: { stop(): void } | undefined;
 
-  const node = async (name: string, args: string[]) => {
-    const n = await roleCli(join(dir, name), ['--bus', nats.url, ...args]);
-    nodes.push(n);
-    return n;
-  };
+  const node = bus.role;
   const config = (env: string) => {
     const file = join(dir, `${env}.json`);
     writeFileSync(file, JSON.stringify({ environment: { id: env }, cluster: { lease_ttl_seconds: 2, checkpoint_interval_seconds: 0.5 } }));
@@ -52,7 +43,7 @@ describeWithNats('workers by environment on the bus', () => {
   };
   /** Who holds each of the two environments now, from the leases bucket (by key: a listing of a bucket that changes misses keys). */
   const holders = async (): Promise<Record<string, string>> => {
-    const kv = await nc.jetstream().views.kv(LEASES_BUCKET);
+    const kv = await bus.nc.jetstream().views.kv(LEASES_BUCKET);
     const out: Record<string, string> = {};
     for (const env of ['ward-a', 'ward-b']) {
       const e = await kv.get(env);
@@ -74,24 +65,15 @@ describeWithNats('workers by environment on the bus', () => {
     return auth;
   };
 
-  beforeAll(async () => {
-    ensureBuilt();
-    nats = await startNats(1);
-    nc = await connect({ servers: nats.url });
-  }, 180_000);
   afterAll(async () => {
     messages?.stop();
-    for (const n of nodes) if (!n.gone) n.child.kill('SIGKILL');
-    await nc?.close();
-    await nats?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('shares environments out, rebalances when a worker joins, and hands over when one is killed', async () => {
     await node('ingest-a', ['--role', 'ingest', '--config', config('ward-a'), '--source', 'sim?seed=5']);
     await node('ingest-b', ['--role', 'ingest', '--config', config('ward-b'), '--source', 'sim?seed=6']);
     // What a subscriber of the pose stream sees, from the start.
-    const consumer = await nc.jetstream().consumers.get(POSE_STREAM, { filterSubjects: 'pose.>' });
+    const consumer = await bus.nc.jetstream().consumers.get(POSE_STREAM, { filterSubjects: 'pose.>' });
     const stream = await consumer.consume();
     messages = stream;
     void (async () => {
@@ -143,8 +125,8 @@ describeWithNats('workers by environment on the bus', () => {
 
   it('an api node serves what the workers publish: /ws/pose, /pose/latest and /system/status, with no pipeline of its own', async () => {
     // The rooms and a worker from the test above are still running.
-    const api = await serveCli(join(dir, 'api-1'), ['--role', 'api', '--bus', nats.url]);
-    nodes.push(api);
+    const api = await serveCli(join(dir, 'api-1'), ['--role', 'api', '--bus', bus.url]);
+    bus.keep(api);
     const base = api.base;
     const auth = await startSystem(base);
     const token = auth.authorization!.slice('Bearer '.length);
@@ -200,8 +182,8 @@ describeWithNats('workers by environment on the bus', () => {
   it('a store node writes every frame once, across a SIGKILL and a restart, acknowledging only what it wrote', async () => {
     const data = join(dir, 'store-1');
     const store = async () => {
-      const n = await serveCli(data, ['--role', 'store', '--bus', nats.url, '--name', 's1']);
-      nodes.push(n);
+      const n = await serveCli(data, ['--role', 'store', '--bus', bus.url, '--name', 's1']);
+      bus.keep(n);
       await startSystem(n.base);
       return n;
     };
