@@ -132,8 +132,9 @@ async function main(): Promise<void> {
       );
       await timed(urls.slice(0, 20), auth);
       // After 20 pages of the day's filter (the first made its index: the filter's columns read
-      // once, warm), the first page of each of 20 filters never read before (start times a second apart), in the middle of the day:
-      // each makes its filter's page index (one pass over its rows).
+      // once, warm), the first page of each of 20 filters never read before (start times a
+      // second apart), in the middle of the day: each makes its filter's page index (one pass
+      // over its rows).
       const first = await timed(
         Array.from(
           { length: 20 },

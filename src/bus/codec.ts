@@ -6,8 +6,9 @@
  * A CSI frame is binary (it is the bulk: 100 frames a second per link, 2 KB each for 3x3x30): a
  * fixed little-endian header, its strings and `meta` as UTF-8 JSON, then the subcarrier indices
  * and the samples byte for byte. A message holds one frame, or several of one link in order (a
- * batch: what a source emitted within one turn of the event loop, e.g. a file replayed fast). A pose frame is JSON (a few a second per environment), with its
- * Float32Arrays as base64 of their bytes, so that NaN and every float survive.
+ * batch: what a source emitted within one turn of the event loop, e.g. a file replayed fast). A
+ * pose frame is JSON (a few a second per environment), with its Float32Arrays as base64 of their
+ * bytes, so that NaN and every float survive.
  */
 import { endianness } from 'node:os';
 import type { CsiFrame } from '../csi/frame.js';

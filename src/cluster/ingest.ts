@@ -2,9 +2,9 @@
  * The ingest role (`csipose serve --role ingest --bus nats://...`): one environment's CSI source
  * (UDP, MQTT, files, the simulator: `hardware.source` or `--source`) published to the bus,
  * `csi.<env>.<link>`: the frames of a link that came within one turn of the event loop go as one
- * message (a live source's packets mostly one by one; a file replayed fast, many at once), and the environment's configuration put under its id in the
- * `csipose_environments` bucket, where workers find what to run and how. No model, no pipeline,
- * no store (docs/scale.md).
+ * message (a live source's packets mostly one by one; a file replayed fast, many at once). The
+ * environment's configuration is put under its id in the `csipose_environments` bucket, where
+ * workers find what to run and how. No model, no pipeline, no store (docs/scale.md).
  */
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';

@@ -482,6 +482,11 @@ function bindOne(ps: DuckDBPreparedStatement, i: number, v: QueryParam): void {
   else throw new StoreError('invalid', `parameter ${i} has a type the store cannot bind`);
 }
 
+/** The highest `pose_persons.seq` stored (0 for none): where a store's pose mark starts. */
+async function highestPoseSeq(conn: DuckDBConnection): Promise<number> {
+  return Number((await conn.runAndReadAll(`SELECT coalesce(max(seq), 0) FROM pose_persons`)).getRows()[0]?.[0] ?? 0);
+}
+
 function bindAll(ps: DuckDBPreparedStatement, params: QueryParams | undefined): void {
   ps.clearBindings();
   const want = ps.parameterCount;
@@ -665,7 +670,7 @@ export class Store {
       }
       // A file made by an earlier build (0644), and its WAL, become the owner's only too.
       if (key !== undefined && !readOnly) for (const f of [key, `${key}.wal`]) ownerOnlyFile(f);
-      const seq = key === undefined ? undefined : (await w.runAndReadAll(`SELECT coalesce(max(seq), 0) FROM pose_persons`)).getRows()[0]?.[0];
+      const seq = key === undefined ? undefined : await highestPoseSeq(w);
       const store = new Store(
         memory ? ':memory:' : path,
         key,
@@ -676,7 +681,7 @@ export class Store {
         base !== undefined ? dataDirPaths(base) : undefined,
         accessNote(options, allowed, base),
       );
-      if (seq !== undefined) store.pose = { writes: 0, seq: Number(seq) };
+      if (seq !== undefined) store.pose = { writes: 0, seq };
       return store;
     } catch (e) {
       for (const h of [reader, writer, instance]) {
@@ -1032,10 +1037,12 @@ export class Store {
       // Appends above every key committed keep what readers counted (poseMark); anything else,
       // failed appends included, voids it.
       const inOrder = pose !== undefined && appends !== undefined && (seq === undefined || seq[0] > pose.seq);
+      let appended = false;
       try {
         const out = await task(this.writer);
         this.lastWriteError = undefined;
         if (inOrder && seq !== undefined) pose.seq = seq[1];
+        appended = inOrder;
         return out;
       } catch (e) {
         const err =
@@ -1047,11 +1054,11 @@ export class Store {
         this.lastWriteError = err;
         throw err;
       } finally {
-        if (pose !== undefined && !(inOrder && this.lastWriteError === undefined)) {
+        if (pose !== undefined && !appended) {
           pose.writes++;
           // Any key may have come or gone: the highest is read again (on failure, none is below it).
           try {
-            pose.seq = Number((await this.writer.runAndReadAll(`SELECT coalesce(max(seq), 0) FROM pose_persons`)).getRows()[0]?.[0] ?? 0);
+            pose.seq = await highestPoseSeq(this.writer);
           } catch {
             pose.seq = Number.MAX_SAFE_INTEGER;
           }
