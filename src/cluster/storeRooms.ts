@@ -42,6 +42,19 @@ const SETTLE_MS = 250;
 const FLUSH_RETRY_MS = 1000;
 /** Wait before a room's reading starts again after the bus failed it, ms. */
 const RESTART_WAIT_MS = 1000;
+/**
+ * How long one pull of a room's frames waits on the server, ms. The client sends heartbeats at
+ * half of it and pulls again once two are missed (a NATS node lost): the client's default, 30 s,
+ * left a room unstored for over 20 s after its consumer's leader was killed (30 s of missed
+ * heartbeats; test/cluster/storeNatsLoss.test.ts).
+ */
+const PULL_EXPIRES_MS = 2000;
+
+/** For a `.catch` of the JetStream API: a consumer not found is undefined, any other error is thrown. */
+const unlessNotFound = (e: unknown): undefined => {
+  if ((e as Error).message === 'consumer not found') return undefined;
+  throw e;
+};
 
 /** What a store node's rooms need of its sink. */
 export interface FlushingSink {
@@ -312,13 +325,14 @@ class RoomReader {
     // What was taken is settled before the consumer is made again at its ack floor.
     await this.settle();
     const durable = roomConsumer(this.env);
+    // The room's first store reads from the start of the stream (what is stored already is
+    // skipped). Any other failure (no leader yet after a NATS node was lost) is tried again: a
+    // consumer that is there cannot be made again at another start.
     let from = 1;
-    try {
-      const info = await bus.jsm.consumers.info(POSE_STREAM, durable);
+    const info = await bus.jsm.consumers.info(POSE_STREAM, durable).catch(unlessNotFound);
+    if (info) {
       from = info.ack_floor.stream_seq + 1;
-      await bus.jsm.consumers.delete(POSE_STREAM, durable);
-    } catch {
-      // The room's first store: from the start of the stream (what is stored already is skipped).
+      await bus.jsm.consumers.delete(POSE_STREAM, durable).catch(unlessNotFound);
     }
     const ackWaitMs = commits?.ackWaitMs ?? 10_000;
     await bus.jsm.consumers.add(POSE_STREAM, {
@@ -332,7 +346,7 @@ class RoomReader {
       max_ack_pending: 20_000,
     });
     const consumer = await bus.js.consumers.get(POSE_STREAM, durable);
-    const messages = await consumer.consume({ max_messages: STORE_BATCH });
+    const messages = await consumer.consume({ max_messages: STORE_BATCH, expires: PULL_EXPIRES_MS });
     this.messages = messages;
     if (this.stopping) messages.stop();
     for await (const m of messages) {

@@ -37,6 +37,8 @@ export interface NatsRoles {
   readonly url: string;
   /** A client connection of the test's own. */
   readonly nc: NatsConnection;
+  /** The server's nodes (one, or three with `nodes` 3), to kill and start again. */
+  readonly nodes: readonly NatsNode[];
   /** A process to kill when the suite ends. */
   keep(n: ServedCli): ServedCli;
   /** `csipose serve --bus URL ...args` in `dir/name` (a role without HTTP: ingest, worker), killed when the suite ends. */
@@ -44,23 +46,24 @@ export interface NatsRoles {
 }
 
 /**
- * A suite's NATS server (one node), a client connection and the `csipose serve` processes it
+ * A suite's NATS server (one node, or a cluster), a client connection and the `csipose serve` processes it
  * starts: set up before its tests (the service built first) and torn down after them, every
  * process SIGKILLed and the temp dir removed. Call it first in a `describeWithNats` body: its
  * hooks come before the suite's own, so the suite's afterAll runs while the server still does.
  * @param prefix the temp dir's name prefix
+ * @param nodes nats-server nodes (3: a cluster, for replicated streams)
  * @returns the suite's server, connection and processes
  * @example const bus = useNatsRoles('csipose-fence-'); ... await bus.role('w1', ['--role', 'worker']);
  */
-export function useNatsRoles(prefix: string): NatsRoles {
+export function useNatsRoles(prefix: string, nodes = 1): NatsRoles {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const procs: ServedCli[] = [];
   let nats: NatsCluster | undefined;
   let nc: NatsConnection | undefined;
   beforeAll(async () => {
     ensureBuilt();
-    nats = await startNats(1);
-    nc = await connect({ servers: nats.url });
+    nats = await startNats(nodes);
+    nc = await connect({ servers: nats.nodes.map((n) => n.url), maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   }, 180_000);
   afterAll(async () => {
     for (const n of procs) if (!n.gone) n.child.kill('SIGKILL');
@@ -79,6 +82,9 @@ export function useNatsRoles(prefix: string): NatsRoles {
     },
     get nc() {
       return nc!;
+    },
+    get nodes() {
+      return nats!.nodes;
     },
     keep,
     role: async (name, args) => keep(await roleCli(join(dir, name), ['--bus', nats!.url, ...args])),
