@@ -44,33 +44,65 @@ const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Encodes a CSI frame for the bus.
- * @param f the frame
- * @returns its bytes (one allocation)
+ * The UTF-8 bytes of a string a link's frames repeat (format, source, environment, link): encoded
+ * again only when the string changes, so a batch of one link encodes each once.
  */
-export function encodeCsiFrame(f: CsiFrame): Uint8Array {
-  const format = utf8.encode(f.format);
-  const source = utf8.encode(f.sourceId);
-  const env = utf8.encode(f.environmentId);
-  const link = f.linkId === undefined ? undefined : utf8.encode(f.linkId);
-  const meta = f.meta === undefined ? undefined : utf8.encode(JSON.stringify(f.meta));
+class Utf8Of {
+  private last: string | undefined;
+  private bytes = new Uint8Array(0);
+  of(s: string): Uint8Array {
+    if (s !== this.last) {
+      this.bytes = utf8.encode(s);
+      this.last = s;
+    }
+    return this.bytes;
+  }
+}
+const FORMAT = new Utf8Of();
+const SOURCE = new Utf8Of();
+const ENVIRONMENT = new Utf8Of();
+const LINK = new Utf8Of();
+
+/** One frame's strings as UTF-8, in the order they are written (linkId and meta may be absent). */
+type FrameStrings = [Uint8Array, Uint8Array, Uint8Array, Uint8Array | undefined, Uint8Array | undefined];
+
+function stringsOf(f: CsiFrame): FrameStrings {
+  return [
+    FORMAT.of(f.format),
+    SOURCE.of(f.sourceId),
+    ENVIRONMENT.of(f.environmentId),
+    f.linkId === undefined ? undefined : LINK.of(f.linkId),
+    f.meta === undefined ? undefined : utf8.encode(JSON.stringify(f.meta)),
+  ];
+}
+
+/** Bytes of a frame's encoding. */
+function frameSize(f: CsiFrame, strings: FrameStrings): number {
+  let size = HEADER + Math.min(255, f.rssi.length) * 8 + f.subcarriers.byteLength + f.csi.byteLength;
+  for (const s of strings) size += s?.length ?? 0;
+  return size;
+}
+
+/** Writes a frame's encoding into `out` at `at` (`dv` a view of the same bytes); returns its end. */
+function writeFrame(f: CsiFrame, strings: FrameStrings, out: Uint8Array, dv: DataView, at: number): number {
   const nRssi = Math.min(255, f.rssi.length);
-  const size =
-    HEADER + nRssi * 8 + format.length + source.length + env.length + (link?.length ?? 0) + (meta?.length ?? 0) + f.subcarriers.byteLength + f.csi.byteLength;
-  const out = new Uint8Array(size);
-  const dv = new DataView(out.buffer);
-  out[0] = CSI_MAGIC_0;
-  out[1] = CSI_MAGIC_1;
-  out[2] = CSI_CODEC_VERSION;
-  out[3] = f.nRx;
-  out[4] = f.nTx;
-  out[5] = nRssi;
-  dv.setUint16(6, f.nSub, true);
-  const nums = [f.index, f.time, f.deviceTime, f.clockUs, f.seq, f.noise, f.channel, f.bandwidthMhz];
-  for (let i = 0; i < nums.length; i++) dv.setFloat64(8 + i * 8, nums[i]!, true);
-  const strings = [format, source, env, link, meta];
-  for (let i = 0; i < strings.length; i++) dv.setUint32(72 + i * 4, strings[i]?.length ?? ABSENT, true);
-  let o = HEADER;
+  out[at] = CSI_MAGIC_0;
+  out[at + 1] = CSI_MAGIC_1;
+  out[at + 2] = CSI_CODEC_VERSION;
+  out[at + 3] = f.nRx;
+  out[at + 4] = f.nTx;
+  out[at + 5] = nRssi;
+  dv.setUint16(at + 6, f.nSub, true);
+  dv.setFloat64(at + 8, f.index, true);
+  dv.setFloat64(at + 16, f.time, true);
+  dv.setFloat64(at + 24, f.deviceTime, true);
+  dv.setFloat64(at + 32, f.clockUs, true);
+  dv.setFloat64(at + 40, f.seq, true);
+  dv.setFloat64(at + 48, f.noise, true);
+  dv.setFloat64(at + 56, f.channel, true);
+  dv.setFloat64(at + 64, f.bandwidthMhz, true);
+  for (let i = 0; i < strings.length; i++) dv.setUint32(at + 72 + i * 4, strings[i]?.length ?? ABSENT, true);
+  let o = at + HEADER;
   for (let i = 0; i < nRssi; i++, o += 8) dv.setFloat64(o, f.rssi[i]!, true);
   for (const s of strings) {
     if (!s) continue;
@@ -80,6 +112,18 @@ export function encodeCsiFrame(f: CsiFrame): Uint8Array {
   out.set(new Uint8Array(f.subcarriers.buffer, f.subcarriers.byteOffset, f.subcarriers.byteLength), o);
   o += f.subcarriers.byteLength;
   out.set(new Uint8Array(f.csi.buffer, f.csi.byteOffset, f.csi.byteLength), o);
+  return o + f.csi.byteLength;
+}
+
+/**
+ * Encodes a CSI frame for the bus.
+ * @param f the frame
+ * @returns its bytes (one allocation)
+ */
+export function encodeCsiFrame(f: CsiFrame): Uint8Array {
+  const strings = stringsOf(f);
+  const out = new Uint8Array(frameSize(f, strings));
+  writeFrame(f, strings, out, new DataView(out.buffer), 0);
   return out;
 }
 
@@ -91,26 +135,27 @@ const BATCH_HEADER = 8;
 
 /**
  * Encodes CSI frames (of one link, in order) as one message: one frame as {@link encodeCsiFrame}
- * writes it, several as a batch (the header, then each frame's length as uint32 and its bytes).
+ * writes it, several as a batch (the header, then each frame's length as uint32 and its bytes),
+ * written straight into the message's one buffer.
  * @param frames at least one frame
  * @returns the message's bytes
  */
 export function encodeCsiFrames(frames: readonly CsiFrame[]): Uint8Array {
   if (frames.length === 1) return encodeCsiFrame(frames[0]!);
-  const parts = frames.map(encodeCsiFrame);
+  const strings = frames.map(stringsOf);
   let size = BATCH_HEADER;
-  for (const p of parts) size += 4 + p.length;
+  for (let i = 0; i < frames.length; i++) size += 4 + frameSize(frames[i]!, strings[i]!);
   const out = new Uint8Array(size);
   const dv = new DataView(out.buffer);
   out[0] = BATCH_MAGIC_0;
   out[1] = BATCH_MAGIC_1;
   out[2] = BATCH_VERSION;
-  dv.setUint32(4, parts.length, true);
+  dv.setUint32(4, frames.length, true);
   let o = BATCH_HEADER;
-  for (const p of parts) {
-    dv.setUint32(o, p.length, true);
-    out.set(p, o + 4);
-    o += 4 + p.length;
+  for (let i = 0; i < frames.length; i++) {
+    const end = writeFrame(frames[i]!, strings[i]!, out, dv, o + 4);
+    dv.setUint32(o, end - o - 4, true);
+    o = end;
   }
   return out;
 }

@@ -60,6 +60,31 @@ describe('CSI frames on the bus', () => {
     expect(decodeCsiFrames(one)).toEqual([frames[0]]);
   });
 
+  it("writes a batch as its frames' own encodings one after the other, whatever strings change from frame to frame", () => {
+    const base = simFrames(6);
+    const frames: CsiFrame[] = base.map((f, i) => ({
+      ...f,
+      sourceId: i % 3 === 0 ? 'rx-a' : 'rx-b',
+      format: i === 4 ? 'intel5300' : f.format,
+      environmentId: i < 9 ? 'ward-a' : 'ward-b',
+      ...(i % 4 === 1 ? { linkId: undefined, meta: { agc: i, perm: [i, 2, 3] } } : {}),
+    }));
+    const bytes = encodeCsiFrames(frames);
+    const own = frames.map(encodeCsiFrame);
+    const expected = new Uint8Array(8 + own.reduce((n, b) => n + 4 + b.length, 0));
+    const dv = new DataView(expected.buffer);
+    expected.set([0x43, 0x42, 1, 0]);
+    dv.setUint32(4, frames.length, true);
+    let o = 8;
+    for (const b of own) {
+      dv.setUint32(o, b.length, true);
+      expected.set(b, o + 4);
+      o += 4 + b.length;
+    }
+    expect(bytes).toEqual(expected);
+    expect(decodeCsiFrames(bytes)).toEqual(frames);
+  });
+
   it.each([
     ['cut inside a frame', (b: Uint8Array) => b.subarray(0, b.length - 10)],
     ['cut between frames', (b: Uint8Array) => b.subarray(0, 8 + 2 * (4 + encodeCsiFrame(simFrames(1)[0]!).length))],
