@@ -273,16 +273,20 @@ export async function startApp(o: ServeOptions): Promise<App> {
   const metrics = new MetricsOutlet(svc.store, svc.log);
   const latest = new LatestOutlet((e) => log('error', `latest-frame cache: ${(e as Error)?.stack ?? String(e)}`));
   const face = serverFace(svc, latest, metrics, o.bus?.role === 'api' ? webhooksElsewhere : webhooks);
-  // History and analytics of a node on a shared lake: every store node's committed partitions.
-  const server = new ServerOutlet(lakeRoot ? { ...face, historyStore: lakeRoot.store } : face, {
-    host: o.host,
-    port: o.port,
-    rateLimitScale: o.rateLimitScale,
-    log,
-    ...(o.form ? { form: o.form } : {}),
-    ...(o.transport ? { transport: o.transport } : {}),
-    ...(o.dashboard === false ? { dashboard: false as const } : {}),
-  });
+  // History and analytics of a node on a shared lake: every store node's committed partitions;
+  // an api node's SQL queries too (it stores nothing of its own).
+  const server = new ServerOutlet(
+    lakeRoot ? { ...face, historyStore: lakeRoot.store, ...(o.bus?.role === 'api' ? { queryStore: lakeRoot.store } : {}) } : face,
+    {
+      host: o.host,
+      port: o.port,
+      rateLimitScale: o.rateLimitScale,
+      log,
+      ...(o.form ? { form: o.form } : {}),
+      ...(o.transport ? { transport: o.transport } : {}),
+      ...(o.dashboard === false ? { dashboard: false as const } : {}),
+    },
+  );
 
   // The outlets, started in this order and closed in reverse. Shutdown therefore runs:
   //   ws       stop listening, close every WebSocket (1001);

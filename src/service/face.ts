@@ -227,4 +227,10 @@ export interface HasStore {
  */
 export interface HasHistoryStore {
   readonly historyStore?: Store;
+  /**
+   * Where `POST /store/query` reads when not the node's own store: the lake root, on an api node
+   * started with `--lake` (its own store holds no history). A store node's query reads its own
+   * store, as `csipose query --data-dir` asks of it.
+   */
+  readonly queryStore?: Store;
 }

@@ -171,6 +171,22 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
       const o = (await occ.json()) as { summary: { frames: number } };
       expect(o.summary.frames, `frames of ${env} in its occupancy`).toBeGreaterThan(50);
     }
+    // SQL on the api node reads the root as csipose query --lake does: every store node's
+    // partitions (their column `store`); a store node's reads its own store, which has no such column.
+    const sql = async (base: string, headers: Record<string, string>, q: string) => {
+      const r = await fetch(`${base}/api/v1/store/query`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ sql: q }),
+      });
+      return { status: r.status, body: (await r.json()) as { rows?: unknown[][] } };
+    };
+    const byNode = await sql(api.base, auth, 'SELECT DISTINCT store FROM pose_frames ORDER BY 1');
+    expect(byNode.status).toBe(200);
+    expect(byNode.body.rows).toEqual([['s1'], ['s2']]);
+    const s1 = { ...(await login(stores.s1!.base)), 'x-response-form': 'a' };
+    expect((await sql(stores.s1!.base, s1, 'SELECT DISTINCT store FROM pose_frames')).status).toBe(422);
+    expect((await sql(stores.s1!.base, s1, 'SELECT count(*) FROM pose_frames')).status).toBe(200);
     // A store node reads the other node's room too.
     const other = Object.entries(await holders()).find(([, s]) => s === 's2')![0];
     expect(await latest(stores.s1!.base, other, { ...(await login(stores.s1!.base)), 'x-response-form': 'a' })).toBeGreaterThan(0);

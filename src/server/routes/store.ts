@@ -2,12 +2,12 @@ import { rmSync } from 'node:fs';
 import { ApiError } from '../../errors.js';
 import type { Route } from '../core.js';
 import { Checker } from '../validate.js';
-import type { HasConfig, HasStore } from '../../service/face.js';
+import type { HasConfig, HasHistoryStore, HasStore } from '../../service/face.js';
 import { QueryError, StoreError } from '../../store/store.js';
 import { cleanExports, EXPORT_FORMATS, EXPORT_TABLES, exportStore, ExportUsageError, newExportDir } from '../../store/export.js';
 
 /** What `/store/*` uses: the configuration (limits), the store, and the data folder (exports go under `<dataDir>/exports`). */
-export type StoreRoutesFace = HasConfig & HasStore & { readonly dataDir: string };
+export type StoreRoutesFace = HasConfig & HasStore & Pick<HasHistoryStore, 'queryStore'> & { readonly dataDir: string };
 
 /** Longest SQL text (the body limit is 64 KiB; the text must fit in it with its JSON around). */
 const MAX_SQL = 60_000;
@@ -47,7 +47,9 @@ function apiError(e: unknown, maxBytes?: number): unknown {
  *   a refused one never whole. DuckDB's external access is off: the query reads the store and
  *   the service's own export and lake folders (relative paths taken from the data directory),
  *   no other file and no address. Answers `{columns: [{name, type}], rows, row_count,
- *   truncated, execution_time_ms, max_rows, max_bytes}`, each row an array in column order.
+ *   truncated, execution_time_ms, max_rows, max_bytes}`, each row an array in column order. On
+ *   an api node of a cluster started with `--lake`, the query reads the lake root's tables (every
+ *   store node's committed partitions, with their column `store`), as `csipose query --lake` does.
  * - `POST /store/export` `{format: parquet|csv, from?, to?, tables?}`: one file per table in a
  *   new folder `<dataDir>/exports/<id>/`, rows with `from <= ts <= to`; answers the files.
  *   Folders older than an hour are removed at the next export.
@@ -73,7 +75,7 @@ export function storeRoutes(svc: StoreRoutesFace): Route[] {
         const maxBytes = storage.query_max_bytes;
         let r;
         try {
-          r = await svc.store.sqlJson(sql!, { timeoutMs: storage.query_timeout_seconds * 1000, maxRows, maxBytes });
+          r = await (svc.queryStore ?? svc.store).sqlJson(sql!, { timeoutMs: storage.query_timeout_seconds * 1000, maxRows, maxBytes });
         } catch (e) {
           throw apiError(e, maxBytes);
         }
