@@ -466,7 +466,7 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
             at: legend.dataset.at ?? '',
             drawnAt: document.querySelector<HTMLCanvasElement>('#floor')!.dataset.linksAt ?? '',
             drawn: (document.querySelector<HTMLCanvasElement>('#floor')!.dataset.links ?? '').split(' '),
-            listed: [...legend.querySelectorAll<HTMLElement>('li')].map((li) => [li.dataset.link, li.dataset.state, li.dataset.primary]),
+            listed: Array.from(legend.querySelectorAll<HTMLElement>('li')).map((li) => [li.dataset.link, li.dataset.state, li.dataset.primary]),
           };
         });
         const answer = answers.get(shown.at);
@@ -528,12 +528,12 @@ describe.skipIf(!CHROMIUM)('dashboard in a browser', () => {
       const table = await until(async () => {
         const shown = await page.evaluate(() => ({
           at: document.querySelector<HTMLElement>('.status-details')?.dataset.at ?? '',
-          head: [...document.querySelectorAll('#links-table thead th')].map((th) => th.textContent),
-          rows: [...document.querySelectorAll<HTMLElement>('#links-table tr[data-link]')].map((tr) =>
-            Object.fromEntries([...tr.querySelectorAll<HTMLElement>('[data-col]')].map((c) => [c.dataset.col, c.textContent])),
+          head: Array.from(document.querySelectorAll('#links-table thead th')).map((th) => th.textContent),
+          rows: Array.from(document.querySelectorAll<HTMLElement>('#links-table tr[data-link]')).map((tr) =>
+            Object.fromEntries(Array.from(tr.querySelectorAll<HTMLElement>('[data-col]')).map((c) => [c.dataset.col, c.textContent])),
           ),
           reasons: Object.fromEntries(
-            [...document.querySelectorAll<HTMLElement>('#links-table tr[data-reason-of]')].map((tr) => [tr.dataset.reasonOf, tr.textContent]),
+            Array.from(document.querySelectorAll<HTMLElement>('#links-table tr[data-reason-of]')).map((tr) => [tr.dataset.reasonOf, tr.textContent]),
           ),
         }));
         const answer = answers.get(shown.at);

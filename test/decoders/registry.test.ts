@@ -121,7 +121,7 @@ describe('a format registered in the table, and nowhere else, is accepted everyw
 
     const built = buildPipeline(`file:${capture} | ${FAKE} source=x | ndjson`, registry, { requireSink: true });
     expect(built.sourceKind).toBe('bytes');
-    const frames = (await firstValueFrom(built.open({ speed: 0 }).pipe(toArray()))) as CsiFrame[];
+    const frames = (await firstValueFrom(built.open({ speed: 0 }).pipe(toArray<unknown>()))) as CsiFrame[];
     expect(frames.map((f) => f.csi[0])).toEqual([3, 1, 4, 1, 5]);
     expect(frames[0]!.sourceId).toBe('x');
 
@@ -136,7 +136,7 @@ describe('a format registered in the table, and nowhere else, is accepted everyw
     const { parseMqttUri } = await import('../../src/sources/mqtt.js');
     const guessed = parseSource(`file:${capture}`);
     expect(guessed.emits).toEqual(['bytes', 'frame']);
-    const frames = (await firstValueFrom(guessed.open('frame', { speed: 0 }).pipe(toArray()))) as CsiFrame[];
+    const frames = (await firstValueFrom(guessed.open('frame', { speed: 0 }).pipe(toArray<unknown>()))) as CsiFrame[];
     expect(frames).toHaveLength(5);
     expect(frames[0]!.sourceId).toBe(`file:${capture}`);
 

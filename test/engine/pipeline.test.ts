@@ -93,7 +93,7 @@ describe('pipelineOperator', () => {
       makeFrame({ nRx: 3, nTx: 3, nSub: 30, seq: i, value: (sc, rx, tx) => [Math.cos(0.3 * i + sc * 0.1), Math.sin(0.3 * i + rx + tx)] }),
     );
     const def = registry.pipelines.get('sense')!;
-    const out = (await firstValueFrom(from(frames).pipe(pipelineOperator(def, registry), toArray()))) as DopplerSpectrum[];
+    const out = (await firstValueFrom(from(frames).pipe(pipelineOperator(def, registry), toArray<unknown>()))) as DopplerSpectrum[];
     expect(out).toHaveLength(4);
     expect(out[0]!.nStreams).toBe(9 * 3);
     expect(out[0]!.nBins).toBe(64);

@@ -62,7 +62,7 @@ export interface ApiOptions {
   /** JSON-serialised body (Content-Type application/json). */
   body?: unknown;
   /** A body sent as is (Content-Type application/json unless `headers` says otherwise). */
-  rawBody?: string | Uint8Array;
+  rawBody?: string | Uint8Array<ArrayBuffer>;
   headers?: Record<string, string>;
   /** Query parameters appended to the path. */
   query?: Record<string, string | number | boolean>;
@@ -175,7 +175,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<TestServer>
     if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
     if (o.apiKey !== undefined) headers['x-api-key'] = o.apiKey;
     if (o.form) headers['x-response-form'] = o.form;
-    let body: string | Uint8Array | undefined;
+    let body: string | Uint8Array<ArrayBuffer> | undefined;
     if (o.body !== undefined) body = JSON.stringify(o.body);
     if (o.rawBody !== undefined) body = o.rawBody;
     if (body !== undefined) headers['content-type'] = 'application/json';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMlpPoseModel } from '../../src/calibration/onnxWriter.js';
 import { CONTRACT_VERSION, MODEL_OUTPUTS, parseSite, SITE_COLUMNS, SITE_DIM, siteProblem, siteVector } from '../../src/model/contract.js';
-import { decodeOutputs, ModelError, PoseModel, threadFor, type ModelOutputs } from '../../src/model/runtime.js';
+import { decodeOutputs, ModelError, PoseModel, threadFor, type ModelOutputs, type ModelOutputsV1 } from '../../src/model/runtime.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { contractModel, featureBatch, forward, tempDir, tinyMeta, tinyWeights, type Malformation } from '../helpers/poseModels.js';
@@ -59,7 +59,7 @@ describe('PoseModel: loading a valid model', () => {
     expect(model.source).toBe(path);
     expect(model.metadata).toEqual(tinyMeta(F, P));
     const x = featureBatch(3, F);
-    const out = await model.run(x, 3);
+    const out = (await model.run(x, 3)) as ModelOutputsV1;
     expect(out.n).toBe(3);
     expect(out.maxPersons).toBe(P);
     const ref = forward(weights, x, 3);
@@ -79,11 +79,11 @@ describe('PoseModel: loading a valid model', () => {
     expect(bytes.length).toBe(size); // the worker got a copy of the model, not the caller's buffer
     const big = featureBatch(5, F);
     const ref = forward(weights, big.subarray(F), 2);
-    const viaView = await model.run(big.subarray(F, 3 * F), 2, { transfer: true });
+    const viaView = (await model.run(big.subarray(F, 3 * F), 2, { transfer: true })) as ModelOutputsV1;
     expect(big.length).toBe(5 * F); // a view is copied, never transferred
     viaView.presence.forEach((v, i) => expect(v).toBeCloseTo(ref.presence[i], 5));
     const owned = big.slice(F, 3 * F);
-    const viaTransfer = await model.run(owned, 2, { transfer: true });
+    const viaTransfer = (await model.run(owned, 2, { transfer: true })) as ModelOutputsV1;
     expect(owned.length).toBe(0); // handed over to the worker
     expect(Array.from(viaTransfer.keypoints)).toEqual(Array.from(viaView.keypoints));
     await model.release();
@@ -102,7 +102,7 @@ describe('PoseModel: loading a valid model', () => {
       window_frames: 0,
       trained_on: '',
     });
-    const out = await model.run(featureBatch(1, F), 1);
+    const out = (await model.run(featureBatch(1, F), 1)) as ModelOutputsV1;
     expect(out.keypoints.length).toBe(3 * 51);
     await model.release();
   });
@@ -144,8 +144,8 @@ describe('PoseModel: the optional site input', () => {
     expect(model.siteDim).toBe(SITE_DIM);
     expect(model.metadata.site_dim).toBe(SITE_DIM);
     const x = featureBatch(3, F);
-    const known = await model.run(x, 3, { site });
-    const unknown = await model.run(x, 3);
+    const known = (await model.run(x, 3, { site })) as ModelOutputsV1;
+    const unknown = (await model.run(x, 3)) as ModelOutputsV1;
     const refKnown = forward(weights, joined(x, 3, siteVector(site)), 3);
     const refUnknown = forward(weights, joined(x, 3, new Float32Array(SITE_DIM)), 3);
     for (const name of MODEL_OUTPUTS) {
@@ -161,8 +161,8 @@ describe('PoseModel: the optional site input', () => {
     const plain = await PoseModel.load(buildMlpPoseModel(tinyWeights(F, [8], P), tinyMeta(F, P)), { thread: 'inline' });
     expect(plain.siteDim).toBe(0);
     const x = featureBatch(2, F);
-    const a = await plain.run(x, 2, { site });
-    const b = await plain.run(x, 2);
+    const a = (await plain.run(x, 2, { site })) as ModelOutputsV1;
+    const b = (await plain.run(x, 2)) as ModelOutputsV1;
     expect(Array.from(a.keypoints)).toEqual(Array.from(b.keypoints));
     await plain.release();
   });
@@ -270,7 +270,7 @@ describe('decodeOutputs', () => {
   const boxes = Float32Array.from({ length: n * Pn * 4 }, (_, i) => [0.25, 0.5, 0.125, 0.75][i % 4] + Math.floor(i / 4) / 1000);
   const floor = Float32Array.from({ length: n * Pn * 2 }, (_, i) => i - 3);
   const densepose = Float32Array.from({ length: n * Pn * 72 }, (_, i) => i / 1000);
-  const outputs: ModelOutputs = { n, maxPersons: Pn, presence, keypoints, boxes, floor, densepose };
+  const outputs: ModelOutputs = { contract: 1, n, maxPersons: Pn, presence, keypoints, boxes, floor, densepose };
   const opts = { view: { width: 640, height: 480 }, confidenceThreshold: 0.5, maxPersons: 10, includeDensePose: true };
 
   it('keeps slots at or above the threshold, highest presence first, scaled to the view', () => {
@@ -321,7 +321,7 @@ describe('PoseModel: the worker thread', () => {
 
   it('runs several batches at once and resolves each with its own rows', async () => {
     const batches = [1, 4, 2, 7].map((k, i) => featureBatch(k, F, 10 + i));
-    const outs = await Promise.all(batches.map((b) => model.run(b, b.length / F)));
+    const outs = (await Promise.all(batches.map((b) => model.run(b, b.length / F)))) as ModelOutputsV1[];
     const weights = tinyWeights(F, [8], P);
     outs.forEach((out, i) => {
       const ref = forward(weights, batches[i], batches[i].length / F);

@@ -48,6 +48,7 @@ function recording(inner: PoseRunner, now: () => number = () => 0, delay?: (call
     metadata: inner.metadata,
     featureDim: inner.featureDim,
     maxPersons: inner.maxPersons,
+    contract: inner.contract,
     run(features, n, opts) {
       const call = calls.length;
       calls.push({ n, at: now() });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_PARAMS, liveParams, liveParamsOf, settingsOf } from '../../pipelines/settings.js';
 import { OPERATORS } from '../../operators/index.js';
 import { configParam } from '../../src/config/params.js';
-import type { OperatorSpec } from '../../src/engine/spec.js';
+import type { OperatorSpec, StreamKind } from '../../src/engine/spec.js';
 import { map } from 'rxjs';
 import { live } from '../../pipelines/live.js';
 import { processDef } from '../../pipelines/process.js';
@@ -80,7 +80,14 @@ describe('one definition of each setting', () => {
     // Every value is one the stage accepts.
     for (const op of Object.keys(p) as Array<keyof typeof p>) {
       const stage = { name: op, params: Object.fromEntries(Object.entries(p[op]).map(([k, v]) => [k, String(v)])), text: op, column: 0 };
-      const kinds = { infer: 'features', refine: 'floormap', floorMap: 'frame', track: 'pose', activity: 'pose', alerts: 'pose' } as const;
+      const kinds: Readonly<Record<string, StreamKind>> = {
+        infer: 'features',
+        refine: 'floormap',
+        floorMap: 'frame',
+        track: 'pose',
+        activity: 'pose',
+        alerts: 'pose',
+      };
       expect(() => resolveStages([stage], kinds[op], registry)).not.toThrow();
     }
   });

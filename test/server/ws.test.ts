@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_SECRET, startServer, until, withServer, type TestServer } from '../helpers/server.js';
-import { refusal, WsClient, type Message, type RefusalBody } from '../helpers/wsClient.js';
+import { refusal, WsClient, type ConnectOptions, type Message, type RefusalBody } from '../helpers/wsClient.js';
 import { ROOM_ZONE } from '../helpers/zones.js';
 
 const STREAMING = { status_interval_seconds: 1 };
@@ -60,7 +60,8 @@ describe('/ws/pose', () => {
 
     it('accepts a JWT or an API key in ?token=, Authorization or X-API-Key', async () => {
       const { key } = await s.apiKey(token, 'viewer', 'ws-viewer');
-      for (const o of [{ token }, { token: key }, { headers: { authorization: `Bearer ${token}` } }, { headers: { 'x-api-key': key } }]) {
+      const ways: ConnectOptions[] = [{ token }, { token: key }, { headers: { authorization: `Bearer ${token}` } }, { headers: { 'x-api-key': key } }];
+      for (const o of ways) {
         const c = await connect(o);
         const hello = c.messages[0]!;
         expect(hello).toMatchObject({ type: 'connection_established', supported_protocols: ['pose_v1', 'alerts_v1'], form: 'b' });

@@ -25,6 +25,9 @@ interface LinkStatus {
   components: { csi_processor?: { status: string; links: WireLink[] }; csi_receiver?: { status: string; links: WireLink[] } };
 }
 
+/** The parts of the `system_status` message (`renderStatusMessage`) read here. */
+type StatusMessage = { status: { system_health: string } };
+
 /**
  * Issue 18 item 1 in the service: the default site's three links (1 TX + 3 RX) arrive on three
  * real UDP ports as Intel 5300 records, one port per receiver (`link=rxN`). The live pipeline joins
@@ -151,7 +154,7 @@ describe('links in the service', () => {
     );
     expect(b.components.csi_processor.status).toBe('degraded');
     expect((await status('a')).components.csi_receiver.status).toBe('degraded');
-    expect(renderStatusMessage(s.svc.snapshot()).status.system_health).toBe('degraded');
+    expect((renderStatusMessage(s.svc.snapshot()) as StatusMessage).status.system_health).toBe('degraded');
     b = await until(async () => {
       const d = await status();
       return d.performance.pose_frames >= 12 ? d : undefined;
@@ -176,7 +179,7 @@ describe('links in the service', () => {
     expect(linkOf(stopped!, 'tx-rx3').state).toBe('live');
     expect(linkOf(stopped!, 'tx-rx3').layout).toBe('3x3x30');
     expect(stopped!.components.csi_processor!.status).toBe('degraded');
-    expect(renderStatusMessage(s.svc.snapshot()).status.system_health).toBe('degraded');
+    expect((renderStatusMessage(s.svc.snapshot()) as StatusMessage).status.system_health).toBe('degraded');
     const after = await status();
     expect(after.performance.frames_processed).toBeGreaterThan(648);
     expect(after.performance.pose_frames).toBe(12);
@@ -230,6 +233,6 @@ describe('links of a configured site', () => {
     ]);
     // A receiver not installed yet is not a fault.
     expect(b.components.csi_processor.status).toBe('active');
-    expect(renderStatusMessage(s.svc.snapshot()).status.system_health).toBe('healthy');
+    expect((renderStatusMessage(s.svc.snapshot()) as StatusMessage).status.system_health).toBe('healthy');
   });
 });

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
+import type { Activity, ActivityEvent, PersonPose, PoseAlert, PoseFrame } from '../../src/pose/types.js';
 import { PoseSink } from '../../src/store/poseSink.js';
 import { blobToFloats } from '../../src/store/schema.js';
 import { Store, StoreError } from '../../src/store/store.js';
@@ -265,7 +265,8 @@ describe('PoseSink', () => {
     const N = 2100;
     for (let k = 0; k < N; k++) {
       const name = names[k % names.length]!;
-      const p = person(k, 0, k % 3 === 0 ? { trackId: 2 ** 31 - 1, floor: { x: 1, y: NaN }, activity: name } : { trackId: -(2 ** 31 - 1) });
+      // The activity column takes any string: the edge names stand in for an activity here.
+      const p = person(k, 0, k % 3 === 0 ? { trackId: 2 ** 31 - 1, floor: { x: 1, y: NaN }, activity: name as Activity } : { trackId: -(2 ** 31 - 1) });
       const anonymous = { ...person(k, 1), keypoints: new Float32Array(0) };
       sink.write(
         frame(k, 0, {

@@ -28,8 +28,8 @@ function person(id: number, x0: number, y0: number, visible: number[] = new Arra
   return { id, keypoints: kp, visible: Uint8Array.from(visible), bbox: [x0 - 10, y0 - 10, 60, 80] };
 }
 
-/** A prediction of `t` with every keypoint moved by (dx, dy). */
-function predict(t: TruePose, dx: number, dy: number, trackId = 1): PredictedPose {
+/** A prediction of `t` with every keypoint moved by (dx, dy); its keypoints are a Float32Array a test may write to. */
+function predict(t: TruePose, dx: number, dy: number, trackId = 1): PredictedPose & { keypoints: Float32Array } {
   const kp = new Float32Array(51);
   for (let k = 0; k < 17; k++) {
     kp[3 * k] = t.keypoints[2 * k]! + dx;
