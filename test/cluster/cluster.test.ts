@@ -29,8 +29,7 @@ import { ensureBuilt } from '../helpers/cli.js';
 import { describeWithEngine, until } from '../helpers/engines.js';
 import { ensureNatsServer, startNats, type NatsCluster } from '../helpers/nats.js';
 import { ensureRedisServer, startRedisServer, type RedisServer } from '../helpers/redis.js';
-import { roleCli, serveCli, type ServedCli } from '../helpers/serveCli.js';
-import { ADMIN_PASSWORD } from '../helpers/server.js';
+import { adminToken, roleCli, serveCli, type ServedCli } from '../helpers/serveCli.js';
 import { WsClient } from '../helpers/wsClient.js';
 
 /** Give-up bound: a safety net, not a measurement. */
@@ -142,12 +141,7 @@ describeWithEngine(
       expect(info.config.num_replicas).toBe(3);
       for (const name of ['api-1', 'api-2']) apis.push(await served(name, ['--role', 'api', '--redis', redis.url]));
       store = await served('store', ['--role', 'store', '--name', 's1', '--redis', redis.url]);
-      const login = await fetch(`${apis[0]!.base}/api/v1/auth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
-      });
-      token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
+      token = await adminToken(apis[0]!.base);
       // A token signed on one api node is good on the other (one secret, shared revocations).
       for (const n of [...apis, store]) expect((await api(n, 'POST', '/system/start')).status).toBe(202);
       for (const a of apis) await watch(a);
@@ -189,12 +183,7 @@ describeWithEngine(
       await redis.start();
       for (const a of apis) await until(async () => (await redisStatus(a)) === 'healthy', GIVE_UP_MS, 'the api nodes to see Redis back');
       // Shared again: a token revoked on one node is refused by the other.
-      const login = await fetch(`${apis[1]!.base}/api/v1/auth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
-      });
-      const fresh = ((await login.json()) as { data: { access_token: string } }).data.access_token;
+      const fresh = await adminToken(apis[1]!.base);
       const status = async (n: ServedCli) => (await fetch(`${n.base}/api/v1/system/status`, { headers: { authorization: `Bearer ${fresh}` } })).status;
       expect(await status(apis[0]!)).toBe(200);
       expect((await api(apis[1]!, 'POST', '/auth/revoke', { token: fresh })).status).toBe(200);

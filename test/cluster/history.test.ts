@@ -15,8 +15,7 @@ import { POSE_STREAM, STORE_LEASES_BUCKET } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
 import { runCli } from '../helpers/cli.js';
 import { describeWithNats, useNatsRoles } from '../helpers/nats.js';
-import { serveCli, type ServedCli } from '../helpers/serveCli.js';
-import { ADMIN_PASSWORD } from '../helpers/server.js';
+import { adminToken, serveCli, type ServedCli } from '../helpers/serveCli.js';
 import { until } from '../helpers/engines.js';
 import { LakeRoot, readManifest } from '../../src/store/lakeRoot.js';
 
@@ -42,14 +41,7 @@ describeWithNats('one history: store nodes share the rooms and write one lake', 
     return file;
   };
   const role = bus.role;
-  const login = async (base: string): Promise<Record<string, string>> => {
-    const r = await fetch(`${base}/api/v1/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
-    });
-    return { authorization: `Bearer ${((await r.json()) as { data: { access_token: string } }).data.access_token}` };
-  };
+  const login = async (base: string): Promise<Record<string, string>> => ({ authorization: `Bearer ${await adminToken(base)}` });
   /** A store node on the shared lake, its system started (it holds rooms only while it runs). */
   const store = async (name: string) => {
     const n = await serveCli(join(dir, name), ['--role', 'store', '--bus', bus.url, '--name', name, '--lake', lake, '--config', config(name)]);

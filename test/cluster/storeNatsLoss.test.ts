@@ -16,8 +16,7 @@ import { POSE_STREAM } from '../../src/bus/bus.js';
 import { roomConsumer } from '../../src/cluster/storeRooms.js';
 import { until } from '../helpers/engines.js';
 import { describeWithNats, useNatsRoles } from '../helpers/nats.js';
-import { serveCli, type ServedCli } from '../helpers/serveCli.js';
-import { ADMIN_PASSWORD } from '../helpers/server.js';
+import { adminToken, serveCli, type ServedCli } from '../helpers/serveCli.js';
 
 /** Give-up bound of the waits on the cluster: a safety net, not a measurement. */
 const GIVE_UP_MS = 90_000;
@@ -78,12 +77,7 @@ describeWithNats('a store node when a NATS node is lost', () => {
     roles.ingest = await bus.role('ingest', ['--role', 'ingest', '--config', config, '--source', 'sim?seed=7']);
     roles.worker = await bus.role('worker', ['--role', 'worker', '--name', 'w1', '--config', config]);
     roles.store = bus.keep(await serveCli(join(bus.dir, 'store'), ['--role', 'store', '--bus', bus.url, '--name', 's1', '--config', config]));
-    const login = await fetch(`${roles.store.base}/api/v1/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
-    });
-    auth = { authorization: `Bearer ${((await login.json()) as { data: { access_token: string } }).data.access_token}` };
+    auth = { authorization: `Bearer ${await adminToken(roles.store.base)}` };
     expect((await fetch(`${roles.store.base}/api/v1/system/start`, { method: 'POST', headers: auth })).status).toBe(202);
     await waitFor(async () => (await stored()) > MORE_FRAMES, GIVE_UP_MS, 'the store to write the room');
   }, 240_000);

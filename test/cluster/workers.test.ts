@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import { LEASES_BUCKET, POSE_STREAM } from '../../src/bus/bus.js';
 import { decodePoseFrame } from '../../src/bus/codec.js';
 import { describeWithNats, useNatsRoles } from '../helpers/nats.js';
-import { serveCli } from '../helpers/serveCli.js';
-import { ADMIN_PASSWORD } from '../helpers/server.js';
+import { adminToken, serveCli } from '../helpers/serveCli.js';
 import { WsClient } from '../helpers/wsClient.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { until } from '../helpers/engines.js';
@@ -54,13 +53,7 @@ describeWithNats('workers by environment on the bus', () => {
   const framesOf = (env: string) => seen.filter((s) => s.env === env);
   /** Signs in as admin on a node with an HTTP server and starts its system; returns the auth header. */
   const startSystem = async (base: string): Promise<Record<string, string>> => {
-    const login = await fetch(`${base}/api/v1/auth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
-    });
-    const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
-    const auth = { authorization: `Bearer ${token}` };
+    const auth = { authorization: `Bearer ${await adminToken(base)}` };
     expect((await fetch(`${base}/api/v1/system/start`, { method: 'POST', headers: auth })).status).toBe(202);
     return auth;
   };

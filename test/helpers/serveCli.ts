@@ -49,6 +49,23 @@ export function roleCli(dataDir: string, args: readonly string[]): Promise<Serve
   return spawnServe(['--data-dir', dataDir, ...args], /^(.* on the bus)\n/m);
 }
 
+/**
+ * Signs in as admin on a served process with {@link ADMIN_PASSWORD} (each node signs its own
+ * tokens unless a cluster shares its secret).
+ * @param base the process's `http://127.0.0.1:PORT`
+ * @returns the access token
+ * @throws Error with the status and body when the sign-in is refused
+ */
+export async function adminToken(base: string): Promise<string> {
+  const r = await fetch(`${base}/api/v1/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
+  if (r.status !== 200) throw new Error(`signing in at ${base}: ${r.status} ${await r.text()}`);
+  return ((await r.json()) as { data: { access_token: string } }).data.access_token;
+}
+
 /** Spawns `csipose serve ARGS` and resolves once stdout matches `ready` (its first group is `base`). */
 function spawnServe(args: readonly string[], ready: RegExp): Promise<ServedCli> {
   const env: Record<string, string> = {};

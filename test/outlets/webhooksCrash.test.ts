@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/cli.js';
-import { serveCli, type ServedCli } from '../helpers/serveCli.js';
-import { ADMIN_PASSWORD, until } from '../helpers/server.js';
+import { adminToken, serveCli, type ServedCli } from '../helpers/serveCli.js';
+import { until } from '../helpers/server.js';
 import { WebhookReceiver } from '../helpers/webhookReceiver.js';
 
 async function call(base: string, method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -23,10 +23,6 @@ async function call(base: string, method: string, path: string, token?: string, 
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-async function login(base: string): Promise<string> {
-  return (await call(base, 'POST', '/auth/token', undefined, { username: 'admin', password: ADMIN_PASSWORD })).body.access_token as string;
 }
 
 describe('webhooks: a crash of the sending process', () => {
@@ -44,7 +40,7 @@ describe('webhooks: a crash of the sending process', () => {
     let served: ServedCli | undefined;
     try {
       served = await serveCli(dataDir, ['--config', overlay]);
-      const token = await login(served.base);
+      const token = await adminToken(served.base);
       const created = await call(served.base, 'POST', '/webhooks', token, { url: rx.url, subscriptions: [{ channel: 'events' }] });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       const id = created.body.id as string;
@@ -60,7 +56,7 @@ describe('webhooks: a crash of the sending process', () => {
 
       rx.mode = 'ok';
       served = await serveCli(dataDir, ['--config', overlay]);
-      const token2 = await login(served.base);
+      const token2 = await adminToken(served.base);
       const again = await rx.next((h) => h.json?.id === deliveryId && h.answered === 204, 'the delivery after the restart');
       expect(again.verified).toBe(true);
       expect(again.json).toMatchObject({ id: deliveryId, type: 'ping', webhook_id: id });

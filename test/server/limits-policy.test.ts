@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../helpers/cli.js';
-import { serveCli } from '../helpers/serveCli.js';
+import { adminToken, serveCli } from '../helpers/serveCli.js';
 import { ADMIN_PASSWORD, rateHeaders, withServer, type ApiResponse } from '../helpers/server.js';
 
 /** `Retry-After` as whole seconds, checked against the response's own X-RateLimit-Reset. */
@@ -143,8 +143,7 @@ describe('PUT /config outlives the process', () => {
     try {
       const first = await serveCli(dataDir);
       try {
-        const login = await call(first.base, 'POST', '/auth/token', undefined, { username: 'admin', password: ADMIN_PASSWORD });
-        const put = await call(first.base, 'PUT', '/config', (login.body as { access_token: string }).access_token, change);
+        const put = await call(first.base, 'PUT', '/config', await adminToken(first.base), change);
         expect(put.status, JSON.stringify(put.body)).toBe(200);
       } finally {
         expect(await first.stop()).toBe(0);
@@ -154,8 +153,7 @@ describe('PUT /config outlives the process', () => {
 
       const second = await serveCli(dataDir);
       try {
-        const login = await call(second.base, 'POST', '/auth/token', undefined, { username: 'admin', password: ADMIN_PASSWORD });
-        const got = await call(second.base, 'GET', '/config', (login.body as { access_token: string }).access_token);
+        const got = await call(second.base, 'GET', '/config', await adminToken(second.base));
         expect(got.status).toBe(200);
         expect(got.body).toMatchObject(change);
       } finally {
