@@ -34,6 +34,14 @@ const DUPLICATE_WINDOW_MS = 120_000;
 const CSI_DUPLICATE_WINDOW_MS = 10_000;
 /** How long the pose stream keeps what workers made (the store node reads it; api nodes follow it). */
 const POSE_RETENTION_MS = 3_600_000;
+/**
+ * How long one pull of a consumer (a worker's CSI, a store node's pose frames) waits on the server,
+ * ms. The client sends heartbeats at half of it and pulls again once two are missed (a NATS node
+ * lost), and waits up to 1.5x it between tries to make a consumer while a stream has no leader:
+ * the client's default, 30 s, left a store's room unstored for over 20 s after its consumer's
+ * leader was killed (test/cluster/storeNatsLoss.test.ts).
+ */
+export const PULL_EXPIRES_MS = 2000;
 
 /** The settings of `cluster` (src/config/schema.ts) the bus itself uses. */
 export interface BusSettings {

@@ -27,7 +27,7 @@
 import { Observable, Subject } from 'rxjs';
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type KvEntry } from 'nats';
 import type { PoseFrame } from '../pose/types.js';
-import { bucketKey, POSE_STREAM, poseSubject, type Bus } from '../bus/bus.js';
+import { bucketKey, POSE_STREAM, poseSubject, PULL_EXPIRES_MS, type Bus } from '../bus/bus.js';
 import { decodePoseFrame } from '../bus/codec.js';
 import type { Logger } from '../service/service.js';
 import type { EnvironmentEntry } from './ingest.js';
@@ -42,13 +42,6 @@ const SETTLE_MS = 250;
 const FLUSH_RETRY_MS = 1000;
 /** Wait before a room's reading starts again after the bus failed it, ms. */
 const RESTART_WAIT_MS = 1000;
-/**
- * How long one pull of a room's frames waits on the server, ms. The client sends heartbeats at
- * half of it and pulls again once two are missed (a NATS node lost): the client's default, 30 s,
- * left a room unstored for over 20 s after its consumer's leader was killed (30 s of missed
- * heartbeats; test/cluster/storeNatsLoss.test.ts).
- */
-const PULL_EXPIRES_MS = 2000;
 
 /** For a `.catch` of the JetStream API: a consumer not found is undefined, any other error is thrown. */
 const unlessNotFound = (e: unknown): undefined => {

@@ -20,7 +20,7 @@ import { Subject, type Subscription } from 'rxjs';
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type NatsError } from 'nats';
 import type { CsiFrame } from '../csi/frame.js';
 import type { PoseFrame } from '../pose/types.js';
-import { Bus, alertsSubject, bucketKey, CSI_STREAM, csiSubjects, eventsSubject, POSE_STREAM, poseSubject, Publisher } from '../bus/bus.js';
+import { Bus, alertsSubject, bucketKey, CSI_STREAM, csiSubjects, eventsSubject, POSE_STREAM, poseSubject, Publisher, PULL_EXPIRES_MS } from '../bus/bus.js';
 import { decodeCsiFrames, decodePoseFrame, encodePoseFrame } from '../bus/codec.js';
 import { PoseModel } from '../model/runtime.js';
 import { resolveInstalled } from '../packageRoot.js';
@@ -47,11 +47,6 @@ export interface Checkpoint {
 
 /** A room's CSI read that brings no frame for this long starts again (a stalled consumer), ms. */
 const STALL_MS = 5000;
-/**
- * How long one pull of a room's CSI waits on the server, ms. The client also waits up to 1.5x this
- * between tries to make the consumer again (after an election), and sends heartbeats at half of it.
- */
-const PULL_EXPIRES_MS = 2000;
 /** Most bytes of CSI one pull of a room asks for (the client keeps about that much buffered). */
 const PULL_MAX_BYTES = 8 * 1024 * 1024;
 /** Wait before a room's CSI read starts again, ms. */
